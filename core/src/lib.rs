@@ -1,0 +1,28 @@
+//! # parley-core
+//!
+//! The Parley protocol (spec draft v1), pure: no I/O, no async, no clock reads.
+//! Time is always a parameter, so every decision here is reproducible in a test.
+//!
+//! Everything the custody app shows and signs stands on this crate: if a hash,
+//! a Lens line or a caveat check is off by one byte, the human approves
+//! something other than what they saw. Each module cites the spec section its
+//! rules come from.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod b64;
+pub mod canonical;
+pub mod caveat;
+pub mod code;
+pub mod consent;
+pub mod estimate;
+pub mod fit;
+pub mod grant;
+pub mod json;
+pub mod keys;
+pub mod lens;
+pub mod money;
+pub mod proof;
+pub mod proposal;
+
+pub use keys::{PublicKey, SecretKey};
