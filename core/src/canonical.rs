@@ -35,9 +35,8 @@ pub enum CanonicalError {
 impl CanonicalError {
     fn prefix_path(mut self, segment: &str) -> Self {
         let path = match &mut self {
-            CanonicalError::NotAnInteger { path, .. } | CanonicalError::UnsafeInteger { path, .. } => {
-                path
-            }
+            CanonicalError::NotAnInteger { path, .. }
+            | CanonicalError::UnsafeInteger { path, .. } => path,
         };
         // Paths are built while unwinding, innermost segment first.
         *path = format!("{segment}{}", path.trim_start_matches('$'));
@@ -178,7 +177,10 @@ mod tests {
         assert!(matches!(err, CanonicalError::UnsafeInteger { ref path, .. } if path == "$.a[1]"));
         assert!(canonical(&json!(u64::MAX)).is_err());
         assert!(canonical(&json!(-9007199254740992i64)).is_err());
-        assert_eq!(canonical(&json!(-9007199254740991i64)).unwrap(), "-9007199254740991");
+        assert_eq!(
+            canonical(&json!(-9007199254740991i64)).unwrap(),
+            "-9007199254740991"
+        );
     }
 
     #[test]

@@ -1,1 +1,666 @@
-//! placeholder
+//! Grants (§6): signed delegation chains.
+//!
+//! A token decodes into an [`UnverifiedGrant`]. Only [`UnverifiedGrant::verify`]
+//! (signatures, `prev` links, a trusted issuer, the holder = the proof key)
+//! turns it into a [`VerifiedGrant`], and only a `VerifiedGrant` can be
+//! evaluated against a request. So no code path can evaluate caveats of a
+//! chain whose signatures were never checked.
+
+use crate::b64;
+use crate::canonical::{canonical, MAX_SAFE_INTEGER};
+use crate::caveat::{Caveat, RequestContext, Verdict};
+use crate::json::{self, Limits};
+use crate::keys::{PublicKey, SecretKey, Signature, KEY_PREFIX};
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+
+/// The token prefix (§6.2).
+pub const TOKEN_PREFIX: &str = "pg1.";
+/// Longest token accepted, in bytes. Real grants are well under 4 KiB; the
+/// bound keeps decoding cheap whatever an agent sends.
+pub const MAX_TOKEN_BYTES: usize = 64 * 1024;
+/// Longest chain accepted. Each block costs one signature check.
+pub const MAX_BLOCKS: usize = 16;
+/// Most caveats accepted in one block.
+pub const MAX_CAVEATS_PER_BLOCK: usize = 64;
+
+/// Why a token is not a usable grant. Every variant maps to `unauthorized`
+/// (§7), except [`GrantError::Unsignable`], which is raised before signing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GrantError {
+    /// Missing `pg1.` prefix.
+    #[error("a grant token starts with \"pg1.\"")]
+    Prefix,
+    /// Over [`MAX_TOKEN_BYTES`].
+    #[error("the grant token is {0} bytes; the limit is {MAX_TOKEN_BYTES}")]
+    TooLong(usize),
+    /// Not base64url.
+    #[error("the grant token is not valid: {0}")]
+    Encoding(b64::B64Error),
+    /// Not strict JSON.
+    #[error("the grant token does not hold valid JSON: {0}")]
+    Json(json::JsonError),
+    /// Valid JSON, wrong shape.
+    #[error("the grant token is malformed: {0}")]
+    Malformed(String),
+    /// A block's signature does not verify.
+    #[error("block {index}: the signature does not verify")]
+    BadSignature {
+        /// 0 is the root block.
+        index: usize,
+    },
+    /// A delegation block's `prev` does not name the block before it.
+    #[error("block {index}: prev does not match the previous block")]
+    BrokenChain {
+        /// The block whose `prev` is wrong.
+        index: usize,
+    },
+    /// The root issuer is not among the trusted principals.
+    #[error("the issuer {0} is not a trusted principal")]
+    Untrusted(String),
+    /// The proof key is not the grant's holder.
+    #[error("the proof key is not this grant's holder")]
+    NotHolder,
+    /// Refused to sign: the input would make a grant services reject.
+    #[error("cannot sign this grant: {0}")]
+    Unsignable(String),
+}
+
+/// A key as written in a block: kept as text (what was signed) and raw
+/// bytes; decompressed to a curve point only when a signature needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct KeyText {
+    text: String,
+    bytes: [u8; 32],
+}
+
+impl KeyText {
+    fn parse(v: Option<&Value>, field: &str, index: usize) -> Result<KeyText, GrantError> {
+        let text = v.and_then(Value::as_str).ok_or_else(|| {
+            GrantError::Malformed(format!(
+                "block {index}: {field} must be a public key string"
+            ))
+        })?;
+        let bytes = text
+            .strip_prefix(KEY_PREFIX)
+            .and_then(|rest| b64::decode_array::<32>(rest).ok())
+            .ok_or_else(|| {
+                GrantError::Malformed(format!("block {index}: {field} is not an ed25519: key"))
+            })?;
+        Ok(KeyText {
+            text: text.to_string(),
+            bytes,
+        })
+    }
+
+    fn point(&self, index: usize) -> Result<PublicKey, GrantError> {
+        PublicKey::from_bytes(&self.bytes).map_err(|_| {
+            GrantError::Malformed(format!("block {index}: key is not a valid Ed25519 point"))
+        })
+    }
+}
+
+/// One block `{"p": payload, "s": signature}` (§6.2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Block {
+    payload: Map<String, Value>,
+    signed: String,
+    sig_text: String,
+    sig: Signature,
+    iss: Option<KeyText>,
+    sub: KeyText,
+    prev: Option<String>,
+    iat: i64,
+    caveats: Vec<Caveat>,
+}
+
+impl Block {
+    /// The payload exactly as signed.
+    pub fn payload(&self) -> &Map<String, Value> {
+        &self.payload
+    }
+    /// The caveats of this block, parsed (invalid ones kept as [`Caveat::Invalid`]).
+    pub fn caveats(&self) -> &[Caveat] {
+        &self.caveats
+    }
+    /// `iss` (root block only).
+    pub fn issuer(&self) -> Option<&str> {
+        self.iss.as_ref().map(|k| k.text.as_str())
+    }
+    /// `sub`: whom this block delegates to.
+    pub fn subject(&self) -> &str {
+        &self.sub.text
+    }
+    /// `iat`.
+    pub fn issued_at(&self) -> i64 {
+        self.iat
+    }
+    /// The signature as written.
+    pub fn signature(&self) -> &str {
+        &self.sig_text
+    }
+    /// The block id: b64url(sha256(utf8(s))) (§6.2).
+    pub fn id(&self) -> String {
+        block_id(&self.sig_text)
+    }
+    /// The earliest `exp` caveat of this block, if any.
+    pub fn expiry(&self) -> Option<i64> {
+        self.caveats
+            .iter()
+            .filter_map(|c| match c {
+                Caveat::Exp(t) => Some(*t),
+                _ => None,
+            })
+            .min()
+    }
+
+    fn parse(v: &Value, index: usize) -> Result<Block, GrantError> {
+        let mal = |m: &str| GrantError::Malformed(format!("block {index}: {m}"));
+        let obj = v.as_object().ok_or_else(|| mal("must be an object"))?;
+        if obj.len() != 2 {
+            return Err(mal("must have exactly the fields p and s"));
+        }
+        let payload = obj
+            .get("p")
+            .and_then(Value::as_object)
+            .ok_or_else(|| mal("p must be an object"))?;
+        let sig_text = obj
+            .get("s")
+            .and_then(Value::as_str)
+            .ok_or_else(|| mal("s must be a signature string"))?;
+        let sig: Signature = sig_text
+            .parse()
+            .map_err(|_| mal("s is not a 64-byte signature"))?;
+        let expected: &[&str] = if index == 0 {
+            &["caveats", "iat", "iss", "nonce", "sub"]
+        } else {
+            &["caveats", "iat", "prev", "sub"]
+        };
+        if payload.len() != expected.len() || !expected.iter().all(|k| payload.contains_key(*k)) {
+            return Err(mal(&format!(
+                "payload must have exactly the fields {}",
+                expected.join(", ")
+            )));
+        }
+        let (iss, prev) = if index == 0 {
+            payload
+                .get("nonce")
+                .and_then(Value::as_str)
+                .ok_or_else(|| mal("nonce must be a string"))?;
+            (
+                Some(KeyText::parse(payload.get("iss"), "iss", index)?),
+                None,
+            )
+        } else {
+            let prev = payload
+                .get("prev")
+                .and_then(Value::as_str)
+                .ok_or_else(|| mal("prev must be a string"))?;
+            (None, Some(prev.to_string()))
+        };
+        let sub = KeyText::parse(payload.get("sub"), "sub", index)?;
+        let iat = payload
+            .get("iat")
+            .and_then(Value::as_i64)
+            .filter(|t| t.abs() <= MAX_SAFE_INTEGER)
+            .ok_or_else(|| mal("iat must be an integer"))?;
+        let raw_caveats = payload
+            .get("caveats")
+            .and_then(Value::as_array)
+            .ok_or_else(|| mal("caveats must be a list"))?;
+        if raw_caveats.len() > MAX_CAVEATS_PER_BLOCK {
+            return Err(mal(&format!("more than {MAX_CAVEATS_PER_BLOCK} caveats")));
+        }
+        let caveats = raw_caveats.iter().map(Caveat::parse).collect();
+        let payload_value = Value::Object(payload.clone());
+        let signed = canonical(&payload_value).map_err(|e| mal(&e.to_string()))?;
+        Ok(Block {
+            payload: payload.clone(),
+            signed,
+            sig_text: sig_text.to_string(),
+            sig,
+            iss,
+            sub,
+            prev,
+            iat,
+            caveats,
+        })
+    }
+
+    fn sign(
+        payload: Map<String, Value>,
+        signer: &SecretKey,
+        index: usize,
+    ) -> Result<Block, GrantError> {
+        let signed = canonical(&Value::Object(payload.clone()))
+            .map_err(|e| GrantError::Unsignable(e.to_string()))?;
+        let sig = signer.sign(signed.as_bytes());
+        let block = json!({"p": Value::Object(payload), "s": sig.to_string()});
+        Block::parse(&block, index).map_err(|e| GrantError::Unsignable(e.to_string()))
+    }
+
+    fn to_value(&self) -> Value {
+        json!({"p": Value::Object(self.payload.clone()), "s": self.sig_text})
+    }
+}
+
+/// b64url(sha256(utf8(signature))) (§6.2): a block's id, and the `prev` of the next block.
+pub fn block_id(signature: &str) -> String {
+    b64::encode(Sha256::digest(signature.as_bytes()))
+}
+
+/// A decoded grant whose signatures have not been checked. It can be
+/// inspected and re-encoded, never evaluated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnverifiedGrant {
+    blocks: Vec<Block>,
+}
+
+impl UnverifiedGrant {
+    /// Decodes a `pg1.` token (§6.2), checking its structure only.
+    pub fn decode(token: &str) -> Result<UnverifiedGrant, GrantError> {
+        let token = token.trim();
+        if token.len() > MAX_TOKEN_BYTES {
+            return Err(GrantError::TooLong(token.len()));
+        }
+        let body = token.strip_prefix(TOKEN_PREFIX).ok_or(GrantError::Prefix)?;
+        let bytes = b64::decode(body).map_err(GrantError::Encoding)?;
+        let limits = Limits {
+            max_depth: 16,
+            max_bytes: MAX_TOKEN_BYTES,
+        };
+        let value = json::parse(&bytes, limits).map_err(GrantError::Json)?;
+        let list = value
+            .as_array()
+            .ok_or_else(|| GrantError::Malformed("a grant is a list of blocks".into()))?;
+        if list.is_empty() {
+            return Err(GrantError::Malformed(
+                "a grant has at least one block".into(),
+            ));
+        }
+        if list.len() > MAX_BLOCKS {
+            return Err(GrantError::Malformed(format!(
+                "a grant has at most {MAX_BLOCKS} blocks"
+            )));
+        }
+        let blocks = list
+            .iter()
+            .enumerate()
+            .map(|(i, b)| Block::parse(b, i))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(UnverifiedGrant { blocks })
+    }
+
+    /// The token: `"pg1." + b64url(utf8(canonical(blocks)))`.
+    pub fn encode(&self) -> String {
+        let list = Value::Array(self.blocks.iter().map(Block::to_value).collect());
+        // Every payload was canonicalized when the block was built or decoded.
+        let text = canonical(&list).unwrap_or_default();
+        format!("{TOKEN_PREFIX}{}", b64::encode(text))
+    }
+
+    /// The blocks, root first.
+    pub fn blocks(&self) -> &[Block] {
+        &self.blocks
+    }
+
+    /// The root issuer (the principal).
+    pub fn issuer(&self) -> &str {
+        self.blocks[0]
+            .iss
+            .as_ref()
+            .map(|k| k.text.as_str())
+            .unwrap_or("")
+    }
+
+    /// The holder: `sub` of the last block.
+    pub fn holder(&self) -> &str {
+        &self.blocks[self.blocks.len() - 1].sub.text
+    }
+
+    /// The grant id: the root block's id.
+    pub fn id(&self) -> String {
+        self.blocks[0].id()
+    }
+
+    /// The earliest expiry over all blocks, if any block has one.
+    pub fn expiry(&self) -> Option<i64> {
+        self.blocks.iter().filter_map(Block::expiry).min()
+    }
+
+    /// §6.4: checks the signatures and `prev` links, that the root issuer is
+    /// trusted, and that `holder` (the proof key) is the grant's holder.
+    pub fn verify(
+        &self,
+        trusted: &[PublicKey],
+        holder: &PublicKey,
+    ) -> Result<VerifiedGrant, GrantError> {
+        let root = &self.blocks[0];
+        let iss = root
+            .iss
+            .as_ref()
+            .ok_or(GrantError::Malformed("root has no iss".into()))?;
+        if !trusted.iter().any(|t| t.as_bytes() == &iss.bytes) {
+            return Err(GrantError::Untrusted(iss.text.clone()));
+        }
+        if self.blocks[self.blocks.len() - 1].sub.bytes != *holder.as_bytes() {
+            return Err(GrantError::NotHolder);
+        }
+        self.verify_chain()
+    }
+
+    /// Checks signatures and links without a trust decision; for tools that
+    /// show a chain (`parley inspect`) and for delegation.
+    pub fn verify_chain(&self) -> Result<VerifiedGrant, GrantError> {
+        let mut ids: Vec<String> = Vec::with_capacity(self.blocks.len());
+        for (i, block) in self.blocks.iter().enumerate() {
+            let signer = match (&block.iss, i) {
+                (Some(iss), 0) => iss.point(0)?,
+                _ => self.blocks[i - 1].sub.point(i)?,
+            };
+            if i > 0 && block.prev.as_deref() != Some(ids[i - 1].as_str()) {
+                return Err(GrantError::BrokenChain { index: i });
+            }
+            signer
+                .verify(block.signed.as_bytes(), &block.sig)
+                .map_err(|_| GrantError::BadSignature { index: i })?;
+            ids.push(block.id());
+        }
+        Ok(VerifiedGrant {
+            grant: self.clone(),
+            ids,
+        })
+    }
+
+    /// Issues a root grant (§6.2) from the principal to `holder`. Refuses
+    /// caveats that are not well formed and a grant without an `exp`
+    /// when `require_exp` is set by the caller's policy.
+    pub fn issue_root(
+        principal: &SecretKey,
+        holder: &PublicKey,
+        caveats: &[Caveat],
+        iat: i64,
+        nonce: &str,
+    ) -> Result<UnverifiedGrant, GrantError> {
+        check_signable(caveats)?;
+        if nonce.is_empty() {
+            return Err(GrantError::Unsignable("the nonce must not be empty".into()));
+        }
+        let mut p = Map::new();
+        p.insert("iss".into(), Value::String(principal.public().to_string()));
+        p.insert("sub".into(), Value::String(holder.to_string()));
+        p.insert("caveats".into(), caveats_value(caveats));
+        p.insert("iat".into(), json!(iat));
+        p.insert("nonce".into(), Value::String(nonce.to_string()));
+        Ok(UnverifiedGrant {
+            blocks: vec![Block::sign(p, principal, 0)?],
+        })
+    }
+
+    /// Appends a delegation block (§6.2): the current holder passes a
+    /// narrower grant to `to`. Caveats only accumulate, so the result can
+    /// never authorize more than this grant.
+    pub fn delegate(
+        &self,
+        holder: &SecretKey,
+        to: &PublicKey,
+        caveats: &[Caveat],
+        iat: i64,
+    ) -> Result<UnverifiedGrant, GrantError> {
+        check_signable(caveats)?;
+        if self.blocks.len() >= MAX_BLOCKS {
+            return Err(GrantError::Unsignable(format!(
+                "a grant has at most {MAX_BLOCKS} blocks"
+            )));
+        }
+        let last = &self.blocks[self.blocks.len() - 1];
+        if holder.public().as_bytes() != &last.sub.bytes {
+            return Err(GrantError::Unsignable(
+                "only the grant's holder can delegate it: this key is not the holder".into(),
+            ));
+        }
+        let mut p = Map::new();
+        p.insert("prev".into(), Value::String(last.id()));
+        p.insert("sub".into(), Value::String(to.to_string()));
+        p.insert("caveats".into(), caveats_value(caveats));
+        p.insert("iat".into(), json!(iat));
+        let mut blocks = self.blocks.clone();
+        blocks.push(Block::sign(p, holder, self.blocks.len())?);
+        Ok(UnverifiedGrant { blocks })
+    }
+}
+
+fn caveats_value(caveats: &[Caveat]) -> Value {
+    Value::Array(caveats.iter().map(Caveat::to_value).collect())
+}
+
+fn check_signable(caveats: &[Caveat]) -> Result<(), GrantError> {
+    if caveats.len() > MAX_CAVEATS_PER_BLOCK {
+        return Err(GrantError::Unsignable(format!(
+            "more than {MAX_CAVEATS_PER_BLOCK} caveats"
+        )));
+    }
+    if let Some(Caveat::Invalid { why, .. }) = caveats.iter().find(|c| !c.is_well_formed()) {
+        return Err(GrantError::Unsignable(format!("malformed caveat: {why}")));
+    }
+    Ok(())
+}
+
+/// A grant whose chain verified (§6.4). The only type caveats are evaluated on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifiedGrant {
+    grant: UnverifiedGrant,
+    ids: Vec<String>,
+}
+
+/// The outcome of authorizing a request (§6.3, §6.6, §7).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Decision {
+    /// Authorized.
+    Ok,
+    /// Authorized except for `per`, `spend` or `risk`: the human may consent.
+    ConsentRequired {
+        /// The caveats that asked for consent.
+        caveats: Vec<Value>,
+        /// Why, in words.
+        reasons: Vec<String>,
+    },
+    /// A valid grant that does not cover the request.
+    Forbidden {
+        /// The caveats that blocked it (§7 `need`).
+        need: Vec<Value>,
+        /// Why, in words.
+        reasons: Vec<String>,
+    },
+    /// Not a usable grant or proof.
+    Unauthorized {
+        /// Why.
+        reason: String,
+    },
+}
+
+impl Decision {
+    /// The §7 error code, or `ok`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Decision::Ok => "ok",
+            Decision::ConsentRequired { .. } => "consent_required",
+            Decision::Forbidden { .. } => "forbidden",
+            Decision::Unauthorized { .. } => "unauthorized",
+        }
+    }
+
+    fn rank(&self) -> u8 {
+        match self {
+            Decision::Ok => 3,
+            Decision::ConsentRequired { .. } => 2,
+            Decision::Forbidden { .. } => 1,
+            Decision::Unauthorized { .. } => 0,
+        }
+    }
+
+    /// §6.6: a request with several grants is authorized if any one grant
+    /// authorizes it alone; otherwise the most useful refusal is reported.
+    pub fn best(decisions: impl IntoIterator<Item = Decision>) -> Decision {
+        decisions
+            .into_iter()
+            .max_by_key(Decision::rank)
+            .unwrap_or(Decision::Unauthorized {
+                reason: "no grant was presented".into(),
+            })
+    }
+}
+
+impl VerifiedGrant {
+    /// The chain as decoded.
+    pub fn grant(&self) -> &UnverifiedGrant {
+        &self.grant
+    }
+
+    /// Block ids, root first (spend is attributed per block id).
+    pub fn block_ids(&self) -> &[String] {
+        &self.ids
+    }
+
+    /// Evaluates every caveat of every block (§6.3). Hard failures win
+    /// (`forbidden`); if only `per`/`spend`/`risk` fail, `consent_required`.
+    pub fn evaluate(&self, ctx: &RequestContext) -> Decision {
+        let mut hard = (Vec::new(), Vec::new());
+        let mut soft = (Vec::new(), Vec::new());
+        for (block, id) in self.grant.blocks.iter().zip(&self.ids) {
+            for caveat in &block.caveats {
+                match caveat.check(ctx, id) {
+                    Verdict::Pass => {}
+                    Verdict::Soft(why) => {
+                        soft.0.push(caveat.to_value());
+                        soft.1.push(why);
+                    }
+                    Verdict::Hard(why) => {
+                        hard.0.push(caveat.to_value());
+                        hard.1.push(why);
+                    }
+                }
+            }
+        }
+        if !hard.0.is_empty() {
+            Decision::Forbidden {
+                need: hard.0,
+                reasons: hard.1,
+            }
+        } else if !soft.0.is_empty() {
+            Decision::ConsentRequired {
+                caveats: soft.0,
+                reasons: soft.1,
+            }
+        } else {
+            Decision::Ok
+        }
+    }
+}
+
+/// Decodes, verifies and evaluates a token in one step, mapping every
+/// decode or verification failure to `unauthorized` (§6.4).
+pub fn authorize(
+    token: &str,
+    trusted: &[PublicKey],
+    proof_key: &PublicKey,
+    ctx: &RequestContext,
+) -> Decision {
+    match UnverifiedGrant::decode(token).and_then(|g| g.verify(trusted, proof_key)) {
+        Ok(g) => g.evaluate(ctx),
+        Err(e) => Decision::Unauthorized {
+            reason: e.to_string(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zeroize::Zeroizing;
+
+    fn key(b: u8) -> SecretKey {
+        SecretKey::from_seed(&Zeroizing::new([b; 32]))
+    }
+
+    #[test]
+    fn issue_delegate_verify() {
+        let (p, a, s) = (key(1), key(2), key(3));
+        let g =
+            UnverifiedGrant::issue_root(&p, &a.public(), &[Caveat::Svc(vec!["x".into()])], 10, "n")
+                .unwrap();
+        let d = g
+            .delegate(&a, &s.public(), &[Caveat::Verbs(vec!["ASK".into()])], 11)
+            .unwrap();
+        let back = UnverifiedGrant::decode(&d.encode()).unwrap();
+        assert_eq!(back, d);
+        let v = back.verify(&[p.public()], &s.public()).unwrap();
+        let ctx = RequestContext {
+            service: "x".into(),
+            verb: "ASK".into(),
+            now: 12,
+            ..Default::default()
+        };
+        assert_eq!(v.evaluate(&ctx), Decision::Ok);
+        assert_eq!(
+            back.verify(&[p.public()], &a.public()),
+            Err(GrantError::NotHolder)
+        );
+        assert!(matches!(
+            back.verify(&[a.public()], &s.public()),
+            Err(GrantError::Untrusted(_))
+        ));
+        // Only the holder may delegate.
+        assert!(g.delegate(&s, &s.public(), &[], 1).is_err());
+    }
+
+    #[test]
+    fn refuses_to_sign_malformed_caveats() {
+        let p = key(1);
+        let bad = Caveat::parse(&json!({"risk": "extreme"}));
+        assert!(matches!(
+            UnverifiedGrant::issue_root(&p, &p.public(), &[bad], 1, "n"),
+            Err(GrantError::Unsignable(_))
+        ));
+    }
+
+    #[test]
+    fn malformed_tokens_have_clear_errors() {
+        assert_eq!(UnverifiedGrant::decode("pg2.xx"), Err(GrantError::Prefix));
+        assert!(matches!(
+            UnverifiedGrant::decode("pg1.!!"),
+            Err(GrantError::Encoding(_))
+        ));
+        let enc = |s: &str| format!("pg1.{}", b64::encode(s));
+        assert!(matches!(
+            UnverifiedGrant::decode(&enc("[]")),
+            Err(GrantError::Malformed(_))
+        ));
+        assert!(matches!(
+            UnverifiedGrant::decode(&enc("{}")),
+            Err(GrantError::Malformed(_))
+        ));
+        assert!(matches!(
+            UnverifiedGrant::decode(&enc("[1]")),
+            Err(GrantError::Malformed(_))
+        ));
+        assert!(matches!(
+            UnverifiedGrant::decode(&enc("[{\"p\":{},\"s\":\"x\"}]")),
+            Err(GrantError::Malformed(_))
+        ));
+        let huge = format!("pg1.{}", "A".repeat(MAX_TOKEN_BYTES + 1));
+        assert!(matches!(
+            UnverifiedGrant::decode(&huge),
+            Err(GrantError::TooLong(_))
+        ));
+        let g = UnverifiedGrant::issue_root(&key(1), &key(2).public(), &[], 1, "n").unwrap();
+        let token = g.encode();
+        for cut in [5, token.len() / 2, token.len() - 1] {
+            assert!(
+                UnverifiedGrant::decode(&token[..cut]).is_err(),
+                "truncated at {cut}"
+            );
+        }
+    }
+}

@@ -199,7 +199,10 @@ mod tests {
         let k = SecretKey::from_seed(&Zeroizing::new([9u8; 32]));
         let sig = k.sign(b"hello");
         assert!(k.public().verify(b"hello", &sig).is_ok());
-        assert_eq!(k.public().verify(b"hellO", &sig), Err(KeyError::BadSignature));
+        assert_eq!(
+            k.public().verify(b"hellO", &sig),
+            Err(KeyError::BadSignature)
+        );
         let text = sig.to_string();
         assert_eq!(text.parse::<Signature>().unwrap(), sig);
     }

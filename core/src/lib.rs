@@ -26,3 +26,5 @@ pub mod proof;
 pub mod proposal;
 
 pub use keys::{PublicKey, SecretKey};
+
+pub use caveat::{Caveat, RiskLevel};

@@ -123,7 +123,17 @@ mod tests {
         assert_eq!(Money::parse_flag("40.5usd").unwrap(), m(4050, "USD"));
         assert_eq!(Money::parse_flag("0.07EUR").unwrap(), m(7, "EUR"));
         assert_eq!(Money::parse_flag("500JPY").unwrap(), m(500, "JPY"));
-        for bad in ["40", "USD", "40.505USD", "-4USD", "4.5JPY", "4US", "1e3USD", "99999999999999USD", "4.USD"] {
+        for bad in [
+            "40",
+            "USD",
+            "40.505USD",
+            "-4USD",
+            "4.5JPY",
+            "4US",
+            "1e3USD",
+            "99999999999999USD",
+            "4.USD",
+        ] {
             assert!(Money::parse_flag(bad).is_err(), "{bad}");
         }
     }

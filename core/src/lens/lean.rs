@@ -1,0 +1,489 @@
+//! Lean notation (§9.1): the Lens rendering of any JSON value.
+
+use super::number::{js_entries, write_compact, write_number, MAX_DEPTH};
+use crate::canonical::write_json_string;
+use serde_json::{Map, Value};
+
+/// Output made of lines joined by `\n`, with no trailing newline.
+pub(crate) struct Lines {
+    pub(crate) buf: String,
+    started: bool,
+}
+
+impl Lines {
+    pub(crate) fn new() -> Lines {
+        Lines {
+            buf: String::new(),
+            started: false,
+        }
+    }
+
+    /// Starts a new line and returns the buffer to write it into.
+    pub(crate) fn line(&mut self) -> &mut String {
+        if self.started {
+            self.buf.push('\n');
+        }
+        self.started = true;
+        &mut self.buf
+    }
+}
+
+/// Bytes allowed in a bare string: `[A-Za-z0-9_@./+\-:() '!?&%$#*=<>~^]`.
+const BARE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = b'0';
+    while c <= b'9' {
+        t[c as usize] = true;
+        c += 1;
+    }
+    c = b'A';
+    while c <= b'Z' {
+        t[c as usize] = true;
+        t[(c + 32) as usize] = true;
+        c += 1;
+    }
+    let extra = b"_@./+-:() '!?&%$#*=<>~^";
+    let mut i = 0;
+    while i < extra.len() {
+        t[extra[i] as usize] = true;
+        i += 1;
+    }
+    t
+};
+
+/// Whether `s` matches the JSON number grammar
+/// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`.
+fn is_json_number(s: &[u8]) -> bool {
+    fn digits(s: &[u8], mut i: usize) -> usize {
+        while i < s.len() && s[i].is_ascii_digit() {
+            i += 1;
+        }
+        i
+    }
+    let mut i = usize::from(s.first() == Some(&b'-'));
+    match s.get(i) {
+        Some(b'0') => i += 1,
+        Some(b'1'..=b'9') => i = digits(s, i + 1),
+        _ => return false,
+    }
+    if s.get(i) == Some(&b'.') {
+        let j = digits(s, i + 1);
+        if j == i + 1 {
+            return false;
+        }
+        i = j;
+    }
+    if matches!(s.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(s.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        let j = digits(s, i);
+        if j == i {
+            return false;
+        }
+        i = j;
+    }
+    i == s.len()
+}
+
+/// §9.1: a string is bare when it matches `^[A-Za-z0-9_@./+\-:() '!?&%$#*=<>~^]+$`,
+/// does not start or end with a space, is not `-`, `true`, `false` or `null`,
+/// and does not match the JSON number grammar.
+fn is_bare(s: &str) -> bool {
+    let b = s.as_bytes();
+    match (b.first(), b.last()) {
+        (Some(&first), Some(&last)) if first != b' ' && last != b' ' => {}
+        _ => return false,
+    }
+    b.iter().all(|&c| BARE[c as usize])
+        && !matches!(s, "-" | "true" | "false" | "null")
+        && !is_json_number(b)
+}
+
+/// Writes a string (value or object key) by the §9.1 string rule: bare, or
+/// quoted with the §10 escape set.
+pub(crate) fn write_str_scalar(s: &str, out: &mut String) {
+    if is_bare(s) {
+        out.push_str(s);
+    } else {
+        write_json_string(s, out);
+    }
+}
+
+/// The §9.1 scalar rule: `null` → `-`, `true`/`false`, numbers per ECMAScript
+/// `Number::toString`, strings bare when safe (see below) and otherwise quoted
+/// with the §10 escape set.
+///
+/// A string is bare only if it consists of `[A-Za-z0-9_@./+\-:() '!?&%$#*=<>~^]`,
+/// does not start or end with a space, is not `-`, `true`, `false` or `null`
+/// and is not a JSON number: so `"1e5"`, `"-0"`, `"123"`, `" 1"`, `"a, b"` and
+/// `"café"` are quoted while `"0x10"`, `"01"` and `"2026-09-24T15:00:00Z"`
+/// stay bare.
+///
+/// Arrays and objects are not scalars; given one, this returns its compact
+/// JSON (as §9.1 renders non-scalar list items) rather than failing.
+pub fn scalar(v: &Value) -> String {
+    let mut s = String::new();
+    write_scalar(v, &mut s);
+    s
+}
+
+pub(crate) fn write_scalar(v: &Value, out: &mut String) {
+    match v {
+        Value::Null => out.push('-'),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => write_number(n, out),
+        Value::String(s) => write_str_scalar(s, out),
+        Value::Array(_) | Value::Object(_) => write_compact(v, out, 0),
+    }
+}
+
+fn is_scalar(v: &Value) -> bool {
+    !matches!(v, Value::Array(_) | Value::Object(_))
+}
+
+fn indent(out: &mut String, n: usize) {
+    for _ in 0..n {
+        out.push_str("  ");
+    }
+}
+
+/// Starts a line at indent `n`; with `dash`, the last indent level is
+/// replaced by `- ` (the first entry of an object list item, §9.1).
+fn start(lines: &mut Lines, n: usize, dash: bool) -> &mut String {
+    let out = lines.line();
+    if dash && n > 0 {
+        indent(out, n - 1);
+        out.push_str("- ");
+    } else {
+        indent(out, n);
+    }
+    out
+}
+
+/// `[a, b, c]`: a list of scalars.
+fn write_scalar_list(items: &[Value], out: &mut String) {
+    out.push('[');
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        write_scalar(item, out);
+    }
+    out.push(']');
+}
+
+/// The table columns if `items` qualifies for the §9.1 table form: every
+/// element a non-empty object with the same keys in the same order and only
+/// scalar values.
+fn table_columns(items: &[Value]) -> Option<Vec<&str>> {
+    let first = items.first()?.as_object()?;
+    if first.is_empty() {
+        return None;
+    }
+    let cols: Vec<&str> = js_entries(first).map(|(k, _)| k.as_str()).collect();
+    for item in items {
+        let obj = item.as_object()?;
+        if obj.len() != cols.len() {
+            return None;
+        }
+        for ((k, v), col) in js_entries(obj).zip(&cols) {
+            if k != col || !is_scalar(v) {
+                return None;
+            }
+        }
+    }
+    Some(cols)
+}
+
+/// One `key: …` entry at indent `n` (plus the lines it owns).
+pub(crate) fn write_entry(
+    lines: &mut Lines,
+    key: &str,
+    v: &Value,
+    n: usize,
+    dash: bool,
+    depth: usize,
+) {
+    let out = start(lines, n, dash);
+    write_str_scalar(key, out);
+    match v {
+        Value::Array(_) | Value::Object(_) if depth >= MAX_DEPTH => out.push_str(": …"),
+        Value::Array(items) => write_array_body(lines, items, n, depth),
+        Value::Object(map) if map.is_empty() => out.push_str(": {}"),
+        Value::Object(map) => {
+            out.push(':');
+            write_entries(lines, map, n + 1, false, depth + 1);
+        }
+        _ => {
+            out.push_str(": ");
+            write_scalar(v, out);
+        }
+    }
+}
+
+/// The rest of an array entry whose key has just been written (§9.1 arrays).
+fn write_array_body(lines: &mut Lines, items: &[Value], n: usize, depth: usize) {
+    let out = &mut lines.buf;
+    if items.iter().all(is_scalar) {
+        // Also the empty array: `k: []`.
+        out.push_str(": ");
+        write_scalar_list(items, out);
+        return;
+    }
+    out.push('[');
+    out.push_str(&items.len().to_string());
+    out.push(']');
+    if let Some(cols) = table_columns(items) {
+        out.push('{');
+        for (i, col) in cols.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            write_str_scalar(col, out);
+        }
+        out.push_str("}:");
+        for item in items {
+            let out = start(lines, n + 1, false);
+            if let Some(obj) = item.as_object() {
+                for (i, (_, v)) in js_entries(obj).enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write_scalar(v, out);
+                }
+            }
+        }
+        return;
+    }
+    out.push(':');
+    for item in items {
+        write_list_item(lines, item, n + 1, depth + 1);
+    }
+}
+
+/// One `- item` line (and its continuation lines) at indent `n`.
+fn write_list_item(lines: &mut Lines, item: &Value, n: usize, depth: usize) {
+    match item {
+        Value::Object(map) if !map.is_empty() && depth < MAX_DEPTH => {
+            write_entries(lines, map, n + 1, true, depth + 1);
+        }
+        _ => {
+            let out = start(lines, n, false);
+            out.push_str("- ");
+            match item {
+                Value::Object(_) if depth >= MAX_DEPTH => out.push('…'),
+                Value::Object(_) => out.push_str("{}"),
+                Value::Array(a) if a.iter().all(is_scalar) => write_scalar_list(a, out),
+                Value::Array(_) => write_compact(item, out, depth),
+                _ => write_scalar(item, out),
+            }
+        }
+    }
+}
+
+/// The entries of a non-empty object at indent `n`; with `dash`, the first
+/// one goes on a `- ` line (an object inside a list).
+fn write_entries(lines: &mut Lines, map: &Map<String, Value>, n: usize, dash: bool, depth: usize) {
+    for (i, (k, v)) in js_entries(map).enumerate() {
+        write_entry(lines, k, v, n, dash && i == 0, depth);
+    }
+}
+
+/// Lean rendering (§9.1) of any value: a top-level object renders its entries
+/// at indent 0 (`{}` when empty), a top-level array renders as if under the
+/// key `items`, and a top-level scalar renders as a scalar.
+pub fn lean(v: &Value) -> String {
+    let mut lines = Lines::new();
+    write_lean(&mut lines, v);
+    lines.buf
+}
+
+pub(crate) fn write_lean(lines: &mut Lines, v: &Value) {
+    match v {
+        Value::Object(map) if map.is_empty() => lines.line().push_str("{}"),
+        Value::Object(map) => write_entries(lines, map, 0, false, 1),
+        Value::Array(items) => write_items(lines, items),
+        _ => write_scalar(v, lines.line()),
+    }
+}
+
+/// Lean rendering of an object's entries except the keys in `skip` (`{}`
+/// when nothing is left): the fallback rendering of a malformed reply.
+pub(crate) fn write_lean_without(lines: &mut Lines, map: &Map<String, Value>, skip: &[&str]) {
+    let mut any = false;
+    for (k, v) in js_entries(map).filter(|(k, _)| !skip.contains(&k.as_str())) {
+        write_entry(lines, k, v, 0, false, 1);
+        any = true;
+    }
+    if !any {
+        lines.line().push_str("{}");
+    }
+}
+
+fn write_items(lines: &mut Lines, items: &[Value]) {
+    let out = lines.line();
+    out.push_str("items");
+    write_array_body(lines, items, 0, 1);
+}
+
+/// `lean` of an array given as a slice (the remainder of an elided array,
+/// §8), without copying it into a `Value`.
+pub(crate) fn lean_items(items: &[Value]) -> String {
+    let mut lines = Lines::new();
+    write_items(&mut lines, items);
+    lines.buf
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn bare_and_quoted_strings() {
+        let q = |s: &str| scalar(&json!(s));
+        for bare in [
+            "hello world",
+            "0x10",
+            "01",
+            "1.",
+            ".5",
+            "+1",
+            "a-b",
+            "x:y",
+            "(ok)",
+            "1e",
+            "--",
+            "True",
+            "NULL",
+            "~^",
+        ] {
+            assert_eq!(q(bare), bare, "{bare:?} should be bare");
+        }
+        for (s, want) in [
+            ("1e5", "\"1e5\""),
+            ("-0", "\"-0\""),
+            ("0", "\"0\""),
+            ("1.5E-3", "\"1.5E-3\""),
+            ("123", "\"123\""),
+            (" 1", "\" 1\""),
+            ("1 ", "\"1 \""),
+            (" ", "\" \""),
+            ("-", "\"-\""),
+            ("true", "\"true\""),
+            ("false", "\"false\""),
+            ("null", "\"null\""),
+            ("a, b", "\"a, b\""),
+            ("a,b", "\"a,b\""),
+            ("", "\"\""),
+            ("café", "\"café\""),
+            ("東京", "\"東京\""),
+            ("tab\there", "\"tab\\there\""),
+            ("a\u{1}", "\"a\\u0001\""),
+            ("rlo\u{202e}x", "\"rlo\u{202e}x\""),
+            ("back\\slash", "\"back\\\\slash\""),
+            ("[x]", "\"[x]\""),
+            ("{x}", "\"{x}\""),
+            ("semi;", "\"semi;\""),
+            ("`tick`", "\"`tick`\""),
+            ("say \"hi\"", "\"say \\\"hi\\\"\""),
+        ] {
+            assert_eq!(q(s), want, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn json_number_grammar() {
+        for yes in [
+            "0", "-0", "1", "10", "1.5", "-1.5e10", "1E+2", "0.0", "1e-7",
+        ] {
+            assert!(is_json_number(yes.as_bytes()), "{yes}");
+        }
+        for no in [
+            "", "-", "01", "1.", ".5", "+1", "1e", "1e+", "0x10", "1.5.2", "Infinity", "NaN",
+            "1_000",
+        ] {
+            assert!(!is_json_number(no.as_bytes()), "{no}");
+        }
+    }
+
+    #[test]
+    fn scalars_and_non_scalars() {
+        assert_eq!(scalar(&json!(null)), "-");
+        assert_eq!(scalar(&json!(false)), "false");
+        assert_eq!(scalar(&json!([1, {"a": null}])), "[1,{\"a\":null}]");
+        assert_eq!(lean(&json!(null)), "-");
+        assert_eq!(lean(&json!("")), "\"\"");
+        assert_eq!(lean(&json!([])), "items: []");
+        assert_eq!(lean(&json!({})), "{}");
+    }
+
+    #[test]
+    fn list_items() {
+        let v = json!({"l": [{"a": {"b": [1, {"c": 2}]}, "d": []}, [], [[1]], {}]});
+        assert_eq!(
+            lean(&v),
+            "l[4]:\n  - a:\n      b[2]:\n        - 1\n        - c: 2\n    d: []\n  - []\n  - [[1]]\n  - {}"
+        );
+    }
+
+    #[test]
+    fn table_needs_same_keys_in_same_order_and_scalars() {
+        assert_eq!(
+            lean(&json!({"t": [{"a": 1, "b": 2}, {"b": 3, "a": 4}]})),
+            "t[2]:\n  - a: 1\n    b: 2\n  - b: 3\n    a: 4"
+        );
+        assert_eq!(
+            lean(&json!({"t": [{"a": 1}, {"a": [2]}]})),
+            "t[2]:\n  - a: 1\n  - a: [2]"
+        );
+        assert_eq!(
+            lean(&json!({"t": [{"a": 1}, {"a": 2, "b": 3}]})),
+            "t[2]:\n  - a: 1\n  - a: 2\n    b: 3"
+        );
+        assert_eq!(
+            lean(&json!({"t": [{"a": null}, {"a": "x,y"}]})),
+            "t[2]{a}:\n  -\n  \"x,y\""
+        );
+        assert_eq!(lean(&json!({"t": [{}, {}]})), "t[2]:\n  - {}\n  - {}");
+    }
+
+    #[test]
+    fn integer_like_keys_come_first_like_object_entries() {
+        let v: Value = serde_json::from_str(r#"{"b":1,"2":2,"1":3}"#).unwrap();
+        assert_eq!(lean(&v), "\"1\": 3\n\"2\": 2\nb: 1");
+    }
+
+    #[test]
+    fn deep_values_do_not_overflow_the_stack() {
+        let mut v = json!(1);
+        for _ in 0..(MAX_DEPTH + 50) {
+            v = json!({ "k": [v] });
+        }
+        let text = std::thread::Builder::new()
+            .stack_size(8 << 20)
+            .spawn(move || {
+                let t = lean(&v);
+                // Unwind the nesting iteratively so dropping `v` is cheap too.
+                let mut cur = v;
+                loop {
+                    let next = match &mut cur {
+                        Value::Object(m) => m.remove("k"),
+                        Value::Array(a) => a.pop(),
+                        _ => None,
+                    };
+                    match next {
+                        Some(n) => cur = n,
+                        None => break,
+                    }
+                }
+                t
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert!(text.contains('…'));
+    }
+}

@@ -1,0 +1,237 @@
+//! ECMAScript-exact numbers, compact JSON and object entry order (§9.1, §9.2).
+//!
+//! **Entry order.** §9.1 says "keys in insertion order". The reference
+//! implementations read frames with `JSON.parse` and iterate with
+//! `Object.entries` / `JSON.stringify`, where keys that are array indices
+//! (`"0"`, `"17"`, … up to 2^32−2, no leading zeros) come first in ascending
+//! numeric order and all other keys follow in insertion order. Byte-identical
+//! Lens across implementations therefore means following that order, so
+//! [`js_entries`] does (the published Python implementation does the same).
+//! For the keys real frames use it is exactly insertion order.
+
+use crate::canonical::write_json_string;
+use serde_json::{Map, Number, Value};
+use std::fmt::Write as _;
+
+/// Containers nested deeper than this render as `…` instead of recursing.
+/// Frames parsed by `serde_json` (128 levels) or [`crate::json`] (64) never
+/// get here; it only keeps a programmatically built value from exhausting
+/// the stack.
+pub(crate) const MAX_DEPTH: usize = 256;
+
+/// The largest integer magnitude an IEEE double holds exactly (2^53).
+const EXACT_INT: u64 = 1 << 53;
+
+/// ECMAScript `Number::toString` of a JSON number (§9.1): `1.5`, `1e+21`,
+/// `1e-7`, `0.30000000000000004`, and `-0` as `0`.
+///
+/// Integers beyond 2^53 print as ECMAScript prints the double `JSON.parse`
+/// would round them to (`12345678901234567890` → `12345678901234567000`),
+/// because that is the value every JavaScript peer sees.
+pub fn number(n: &Number) -> String {
+    let mut s = String::new();
+    write_number(n, &mut s);
+    s
+}
+
+pub(crate) fn write_number(n: &Number, out: &mut String) {
+    if let Some(i) = n.as_i64() {
+        if i.unsigned_abs() <= EXACT_INT {
+            let _ = write!(out, "{i}");
+        } else {
+            write_f64(i as f64, out);
+        }
+    } else if let Some(u) = n.as_u64() {
+        // Only reached above i64::MAX, so always beyond 2^53.
+        write_f64(u as f64, out);
+    } else {
+        write_f64(n.as_f64().unwrap_or(f64::NAN), out);
+    }
+}
+
+/// ECMAScript `Number::toString` of a double, including `NaN`, `Infinity`
+/// and `-Infinity` (which arithmetic on a JSON number can produce).
+pub(crate) fn write_f64(f: f64, out: &mut String) {
+    let mut buf = ryu_js::Buffer::new();
+    out.push_str(buf.format(f));
+}
+
+/// The number as a double, the way an ECMAScript peer holds it.
+pub(crate) fn as_f64(n: &Number) -> f64 {
+    if let Some(i) = n.as_i64() {
+        i as f64
+    } else if let Some(u) = n.as_u64() {
+        u as f64
+    } else {
+        n.as_f64().unwrap_or(f64::NAN)
+    }
+}
+
+/// Exactly ECMAScript `JSON.stringify(v)` (§9.2 "Compact JSON"): no
+/// whitespace, entries in `Object.entries` order (see the module notes),
+/// numbers per `Number::toString`, strings with the §10 escape set (which is
+/// what `JSON.stringify` writes for well-formed strings).
+pub fn compact_json(v: &Value) -> String {
+    let mut s = String::new();
+    write_compact(v, &mut s, 0);
+    s
+}
+
+pub(crate) fn write_compact(v: &Value, out: &mut String, depth: usize) {
+    match v {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => write_number(n, out),
+        Value::String(s) => write_json_string(s, out),
+        Value::Array(_) | Value::Object(_) if depth >= MAX_DEPTH => out.push('…'),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_compact(item, out, depth + 1);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            out.push('{');
+            for (i, (k, item)) in js_entries(map).enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_json_string(k, out);
+                out.push(':');
+                write_compact(item, out, depth + 1);
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// Whether `key` is an ECMAScript array index: `0`, or digits without a
+/// leading zero, at most 2^32 − 2.
+fn array_index(key: &str) -> Option<u32> {
+    let b = key.as_bytes();
+    if b.is_empty() || b.len() > 10 || !b.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    if b.len() > 1 && b[0] == b'0' {
+        return None;
+    }
+    let n: u64 = key.parse().ok()?;
+    if n <= u64::from(u32::MAX) - 1 {
+        Some(n as u32)
+    } else {
+        None
+    }
+}
+
+/// Entries of `map` in ECMAScript `Object.entries` order (module notes).
+pub(crate) fn js_entries(map: &Map<String, Value>) -> JsEntries<'_> {
+    if !map.keys().any(|k| array_index(k).is_some()) {
+        return JsEntries::Plain(map.iter());
+    }
+    let mut all: Vec<(Option<u32>, &String, &Value)> =
+        map.iter().map(|(k, v)| (array_index(k), k, v)).collect();
+    // Stable: non-index keys keep their insertion order.
+    all.sort_by_key(|(idx, _, _)| match idx {
+        Some(n) => (0u8, *n),
+        None => (1u8, 0),
+    });
+    JsEntries::Sorted(
+        all.into_iter()
+            .map(|(_, k, v)| (k, v))
+            .collect::<Vec<_>>()
+            .into_iter(),
+    )
+}
+
+/// Iterator returned by [`js_entries`]; allocation-free for ordinary objects.
+pub(crate) enum JsEntries<'a> {
+    Plain(serde_json::map::Iter<'a>),
+    Sorted(std::vec::IntoIter<(&'a String, &'a Value)>),
+}
+
+impl<'a> Iterator for JsEntries<'a> {
+    type Item = (&'a String, &'a Value);
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            JsEntries::Plain(it) => it.next(),
+            JsEntries::Sorted(it) => it.next(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn n(text: &str) -> String {
+        let v: Value = serde_json::from_str(text).unwrap();
+        match v {
+            Value::Number(n) => number(&n),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn ecmascript_number_to_string() {
+        assert_eq!(n("1e21"), "1e+21");
+        assert_eq!(n("1e20"), "100000000000000000000");
+        assert_eq!(n("1e-7"), "1e-7");
+        assert_eq!(n("0.000001"), "0.000001");
+        assert_eq!(n("1.5"), "1.5");
+        assert_eq!(n("0.30000000000000004"), "0.30000000000000004");
+        assert_eq!(
+            number(&Number::from_f64(0.1 + 0.2).unwrap()),
+            "0.30000000000000004"
+        );
+        assert_eq!(n("-0"), "0");
+        assert_eq!(n("-0.0"), "0");
+        assert_eq!(n("1.0"), "1");
+        assert_eq!(n("-3"), "-3");
+        assert_eq!(n("123e-20"), "1.23e-18");
+        assert_eq!(n("5e-324"), "5e-324");
+        assert_eq!(n("1.7976931348623157e308"), "1.7976931348623157e+308");
+        assert_eq!(n("9007199254740993"), "9007199254740992");
+        assert_eq!(n("-9007199254740993"), "-9007199254740992");
+        assert_eq!(n("9007199254740992"), "9007199254740992");
+        assert_eq!(n("12345678901234567890"), "12345678901234567000");
+        assert_eq!(n("18446744073709551615"), "18446744073709552000");
+        assert_eq!(n("-9223372036854775808"), "-9223372036854776000");
+    }
+
+    #[test]
+    fn compact_is_json_stringify() {
+        let v: Value =
+            serde_json::from_str(r#"{"b":1,"1":[1.0,-0,"x\n\u0001"],"a":{},"0":null,"01":true,"4294967295":2,"4294967294":3}"#)
+                .unwrap();
+        assert_eq!(
+            compact_json(&v),
+            r#"{"0":null,"1":[1,0,"x\n\u0001"],"4294967294":3,"b":1,"a":{},"01":true,"4294967295":2}"#
+        );
+        assert_eq!(compact_json(&json!([])), "[]");
+        assert_eq!(compact_json(&json!("\u{2028}é")), "\"\u{2028}é\"");
+    }
+
+    #[test]
+    fn array_indices() {
+        assert_eq!(array_index("0"), Some(0));
+        assert_eq!(array_index("4294967294"), Some(4_294_967_294));
+        for k in [
+            "",
+            "00",
+            "01",
+            "-1",
+            "1.0",
+            "4294967295",
+            "99999999999",
+            " 1",
+            "1e3",
+        ] {
+            assert_eq!(array_index(k), None, "{k:?}");
+        }
+    }
+}

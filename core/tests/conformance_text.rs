@@ -1,0 +1,185 @@
+//! Text conformance: every case of `conformance/lens.json` (§9),
+//! `conformance/estimate.json` (§8) and `conformance/fit.json` (§8 fitting),
+//! read at test time, so adding a case to a file needs no new code.
+//!
+//! Each test runs all cases and then reports every failure with the case
+//! name and a readable line diff, instead of stopping at the first.
+
+use parley_core::estimate::est;
+use parley_core::fit::fit_reply;
+use parley_core::lens::{lean, render, render_reply};
+use serde_json::Value;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+fn load(file: &str) -> Vec<Value> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../conformance")
+        .join(file);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let v: Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()));
+    match v {
+        Value::Array(cases) => cases,
+        _ => panic!("{} is not a list of cases", path.display()),
+    }
+}
+
+/// A line diff of two texts, with invisible characters made visible.
+fn diff(expected: &str, actual: &str) -> String {
+    let show = |s: &str| format!("{s:?}");
+    let e: Vec<&str> = expected.split('\n').collect();
+    let a: Vec<&str> = actual.split('\n').collect();
+    let mut out = String::new();
+    for i in 0..e.len().max(a.len()) {
+        match (e.get(i), a.get(i)) {
+            (Some(x), Some(y)) if x == y => {
+                let _ = writeln!(out, "    {:>3}   {}", i + 1, show(x));
+            }
+            (x, y) => {
+                if let Some(x) = x {
+                    let _ = writeln!(out, "    {:>3} - {}", i + 1, show(x));
+                }
+                if let Some(y) = y {
+                    let _ = writeln!(out, "    {:>3} + {}", i + 1, show(y));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn name_of(case: &Value, i: usize) -> String {
+    match case.get("name").and_then(Value::as_str) {
+        Some(n) => format!("#{i} {n:?}"),
+        None => format!("#{i}"),
+    }
+}
+
+fn finish(file: &str, total: usize, failures: Vec<String>) {
+    if !failures.is_empty() {
+        panic!(
+            "{} of {total} cases of {file} failed (- expected, + actual):\n\n{}",
+            failures.len(),
+            failures.join("\n")
+        );
+    }
+    assert!(total > 0, "{file} has no cases");
+}
+
+#[test]
+fn lens_vectors() {
+    let cases = load("lens.json");
+    let mut failures = Vec::new();
+    for (i, case) in cases.iter().enumerate() {
+        let name = name_of(case, i);
+        let input = &case["input"];
+        let Some(expected) = case["lens"].as_str() else {
+            failures.push(format!("{name}: no string `lens`\n"));
+            continue;
+        };
+        let actual = match case["type"].as_str() {
+            Some("value") => lean(input),
+            Some("reply") => render_reply(input),
+            other => {
+                failures.push(format!("{name}: unknown type {other:?}\n"));
+                continue;
+            }
+        };
+        if actual != expected {
+            failures.push(format!(
+                "{name} ({}):\n{}",
+                case["type"],
+                diff(expected, &actual)
+            ));
+        }
+        // `render` dispatches to the same rendering.
+        if render(input) != actual {
+            failures.push(format!(
+                "{name}: render() differs from the {} rendering\n",
+                case["type"]
+            ));
+        }
+    }
+    finish("lens.json", cases.len(), failures);
+}
+
+#[test]
+fn estimate_vectors() {
+    let cases = load("estimate.json");
+    let mut failures = Vec::new();
+    for (i, case) in cases.iter().enumerate() {
+        let (Some(text), Some(want)) = (case["text"].as_str(), case["est"].as_u64()) else {
+            failures.push(format!(
+                "#{i}: needs a string `text` and an integer `est`\n"
+            ));
+            continue;
+        };
+        let got = est(text) as u64;
+        if got != want {
+            failures.push(format!("#{i} {text:?}: expected est {want}, got {got}\n"));
+        }
+    }
+    finish("estimate.json", cases.len(), failures);
+}
+
+/// Each case: `input` frame, `budget`, expected `output` frame, and
+/// `elided`: `[{"handle", "data"}]`, the EXPAND `data` of each handle in
+/// order. Handles are generated as `h_1`, `h_2`, …
+#[test]
+fn fit_vectors() {
+    let cases = load("fit.json");
+    let mut failures = Vec::new();
+    for (i, case) in cases.iter().enumerate() {
+        let name = name_of(case, i);
+        let Some(budget) = case["budget"].as_u64() else {
+            failures.push(format!("{name}: no integer `budget`\n"));
+            continue;
+        };
+        let mut n = 0;
+        let fitted = fit_reply(&case["input"], budget as usize, &mut || {
+            n += 1;
+            format!("h_{n}")
+        });
+        let pretty = |v: &Value| serde_json::to_string_pretty(v).unwrap_or_default();
+        let expected = &case["output"];
+        if &fitted.reply != expected {
+            failures.push(format!(
+                "{name}: output frame differs:\n{}",
+                diff(&pretty(expected), &pretty(&fitted.reply))
+            ));
+        }
+        let got: Vec<Value> = fitted
+            .elided
+            .iter()
+            .map(|e| serde_json::json!({"handle": e.more.handle, "data": e.rest}))
+            .collect();
+        let got = Value::Array(got);
+        if got != case["elided"] {
+            failures.push(format!(
+                "{name}: elided remainders differ:\n{}",
+                diff(&pretty(&case["elided"]), &pretty(&got))
+            ));
+        }
+        // Every remainder is announced by exactly its More entry.
+        let more = fitted
+            .reply
+            .get("more")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        for e in &fitted.elided {
+            if !more.contains(&e.more.to_value()) {
+                failures.push(format!("{name}: no More entry for {}\n", e.more.handle));
+            }
+        }
+        // It fits, unless the case says it cannot.
+        let fits = est(&render_reply(&fitted.reply)) <= budget as usize;
+        let expect_fit = case.get("fits").and_then(Value::as_bool).unwrap_or(true);
+        if fits != expect_fit {
+            failures.push(format!("{name}: fits = {fits}, expected {expect_fit}\n"));
+        }
+    }
+    finish("fit.json", cases.len(), failures);
+}
