@@ -1,0 +1,18 @@
+//! The custody socket: how agents reach custody (ARCHITECTURE.md, "ipc";
+//! wire reference in `docs/custody-protocol.md`).
+//!
+//! One responsibility per module:
+//! - [`frame`]: NDJSON framing with bounded memory (§2.1, §2.3);
+//! - [`peer`]: who the peer is (kernel credentials) and the peer policy;
+//! - [`socket`]: the socket path, its permissions, stale-socket handling and
+//!   admission (policy, then connection caps) before any byte is read.
+//!
+//! The request/reply types live in [`crate::protocol`].
+
+pub mod frame;
+pub mod peer;
+pub mod socket;
+
+pub use frame::{Frame, FrameError, FrameReader, FrameWriter, MAX_FRAME};
+pub use peer::{PeerInfo, PeerPolicy, Refusal};
+pub use socket::{BindOptions, ConnLimits, Listener, SocketError, SocketPath, Stream};
