@@ -194,10 +194,10 @@ impl Caveat {
     pub fn check(&self, ctx: &RequestContext, block_id: &str) -> Verdict {
         let commit = ctx.verb == "COMMIT";
         match self {
-            Caveat::Svc(list) => pass_if(list.iter().any(|s| *s == ctx.service), || {
+            Caveat::Svc(list) => pass_if(list.contains(&ctx.service), || {
                 format!("service {:?} is not in svc", ctx.service)
             }),
-            Caveat::Verbs(list) => pass_if(list.iter().any(|v| *v == ctx.verb), || {
+            Caveat::Verbs(list) => pass_if(list.contains(&ctx.verb), || {
                 format!("verb {} is not in verbs", ctx.verb)
             }),
             Caveat::Can(list) => pass_if(

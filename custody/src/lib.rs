@@ -3,8 +3,14 @@
 //! The custody engine: the only code that holds the principal key and the
 //! only way an agent can get anything signed (ARCHITECTURE.md). No GUI.
 #![forbid(unsafe_code)]
+pub mod approver;
 pub mod audit;
+pub mod display;
+pub mod engine;
+pub mod ipc;
 pub mod keystore;
 pub mod paths;
-pub mod ipc;
 pub mod protocol;
+pub mod queue;
+pub mod review;
+pub mod signer;

@@ -1,0 +1,95 @@
+//! How a decision is obtained from the human.
+//!
+//! The engine is a broker (the shape of GitButler's askpass broker): it puts
+//! each reviewed request in its queue and tells the approver; the approver
+//! shows it and later answers by id through [`crate::engine::Engine::decide`].
+//! Every wait has a deadline in the engine, so an approver that never answers
+//! cannot hold an agent forever.
+//!
+//! Implementations: the desktop app (`src-tauri`), the terminal prompt of the
+//! headless daemon ([`crate::terminal`]), and [`ScriptedApprover`] for tests
+//! only (behind the `test-approver` feature, which no binary enables and no
+//! flag or environment variable reaches).
+
+use crate::review::Review;
+use serde::Serialize;
+use serde_json::Value;
+
+/// A request waiting for the human.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PendingView {
+    /// Custody's id for it (used to decide).
+    pub id: String,
+    /// What the human must see.
+    pub review: Review,
+    /// When it arrived (unix seconds).
+    pub received_at: i64,
+    /// When it closes by itself (unix seconds).
+    pub closes_at: i64,
+}
+
+/// The human's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// Sign it as reviewed.
+    Approve,
+    /// Grants only: sign these caveats instead (the human narrowed the request).
+    ApproveWith(Value),
+    /// Do not sign.
+    Deny(Option<String>),
+}
+
+/// Receives requests to show. Calls must return quickly (no blocking on the human).
+pub trait Approver: Send + Sync + 'static {
+    /// A new request awaits a decision.
+    fn notify(&self, pending: &PendingView);
+    /// A request left the queue (decided, expired, cancelled): stop showing it.
+    fn withdrawn(&self, id: &str);
+}
+
+#[cfg(any(test, feature = "test-approver"))]
+pub use scripted::ScriptedApprover;
+
+#[cfg(any(test, feature = "test-approver"))]
+mod scripted {
+    use super::{Approver, PendingView};
+    use std::sync::Mutex;
+    use tokio::sync::mpsc;
+
+    /// Test-only: forwards every request to a channel the test reads and
+    /// answers through the engine, like a human would.
+    pub struct ScriptedApprover {
+        tx: mpsc::UnboundedSender<PendingView>,
+        withdrawn: Mutex<Vec<String>>,
+    }
+
+    impl ScriptedApprover {
+        /// The approver and the receiving end of what it is shown.
+        pub fn new() -> (ScriptedApprover, mpsc::UnboundedReceiver<PendingView>) {
+            let (tx, rx) = mpsc::unbounded_channel();
+            (
+                ScriptedApprover {
+                    tx,
+                    withdrawn: Mutex::new(Vec::new()),
+                },
+                rx,
+            )
+        }
+
+        /// Ids withdrawn so far.
+        pub fn withdrawn_ids(&self) -> Vec<String> {
+            self.withdrawn.lock().map(|w| w.clone()).unwrap_or_default()
+        }
+    }
+
+    impl Approver for ScriptedApprover {
+        fn notify(&self, pending: &PendingView) {
+            let _ = self.tx.send(pending.clone());
+        }
+        fn withdrawn(&self, id: &str) {
+            if let Ok(mut w) = self.withdrawn.lock() {
+                w.push(id.to_string());
+            }
+        }
+    }
+}

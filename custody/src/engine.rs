@@ -1,0 +1,699 @@
+//! The engine: where a request from an agent becomes a prompt for the human,
+//! and a decision becomes a signed token and an audit row.
+//!
+//! Flow for `consent` / `approve_code` / `grant`:
+//! rate limit → re-verification ([`crate::review`]; failures are `REJECTED`,
+//! logged, never shown) → queue (dedupe, bounds) → the approver is told →
+//! the agent gets `PENDING` and waits with a deadline → [`Engine::decide`]
+//! signs ([`crate::signer`]), writes the audit row, and only then releases
+//! the token. A token whose audit row could not be written is never handed out.
+
+use crate::approver::{Approver, PendingView, Verdict};
+use crate::audit::{Audit, EventKind, NewEvent, Query};
+use crate::ipc::peer::PeerInfo;
+use crate::keystore::Keystore;
+use crate::protocol::{ErrorCode, Op, Principal, Reply, Request, RequestState, VERSION};
+use crate::queue::{Offer, Outcome, Queue, QueueLimits, Refused};
+use crate::review::{
+    self, Rejection, Requester, ReviewContext, ReviewLimits, ReviewedConsent, ReviewedGrant,
+};
+use crate::signer;
+use parley_core::PublicKey;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::{mpsc, oneshot};
+
+/// Engine settings.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EngineConfig {
+    /// Review limits (consent horizon, grant lifetime).
+    pub review: ReviewLimits,
+    /// Queue limits (pending bounds, rate, wait).
+    pub queue: QueueLimits,
+}
+
+/// A reviewed request waiting in the queue.
+#[derive(Debug, Clone)]
+pub enum Reviewed {
+    /// A consent for one proposal.
+    Consent(Box<ReviewedConsent>),
+    /// A time-boxed grant.
+    Grant(Box<ReviewedGrant>),
+}
+
+impl Reviewed {
+    fn review(&self) -> &review::Review {
+        match self {
+            Reviewed::Consent(c) => c.review(),
+            Reviewed::Grant(g) => g.review(),
+        }
+    }
+}
+
+struct Item {
+    reviewed: Reviewed,
+    peer: PeerInfo,
+    received_at: i64,
+}
+
+struct State {
+    queue: Queue<Item>,
+    waiters: HashMap<String, Vec<oneshot::Sender<Outcome>>>,
+    deciding: Vec<String>,
+}
+
+struct Inner {
+    keystore: Keystore,
+    audit: Mutex<Audit>,
+    state: Mutex<State>,
+    approver: Arc<dyn Approver>,
+    config: EngineConfig,
+}
+
+/// Why a decision could not be carried out.
+#[derive(Debug, thiserror::Error)]
+pub enum DecideError {
+    /// No such pending request (already decided, expired or withdrawn).
+    #[error("that request is no longer waiting (decided, expired or withdrawn)")]
+    NotPending,
+    /// Narrowed caveats did not pass review.
+    #[error("the narrowed grant is not valid: {0}")]
+    Narrowed(Rejection),
+    /// Narrowing applies to grants only.
+    #[error("a consent is approved or denied as it is; it cannot be changed")]
+    NotAGrant,
+    /// Signing failed; nothing was handed out.
+    #[error("signing failed: {0}")]
+    Sign(#[from] signer::SignError),
+    /// The audit row could not be written; nothing was handed out.
+    #[error("the audit log could not record this, so nothing was handed out: {0}")]
+    Audit(String),
+    /// A worker thread failed.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// The custody engine. Cheap to clone (shared state).
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+/// Wall-clock unix seconds.
+pub fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic while holding the lock must not take custody down with it.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Engine {
+    /// Builds an engine over a keystore, an audit log and an approver.
+    pub fn new(
+        keystore: Keystore,
+        audit: Audit,
+        approver: Arc<dyn Approver>,
+        config: EngineConfig,
+    ) -> Engine {
+        Engine {
+            inner: Arc::new(Inner {
+                keystore,
+                audit: Mutex::new(audit),
+                state: Mutex::new(State {
+                    queue: Queue::new(config.queue),
+                    waiters: HashMap::new(),
+                    deciding: Vec::new(),
+                }),
+                approver,
+                config,
+            }),
+        }
+    }
+
+    /// The keystore (for key management by the human's own tools).
+    pub fn keystore(&self) -> &Keystore {
+        &self.inner.keystore
+    }
+
+    /// Runs `f` on the audit log.
+    pub fn with_audit<R>(&self, f: impl FnOnce(&mut Audit) -> R) -> R {
+        f(&mut lock(&self.inner.audit))
+    }
+
+    /// Requests waiting for the human, oldest first.
+    pub fn pending(&self) -> Vec<PendingView> {
+        let st = lock(&self.inner.state);
+        st.queue
+            .pending()
+            .iter()
+            .map(|e| view(e.id.as_str(), &e.item, e.deadline))
+            .collect()
+    }
+
+    fn principals(&self) -> Result<Vec<PublicKey>, String> {
+        self.inner.keystore.public_keys().map_err(|e| e.to_string())
+    }
+
+    fn log(&self, ev: NewEvent) -> Result<(), String> {
+        let r = lock(&self.inner.audit)
+            .append(&ev)
+            .map(|_| ())
+            .map_err(|e| e.to_string());
+        if let Err(e) = &r {
+            tracing::error!("audit log write failed: {e}");
+        }
+        r
+    }
+
+    /// Handles one request from a peer, sending `PENDING` events and exactly
+    /// one final reply (as frames) on `out`.
+    pub async fn handle(&self, peer: &PeerInfo, req: Request, out: mpsc::Sender<Value>) {
+        let id = req.id.clone();
+        let reply = match req.op {
+            Op::Hello => self.hello().await,
+            Op::Status { request } => self.status(peer.uid, &request),
+            Op::Cancel { request } => self.cancel(peer.uid, &request),
+            op => self.submit(peer, &id, op, &out).await,
+        };
+        let _ = out.send(reply.to_frame(Some(&id))).await;
+    }
+
+    async fn hello(&self) -> Reply {
+        let ks = self.clone();
+        match tokio::task::spawn_blocking(move || ks.inner.keystore.list()).await {
+            Ok(Ok(keys)) => Reply::Hello {
+                version: VERSION,
+                principals: keys
+                    .into_iter()
+                    .map(|k| Principal {
+                        key: k.public.to_string(),
+                        label: Some(k.label).filter(|l| !l.is_empty()),
+                    })
+                    .collect(),
+            },
+            Ok(Err(e)) => Reply::error(
+                ErrorCode::Internal,
+                format!("the keystore is unavailable: {e}"),
+            ),
+            Err(e) => Reply::error(ErrorCode::Internal, e.to_string()),
+        }
+    }
+
+    fn status(&self, uid: u32, request: &str) -> Reply {
+        let st = lock(&self.inner.state);
+        let state = match st.queue.lookup(uid, request) {
+            None => RequestState::Unknown,
+            Some(id) if st.queue.get(id).is_some() => RequestState::Pending,
+            Some(id) => match st.queue.outcome(id) {
+                Some(Outcome::Approved(_)) => RequestState::Approved,
+                Some(Outcome::Issued(..)) => RequestState::Issued,
+                Some(Outcome::Denied(_)) => RequestState::Denied,
+                Some(Outcome::Expired) => RequestState::Expired,
+                Some(Outcome::Cancelled) => RequestState::Cancelled,
+                None => RequestState::Unknown,
+            },
+        };
+        Reply::Status {
+            request: request.to_string(),
+            state,
+        }
+    }
+
+    fn cancel(&self, uid: u32, request: &str) -> Reply {
+        let id = {
+            let st = lock(&self.inner.state);
+            match st.queue.lookup(uid, request) {
+                Some(id) if st.queue.get(id).is_some() && !st.deciding.contains(id) => id.clone(),
+                _ => {
+                    drop(st);
+                    return self.status(uid, request);
+                }
+            }
+        };
+        self.close(&id, Outcome::Cancelled, EventKind::RequestCancelled, None);
+        Reply::Cancelled
+    }
+
+    async fn submit(
+        &self,
+        peer: &PeerInfo,
+        request_id: &str,
+        op: Op,
+        out: &mpsc::Sender<Value>,
+    ) -> Reply {
+        if let Err(refused) = lock(&self.inner.state)
+            .queue
+            .admit(peer.uid, Instant::now())
+        {
+            tracing::warn!(uid = peer.uid, "request refused: {refused}");
+            return refusal(refused);
+        }
+        let me = self.clone();
+        let p = peer.clone();
+        let reviewed = match tokio::task::spawn_blocking(move || me.review(&p, op)).await {
+            Ok(r) => r,
+            Err(e) => return Reply::error(ErrorCode::Internal, e.to_string()),
+        };
+        let (reviewed, agent) = match reviewed {
+            Ok(r) => r,
+            Err((rej, ev)) => {
+                tracing::warn!(uid = peer.uid, pid = ?peer.pid, code = rej.code, "request rejected: {}", rej.message);
+                let _ = self.log(ev);
+                return Reply::Rejected {
+                    code: rej.code.to_string(),
+                    message: rej.message,
+                };
+            }
+        };
+        let now = unix_now();
+        let (dedupe, valid_for) = match &reviewed {
+            Reviewed::Consent(c) => (
+                format!("c|{}|{}|{}", peer.uid, agent, c.review().hash),
+                (c.checked().exp() - now).max(0),
+            ),
+            Reviewed::Grant(g) => (
+                format!(
+                    "g|{}|{}|{}",
+                    peer.uid,
+                    agent,
+                    serde_json::to_string(&g.review().caveats).unwrap_or_default()
+                ),
+                i64::MAX,
+            ),
+        };
+        let t = Instant::now();
+        let valid_until = t + Duration::from_secs(valid_for.min(10 * 365 * 86400) as u64);
+        let item = Item {
+            reviewed,
+            peer: peer.clone(),
+            received_at: now,
+        };
+        let (tx, rx) = oneshot::channel();
+        let offered = {
+            let mut st = lock(&self.inner.state);
+            let o = st
+                .queue
+                .offer(peer.uid, request_id, dedupe, item, t, valid_until);
+            if let Ok(Offer::New(id) | Offer::Joined(id)) = &o {
+                st.waiters.entry(id.clone()).or_default().push(tx);
+            }
+            o
+        };
+        let id = match offered {
+            Err(refused) => {
+                tracing::warn!(uid = peer.uid, "request refused: {refused}");
+                return refusal(refused);
+            }
+            Ok(Offer::Done(outcome)) => return outcome_reply(outcome),
+            Ok(Offer::New(id)) => {
+                let (pv, deadline) = {
+                    let st = lock(&self.inner.state);
+                    match st.queue.get(&id) {
+                        Some(e) => (view(&e.id, &e.item, e.deadline), e.deadline),
+                        None => return Reply::Expired,
+                    }
+                };
+                self.inner.approver.notify(&pv);
+                let me = self.clone();
+                let expire_id = id.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep_until(deadline.into()).await;
+                    me.close(
+                        &expire_id,
+                        Outcome::Expired,
+                        EventKind::RequestExpired,
+                        None,
+                    );
+                });
+                id
+            }
+            Ok(Offer::Joined(id)) => id,
+        };
+        let position = lock(&self.inner.state)
+            .queue
+            .position(&id)
+            .map(|p| p as u64);
+        let pending = Reply::Pending {
+            request: request_id.to_string(),
+            position,
+        };
+        let _ = out.send(pending.to_frame(Some(request_id))).await;
+        tokio::select! {
+            outcome = rx => match outcome {
+                Ok(o) => outcome_reply(o),
+                Err(_) => Reply::Expired,
+            },
+            _ = out.closed() => {
+                // The agent went away: if nobody else waits, withdraw the prompt.
+                let last = lock(&self.inner.state).queue.drop_waiter(&id, request_id);
+                if last {
+                    self.close(&id, Outcome::Cancelled, EventKind::RequestCancelled, Some("the agent disconnected"));
+                }
+                Reply::Cancelled
+            }
+        }
+    }
+
+    /// Reviews a request (blocking: reads the keystore and the audit log).
+    #[allow(clippy::result_large_err)]
+    fn review(&self, peer: &PeerInfo, op: Op) -> Result<(Reviewed, String), (Rejection, NewEvent)> {
+        let now = unix_now();
+        let mut ev = NewEvent::new(EventKind::RequestRejected, now);
+        ev.peer_uid = Some(peer.uid);
+        ev.peer_pid = peer.pid.map(i64::from);
+        ev.peer_exe = peer.exe.as_ref().map(|e| e.to_string_lossy().into_owned());
+        let principals = match self.principals() {
+            Ok(p) => p,
+            Err(e) => {
+                ev.reason = Some(format!("keystore unavailable: {e}"));
+                return Err((
+                    Rejection {
+                        code: "keystore",
+                        message: format!("the keystore is unavailable: {e}"),
+                    },
+                    ev,
+                ));
+            }
+        };
+        let agent_text = match &op {
+            Op::Consent { agent, .. } | Op::ApproveCode { agent, .. } | Op::Grant { agent, .. } => {
+                agent.clone()
+            }
+            _ => String::new(),
+        };
+        let ctx = ReviewContext {
+            now,
+            principals: &principals,
+            limits: self.inner.config.review,
+            requester: Requester::from(peer),
+            agent_label: None,
+            agent_known: self.agent_known(&agent_text),
+        };
+        let result = match &op {
+            Op::Consent {
+                consent,
+                proposal,
+                service,
+                agent,
+            } => {
+                ev.service = Some(service.clone());
+                review::review_consent(consent, proposal, service, agent, &ctx)
+                    .map(|c| Reviewed::Consent(Box::new(c)))
+            }
+            Op::ApproveCode { code, agent } => {
+                review::review_code(code, agent, &ctx).map(|c| Reviewed::Consent(Box::new(c)))
+            }
+            Op::Grant {
+                agent,
+                caveats,
+                reason,
+                ..
+            } => {
+                ev.caveats = serde_json::to_string(caveats)
+                    .ok()
+                    .map(|s| s.chars().take(4096).collect());
+                review::review_grant(agent, caveats, reason.as_deref(), None, &ctx)
+                    .map(|g| Reviewed::Grant(Box::new(g)))
+            }
+            _ => unreachable_op(),
+        };
+        match result {
+            Ok(r) => Ok((r, agent_text)),
+            Err(rej) => {
+                ev.agent = Some(agent_text.chars().take(256).collect());
+                ev.reason = Some(format!("{}: {}", rej.code, rej.message));
+                if let Op::Consent { consent, .. } = &op {
+                    ev.hash = consent
+                        .get("hash")
+                        .and_then(Value::as_str)
+                        .map(|h| h.chars().take(256).collect());
+                    ev.capability = consent
+                        .get("capability")
+                        .and_then(Value::as_str)
+                        .map(|h| h.chars().take(256).collect());
+                }
+                Err((rej, ev))
+            }
+        }
+    }
+
+    fn agent_known(&self, agent: &str) -> bool {
+        if agent.is_empty() {
+            return false;
+        }
+        let q = Query {
+            agent: Some(agent.to_string()),
+            kinds: vec![EventKind::GrantIssued, EventKind::ConsentApproved],
+            limit: Some(1),
+            ..Default::default()
+        };
+        lock(&self.inner.audit)
+            .query(&q)
+            .map(|r| !r.is_empty())
+            .unwrap_or(false)
+    }
+
+    /// Removes a pending request with a non-signing outcome, tells its
+    /// waiters and the approver, and logs it.
+    fn close(&self, id: &str, outcome: Outcome, kind: EventKind, reason: Option<&str>) {
+        let (entry, waiters) = {
+            let mut st = lock(&self.inner.state);
+            if st.deciding.iter().any(|d| d == id) {
+                return;
+            }
+            let keep = Instant::now() + Duration::from_secs(600);
+            let Some(entry) = st.queue.finish(id, outcome.clone(), Instant::now(), keep) else {
+                return;
+            };
+            let waiters = st.waiters.remove(id).unwrap_or_default();
+            (entry, waiters)
+        };
+        let mut ev = event(kind, &entry.item);
+        ev.reason = reason.map(str::to_string).or_else(|| match &outcome {
+            Outcome::Denied(r) => r.clone(),
+            _ => None,
+        });
+        let _ = self.log(ev);
+        for w in waiters {
+            let _ = w.send(outcome.clone());
+        }
+        self.inner.approver.withdrawn(id);
+    }
+
+    /// The human's decision on a pending request. Approving signs, writes the
+    /// audit row, and only then releases the token to the waiting agent.
+    pub async fn decide(&self, id: &str, verdict: Verdict) -> Result<Outcome, DecideError> {
+        let reviewed = {
+            let mut st = lock(&self.inner.state);
+            if st.deciding.iter().any(|d| d == id) {
+                return Err(DecideError::NotPending);
+            }
+            let reviewed = st
+                .queue
+                .get(id)
+                .map(|e| e.item.reviewed.clone())
+                .ok_or(DecideError::NotPending)?;
+            st.deciding.push(id.to_string());
+            reviewed
+        };
+        let result = self.carry_out(id, reviewed, verdict).await;
+        lock(&self.inner.state).deciding.retain(|d| d != id);
+        let (outcome, kind, keep_until) = result?;
+        let (entry, waiters) = {
+            let mut st = lock(&self.inner.state);
+            let now = Instant::now();
+            let keep =
+                now + Duration::from_secs((keep_until - unix_now()).clamp(0, 7 * 86400) as u64);
+            let entry = st.queue.finish(id, outcome.clone(), now, keep);
+            (entry, st.waiters.remove(id).unwrap_or_default())
+        };
+        if let (Some(entry), EventKind::ConsentDenied | EventKind::GrantDenied) = (&entry, kind) {
+            let mut ev = event(kind, &entry.item);
+            if let Outcome::Denied(r) = &outcome {
+                ev.reason = r.clone();
+            }
+            let _ = self.log(ev);
+        }
+        for w in waiters {
+            let _ = w.send(outcome.clone());
+        }
+        self.inner.approver.withdrawn(id);
+        Ok(outcome)
+    }
+
+    async fn carry_out(
+        &self,
+        id: &str,
+        reviewed: Reviewed,
+        verdict: Verdict,
+    ) -> Result<(Outcome, EventKind, i64), DecideError> {
+        let now = unix_now();
+        let item_event = {
+            let st = lock(&self.inner.state);
+            st.queue
+                .get(id)
+                .map(|e| event(EventKind::ConsentApproved, &e.item))
+                .ok_or(DecideError::NotPending)?
+        };
+        match (reviewed, verdict) {
+            (Reviewed::Consent(_), Verdict::Deny(r)) => {
+                Ok((Outcome::Denied(r), EventKind::ConsentDenied, now + 600))
+            }
+            (Reviewed::Grant(_), Verdict::Deny(r)) => {
+                Ok((Outcome::Denied(r), EventKind::GrantDenied, now + 600))
+            }
+            (Reviewed::Consent(_), Verdict::ApproveWith(_)) => Err(DecideError::NotAGrant),
+            (Reviewed::Consent(c), Verdict::Approve) => {
+                if c.checked().exp() <= now {
+                    self.close(
+                        id,
+                        Outcome::Expired,
+                        EventKind::RequestExpired,
+                        Some("approved after expiry"),
+                    );
+                    return Err(DecideError::NotPending);
+                }
+                let me = self.clone();
+                let cc = c.clone();
+                let signed = tokio::task::spawn_blocking(move || {
+                    signer::sign_consent(&me.inner.keystore, &cc, now)
+                })
+                .await
+                .map_err(|e| DecideError::Internal(e.to_string()))??;
+                let mut ev = item_event;
+                ev.kind = EventKind::ConsentApproved;
+                ev.token_id = Some(signed.id.clone());
+                ev.expires = Some(signed.exp);
+                self.log(ev).map_err(DecideError::Audit)?;
+                Ok((
+                    Outcome::Approved(signed.token),
+                    EventKind::ConsentApproved,
+                    signed.exp,
+                ))
+            }
+            (Reviewed::Grant(g), verdict) => {
+                let g = match verdict {
+                    Verdict::ApproveWith(caveats) => {
+                        let principals = self.principals().map_err(DecideError::Internal)?;
+                        let peer = lock(&self.inner.state)
+                            .queue
+                            .get(id)
+                            .map(|e| e.item.peer.clone())
+                            .ok_or(DecideError::NotPending)?;
+                        let ctx = ReviewContext {
+                            now,
+                            principals: &principals,
+                            limits: self.inner.config.review,
+                            requester: Requester::from(&peer),
+                            agent_label: None,
+                            agent_known: false,
+                        };
+                        Box::new(g.narrowed(&caveats, &ctx).map_err(DecideError::Narrowed)?)
+                    }
+                    _ => g,
+                };
+                let me = self.clone();
+                let gg = g.clone();
+                let signed = tokio::task::spawn_blocking(move || {
+                    signer::sign_grant(&me.inner.keystore, &gg, now)
+                })
+                .await
+                .map_err(|e| DecideError::Internal(e.to_string()))??;
+                let caveats = Value::Array(g.caveats().iter().map(|c| c.to_value()).collect());
+                let caveats_text = caveats.to_string();
+                let mut ev = item_event;
+                ev.kind = EventKind::GrantIssued;
+                ev.token_id = Some(signed.id.clone());
+                ev.expires = Some(signed.exp);
+                ev.caveats = Some(caveats_text.clone());
+                self.log(ev).map_err(DecideError::Audit)?;
+                Ok((
+                    Outcome::Issued(signed.token, caveats_text),
+                    EventKind::GrantIssued,
+                    signed.exp,
+                ))
+            }
+        }
+    }
+}
+
+fn unreachable_op() -> Result<Reviewed, Rejection> {
+    Err(Rejection {
+        code: "internal",
+        message: "not a reviewable op".into(),
+    })
+}
+
+fn view(id: &str, item: &Item, deadline: Instant) -> PendingView {
+    let left = deadline.saturating_duration_since(Instant::now()).as_secs() as i64;
+    PendingView {
+        id: id.to_string(),
+        review: item.reviewed.review().clone(),
+        received_at: item.received_at,
+        closes_at: unix_now() + left,
+    }
+}
+
+/// The audit event describing a queued item (kind set by the caller).
+fn event(kind: EventKind, item: &Item) -> NewEvent {
+    let r = item.reviewed.review();
+    let mut ev = NewEvent::new(kind, unix_now());
+    ev.peer_uid = Some(item.peer.uid);
+    ev.peer_pid = item.peer.pid.map(i64::from);
+    ev.peer_exe = item
+        .peer
+        .exe
+        .as_ref()
+        .map(|e| e.to_string_lossy().into_owned());
+    ev.agent = Some(r.agent.key.clone());
+    ev.principal = Some(r.principal.clone());
+    ev.expires = Some(r.expires);
+    match &item.reviewed {
+        Reviewed::Consent(c) => {
+            let p = c.checked().proposal();
+            ev.service = Some(c.checked().request().service.clone());
+            ev.capability = Some(p.capability.clone());
+            ev.hash = Some(p.hash.clone());
+            ev.cost_amount = p.cost.as_ref().map(|m| m.amount);
+            ev.cost_currency = p.cost.as_ref().map(|m| m.currency.clone());
+            ev.risk = Some(p.risk.to_string());
+            ev.undo = p.undo;
+        }
+        Reviewed::Grant(g) => {
+            ev.caveats =
+                Some(Value::Array(g.caveats().iter().map(|c| c.to_value()).collect()).to_string());
+            ev.service = g.caveats().iter().find_map(|c| match c {
+                parley_core::Caveat::Svc(l) => Some(l.join(",")),
+                _ => None,
+            });
+        }
+    }
+    ev
+}
+
+fn refusal(r: Refused) -> Reply {
+    match r {
+        Refused::RateLimited => Reply::error(ErrorCode::RateLimited, r.to_string()),
+        Refused::Busy => Reply::error(ErrorCode::Busy, r.to_string()),
+    }
+}
+
+fn outcome_reply(o: Outcome) -> Reply {
+    match o {
+        Outcome::Approved(grant) => Reply::Approved { grant },
+        Outcome::Issued(grant, caveats) => Reply::Issued {
+            grant,
+            caveats: serde_json::from_str(&caveats).unwrap_or(Value::Null),
+        },
+        Outcome::Denied(reason) => Reply::Denied { reason },
+        Outcome::Expired => Reply::Expired,
+        Outcome::Cancelled => Reply::Cancelled,
+    }
+}
