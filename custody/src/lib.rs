@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 pub mod approver;
 pub mod audit;
+pub mod client;
 pub mod display;
 pub mod engine;
 pub mod ipc;
@@ -13,4 +14,6 @@ pub mod paths;
 pub mod protocol;
 pub mod queue;
 pub mod review;
+pub mod server;
 pub mod signer;
+pub mod terminal;

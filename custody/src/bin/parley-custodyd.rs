@@ -1,0 +1,219 @@
+//! `parley-custodyd`: the headless custody daemon. Holds the principal key in
+//! the OS keychain, serves the custody protocol on a local socket, and asks
+//! the human on its terminal before signing anything.
+#![forbid(unsafe_code)]
+
+use clap::Parser;
+use parley_custody::audit::{Audit, EventKind, NewEvent};
+use parley_custody::engine::{unix_now, Engine, EngineConfig};
+use parley_custody::ipc::peer::PeerPolicy;
+use parley_custody::ipc::socket::{resolve_socket_path, BindOptions, ConnLimits, Listener};
+use parley_custody::keystore::{Keystore, Passphrase};
+use parley_custody::paths;
+use parley_custody::server::{self, ServerLimits};
+use parley_custody::terminal::TerminalApprover;
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use zeroize::Zeroizing;
+
+/// Parley Custody, headless: approve agents' consents and grants in this terminal.
+#[derive(Debug, Parser)]
+#[command(name = "parley-custodyd", version)]
+struct Args {
+    /// Socket path (default: $PARLEY_CUSTODY_SOCKET, else $XDG_RUNTIME_DIR/parley-custody/custody.sock).
+    #[arg(long)]
+    socket: Option<PathBuf>,
+    /// The group whose members (agents running as other users) may connect.
+    #[arg(long = "agents-group", value_name = "GROUP")]
+    agents_group: Option<String>,
+    /// Another uid allowed to connect (repeatable).
+    #[arg(long = "allow-uid", value_name = "UID")]
+    allow_uid: Vec<u32>,
+    /// Data directory for the audit log (default: $PARLEY_CUSTODY_DATA, else $XDG_DATA_HOME/parley-custody).
+    #[arg(long = "data-dir")]
+    data_dir: Option<PathBuf>,
+    /// Keep keys in a passphrase-encrypted file instead of the OS keychain.
+    /// WEAKER: the file can be copied and attacked offline. For headless servers only.
+    #[arg(long = "file-store")]
+    file_store: bool,
+    /// Keychain namespace (separates profiles and test runs).
+    #[arg(long)]
+    namespace: Option<String>,
+    /// Longest time ahead a proposal may expire for a consent to be asked (seconds).
+    #[arg(long = "max-consent-horizon", default_value_t = 86_400)]
+    max_consent_horizon: i64,
+    /// Longest lifetime of an issued grant (seconds).
+    #[arg(long = "max-grant-lifetime", default_value_t = 7 * 86_400)]
+    max_grant_lifetime: i64,
+    /// Pending requests in total.
+    #[arg(long = "queue-size", default_value_t = 64)]
+    queue_size: usize,
+    /// New requests per minute from one user.
+    #[arg(long = "rate", default_value_t = 30)]
+    rate: u32,
+}
+
+fn fail(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("parley-custodyd: {msg}");
+    ExitCode::from(2)
+}
+
+fn passphrase() -> Result<Passphrase, String> {
+    if let Ok(p) = std::env::var("PARLEY_CUSTODY_PASSPHRASE") {
+        return Ok(Passphrase::new(Zeroizing::new(p)));
+    }
+    let tty = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+        .map_err(|e| {
+            format!("--file-store needs PARLEY_CUSTODY_PASSPHRASE or a terminal to ask on: {e}")
+        })?;
+    let mut out = tty.try_clone().map_err(|e| e.to_string())?;
+    let _ = write!(out, "passphrase for the key file store: ");
+    let _ = out.flush();
+    let saved = nix::sys::termios::tcgetattr(&tty).ok();
+    if let Some(t) = &saved {
+        let mut quiet = t.clone();
+        quiet
+            .local_flags
+            .remove(nix::sys::termios::LocalFlags::ECHO);
+        let _ = nix::sys::termios::tcsetattr(&tty, nix::sys::termios::SetArg::TCSANOW, &quiet);
+    }
+    let mut line = Zeroizing::new(String::new());
+    let read = std::io::BufReader::new(&tty).read_line(&mut line);
+    if let Some(t) = &saved {
+        let _ = nix::sys::termios::tcsetattr(&tty, nix::sys::termios::SetArg::TCSANOW, t);
+    }
+    let _ = writeln!(out);
+    read.map_err(|e| e.to_string())?;
+    Ok(Passphrase::new(Zeroizing::new(
+        line.trim_end_matches(['\n', '\r']).to_string(),
+    )))
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail(e),
+    };
+    // Refuse before anything else when no human can be asked.
+    let approver = match TerminalApprover::open() {
+        Ok(a) => Arc::new(a),
+        Err(e) => return fail(e),
+    };
+    let data = match &args.data_dir {
+        Some(d) => paths::ensure_private_dir(d).map(|_| d.clone()),
+        None => paths::data_dir(),
+    };
+    let data = match data {
+        Ok(d) => d,
+        Err(e) => return fail(e),
+    };
+    let mut audit = match Audit::open(&paths::audit_path(&data)) {
+        Ok(a) => a,
+        Err(e) => return fail(e),
+    };
+    let keystore = if args.file_store {
+        eprintln!("parley-custodyd: WARNING: keys are in a passphrase-encrypted file, which is weaker than the OS keychain");
+        paths::file_store_dir(&data)
+            .map_err(|e| e.to_string())
+            .and_then(|dir| {
+                passphrase().and_then(|p| Keystore::file_store(&dir, p).map_err(|e| e.to_string()))
+            })
+    } else {
+        Keystore::keychain_namespaced(args.namespace.as_deref()).map_err(|e| e.to_string())
+    };
+    let keystore = match keystore {
+        Ok(k) => k,
+        Err(e) => return fail(e),
+    };
+    let keys = match keystore.list() {
+        Ok(k) => k,
+        Err(e) => return fail(e),
+    };
+    if keys.is_empty() {
+        eprint!("No principal key yet. Create one now? [y/N] ");
+        let mut a = String::new();
+        let tty = std::fs::File::open("/dev/tty").map(std::io::BufReader::new);
+        if let Ok(mut tty) = tty {
+            let _ = tty.read_line(&mut a);
+        }
+        if a.trim().eq_ignore_ascii_case("y") {
+            match keystore.create("principal") {
+                Ok(k) => {
+                    let mut ev = NewEvent::new(EventKind::KeyCreated, unix_now());
+                    ev.principal = Some(k.to_string());
+                    ev.reason = Some("created at daemon start".into());
+                    if let Err(e) = audit.append(&ev) {
+                        return fail(e);
+                    }
+                }
+                Err(e) => return fail(e),
+            }
+        } else {
+            eprintln!("parley-custodyd: create one with `parley custody keys create --label NAME`, then start again");
+        }
+    }
+    if let Ok(keys) = keystore.list() {
+        for k in keys {
+            eprintln!(
+                "principal {} ({}): services must trust this key",
+                k.public, k.label
+            );
+        }
+    }
+    let mut policy = match PeerPolicy::new(args.agents_group.as_deref()) {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    policy.extra_uids.extend(&args.allow_uid);
+    let mut config = EngineConfig::default();
+    config.review.max_consent_horizon = args.max_consent_horizon;
+    config.review.max_grant_lifetime = args.max_grant_lifetime;
+    config.queue.total = args.queue_size;
+    config.queue.per_minute = args.rate;
+    rt.block_on(async move {
+        let listener = match Listener::bind(BindOptions {
+            path: resolve_socket_path(args.socket.as_deref()),
+            policy,
+            limits: ConnLimits::default(),
+        }) {
+            Ok(l) => l,
+            Err(e) => return fail(e),
+        };
+        eprintln!("parley-custodyd: listening on {}", listener.path().display());
+        if let Some(dir) = listener.unreachable_for_agents() {
+            eprintln!("parley-custodyd: note: agents of other users cannot reach {}; use --socket in a directory the agents group can enter", dir.display());
+        }
+        let engine = Engine::new(keystore, audit, approver.clone(), config);
+        if let Err(e) = approver.run(engine.clone(), tokio::runtime::Handle::current()) {
+            return fail(e);
+        }
+        let shutdown = async {
+            let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => return std::future::pending().await,
+            };
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        };
+        server::serve(listener, engine, ServerLimits::default(), shutdown).await;
+        eprintln!("parley-custodyd: stopped");
+        ExitCode::SUCCESS
+    })
+}

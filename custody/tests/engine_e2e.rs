@@ -1,0 +1,461 @@
+//! The custody engine end to end: a real gnome-keyring (private D-Bus
+//! session), a real Unix socket, a real SQLite audit file, the scripted
+//! approver in place of the human. The returned consent grants are checked
+//! with parley-core: they authorize exactly the COMMIT that was shown.
+
+mod support;
+
+use parley_core::caveat::{CommitFacts, RequestContext};
+use parley_core::grant::{authorize, Decision, UnverifiedGrant};
+use parley_core::proposal::proposal_hash;
+use parley_core::{PublicKey, SecretKey};
+use parley_custody::approver::{PendingView, ScriptedApprover, Verdict};
+use parley_custody::audit::{Audit, EventKind, Query};
+use parley_custody::engine::{unix_now, Engine, EngineConfig};
+use parley_custody::ipc::frame::{FrameReader, FrameWriter};
+use parley_custody::ipc::peer::PeerPolicy;
+use parley_custody::ipc::socket::{connect, BindOptions, ConnLimits, Listener, SocketPath};
+use parley_custody::keystore::Keystore;
+use parley_custody::server::{serve, ServerLimits};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use support::{in_session, scratch, Session};
+use tokio::sync::mpsc::UnboundedReceiver;
+use zeroize::Zeroizing;
+
+struct Custody {
+    engine: Engine,
+    shown: UnboundedReceiver<PendingView>,
+    socket: PathBuf,
+    principal: PublicKey,
+    approver: Arc<ScriptedApprover>,
+    audit_path: PathBuf,
+}
+
+async fn start(config: EngineConfig) -> Custody {
+    let ks = Keystore::keychain_namespaced(Some("test")).unwrap();
+    let principal = ks.create("me").unwrap();
+    let audit_path = scratch().join("audit.sqlite3");
+    let audit = Audit::open(&audit_path).unwrap();
+    let (approver, shown) = ScriptedApprover::new();
+    let approver = Arc::new(approver);
+    let engine = Engine::new(ks, audit, approver.clone(), config);
+    let socket = scratch().join("custody.sock");
+    let listener = Listener::bind(BindOptions {
+        path: SocketPath::explicit(&socket),
+        policy: PeerPolicy::own_user_only(),
+        limits: ConnLimits::default(),
+    })
+    .unwrap();
+    tokio::spawn(serve(
+        listener,
+        engine.clone(),
+        ServerLimits::default(),
+        std::future::pending(),
+    ));
+    Custody {
+        engine,
+        shown,
+        socket,
+        principal,
+        approver,
+        audit_path,
+    }
+}
+
+/// A raw protocol client: frames in, frames out.
+struct Agent {
+    r: FrameReader<tokio::io::ReadHalf<interprocess::local_socket::tokio::Stream>>,
+    w: FrameWriter<tokio::io::WriteHalf<interprocess::local_socket::tokio::Stream>>,
+}
+
+impl Agent {
+    async fn connect(path: &std::path::Path) -> Agent {
+        let s = connect(path).await.unwrap();
+        let (r, w) = tokio::io::split(s);
+        Agent {
+            r: FrameReader::new(r),
+            w: FrameWriter::new(w),
+        }
+    }
+    async fn send(&mut self, v: Value) {
+        self.w.send(&v).await.unwrap();
+    }
+    async fn recv(&mut self) -> Value {
+        let f = tokio::time::timeout(Duration::from_secs(20), self.r.next_frame())
+            .await
+            .expect("reply in time");
+        f.unwrap().expect("a frame").value
+    }
+    /// Reads until the final reply to `id`, returning it (PENDING events skipped).
+    async fn final_for(&mut self, id: &str) -> Value {
+        loop {
+            let v = self.recv().await;
+            if v["re"] == id && v["kind"] != "PENDING" {
+                return v;
+            }
+        }
+    }
+}
+
+fn agent_key() -> SecretKey {
+    SecretKey::from_seed(&Zeroizing::new([2u8; 32]))
+}
+
+fn proposal(id: &str, amount: i64, expires_in: i64, risk: &str) -> Value {
+    let mut p = json!({
+        "id": id, "capability": "shop.order", "summary": "Order 3 items",
+        "effects": [
+            {"op": "create", "target": "order"},
+            {"op": "charge", "target": "card ••42", "detail": format!("{}.{:02} USD", amount / 100, amount % 100)}
+        ],
+        "cost": {"amount": amount, "currency": "USD"}, "risk": risk,
+        "undo": {"window": 1800}, "expires": unix_now() + expires_in
+    });
+    p["hash"] = json!(proposal_hash(&p).unwrap());
+    p
+}
+
+fn consent_req(id: &str, principal: &PublicKey, p: &Value) -> Value {
+    json!({"custody": 1, "id": id, "op": "consent", "service": "shop.example",
+           "agent": agent_key().public().to_string(), "proposal": p,
+           "consent": {"proposal": p["id"], "hash": p["hash"], "service": "shop.example",
+                       "capability": "shop.order", "principal": principal.to_string(),
+                       "summary": "Order 3 items", "expires": p["expires"]}})
+}
+
+fn commit_ctx(p: &Value, service: &str, capability: &str, verb: &str, now: i64) -> RequestContext {
+    RequestContext {
+        service: service.into(),
+        verb: verb.into(),
+        capability: capability.into(),
+        now,
+        proposal: Some(CommitFacts {
+            hash: p["hash"].as_str().unwrap().into(),
+            cost: Some(parley_core::money::Money {
+                amount: p["cost"]["amount"].as_i64().unwrap(),
+                currency: "USD".into(),
+            }),
+            risk: p["risk"].as_str().unwrap().into(),
+        }),
+        spent: Default::default(),
+    }
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn approved_consent_authorizes_exactly_that_commit_and_nothing_else() {
+    if !in_session(
+        "approved_consent_authorizes_exactly_that_commit_and_nothing_else",
+        Session::Keyring,
+    ) {
+        return;
+    }
+    rt().block_on(async {
+        let mut c = start(EngineConfig::default()).await;
+        let mut agent = Agent::connect(&c.socket).await;
+        let p = proposal("p_1", 7136, 600, "medium");
+        agent.send(consent_req("c1", &c.principal, &p)).await;
+        let pending = agent.recv().await;
+        assert_eq!(pending["kind"], "PENDING");
+        assert_eq!(pending["request"], "c1");
+
+        // What the human sees comes from the proposal itself.
+        let shown = c.shown.recv().await.unwrap();
+        let r = &shown.review;
+        assert_eq!(
+            (
+                r.service.as_str(),
+                r.capability.as_str(),
+                r.cost.as_str(),
+                r.risk.as_str()
+            ),
+            ("shop.example", "shop.order", "71.36 USD", "medium")
+        );
+        assert_eq!(r.undo, "30m");
+        assert_eq!(
+            r.effects
+                .iter()
+                .map(|e| e.line.as_str())
+                .collect::<Vec<_>>(),
+            ["+ create order", "$ charge card ••42 — 71.36 USD"]
+        );
+        assert_eq!(r.requester.uid, nix::unistd::getuid().as_raw());
+        assert_eq!(r.requester.pid, Some(std::process::id()));
+        assert_eq!(r.hash, p["hash"].as_str().unwrap());
+        assert!(!r.agent.known, "never granted to before");
+
+        c.engine.decide(&shown.id, Verdict::Approve).await.unwrap();
+        let fin = agent.final_for("c1").await;
+        assert_eq!(fin["kind"], "APPROVED", "{fin}");
+        let token = fin["grant"].as_str().unwrap();
+
+        let now = unix_now();
+        let trust = [c.principal.clone()];
+        let me = agent_key().public();
+        let ok = |ctx: &RequestContext| authorize(token, &trust, &me, ctx);
+        assert_eq!(
+            ok(&commit_ctx(&p, "shop.example", "shop.order", "COMMIT", now)),
+            Decision::Ok
+        );
+        for (what, ctx) in [
+            (
+                "another service",
+                commit_ctx(&p, "evil.example", "shop.order", "COMMIT", now),
+            ),
+            (
+                "another capability",
+                commit_ctx(&p, "shop.example", "shop.refund", "COMMIT", now),
+            ),
+            (
+                "UNDO",
+                commit_ctx(&p, "shop.example", "shop.order", "UNDO", now),
+            ),
+            (
+                "ASK",
+                commit_ctx(&p, "shop.example", "shop.order", "ASK", now),
+            ),
+            (
+                "after exp",
+                commit_ctx(
+                    &p,
+                    "shop.example",
+                    "shop.order",
+                    "COMMIT",
+                    p["expires"].as_i64().unwrap(),
+                ),
+            ),
+        ] {
+            assert!(matches!(ok(&ctx), Decision::Forbidden { .. }), "{what}");
+        }
+        let mut other = commit_ctx(&p, "shop.example", "shop.order", "COMMIT", now);
+        other.proposal.as_mut().unwrap().hash =
+            "3YBSE3lWje0kWnzf3PaGMr3CI3aoO1qdYRLxUkmOJVU".into();
+        assert!(
+            matches!(ok(&other), Decision::Forbidden { .. }),
+            "another hash"
+        );
+        let g = UnverifiedGrant::decode(token).unwrap();
+        assert_eq!(g.blocks()[0].caveats().len(), 5);
+
+        // Idempotent: asking again returns the same token, with no new prompt.
+        agent.send(consent_req("c2", &c.principal, &p)).await;
+        let again = agent.final_for("c2").await;
+        assert_eq!(again["grant"], fin["grant"]);
+        assert!(c.shown.try_recv().is_err(), "no second prompt");
+
+        // The audit log has the approval, chained and verifiable.
+        let audit = Audit::open(&c.audit_path).unwrap();
+        let rows = audit
+            .query(&Query {
+                kinds: vec![EventKind::ConsentApproved],
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(rows.len(), 1);
+        let row = &rows[0];
+        assert_eq!(row.hash.as_deref(), p["hash"].as_str());
+        assert_eq!(row.cost_amount, Some(7136));
+        assert_eq!(row.token_id.as_deref(), Some(g.id().as_str()));
+        assert_eq!(row.peer_uid, Some(nix::unistd::getuid().as_raw()));
+        assert!(audit.verify().unwrap().ok);
+        let live = audit
+            .query(&Query {
+                live_at: Some(now),
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(live.len(), 1);
+    });
+}
+
+#[test]
+fn deny_expire_cancel_dedupe_and_rejection() {
+    if !in_session("deny_expire_cancel_dedupe_and_rejection", Session::Keyring) {
+        return;
+    }
+    rt().block_on(async {
+        let mut c = start(EngineConfig::default()).await;
+        let mut agent = Agent::connect(&c.socket).await;
+
+        // Deny.
+        let p1 = proposal("p_1", 500, 600, "low");
+        agent.send(consent_req("d1", &c.principal, &p1)).await;
+        let shown = c.shown.recv().await.unwrap();
+        c.engine
+            .decide(&shown.id, Verdict::Deny(Some("too expensive".into())))
+            .await
+            .unwrap();
+        let fin = agent.final_for("d1").await;
+        assert_eq!(
+            (fin["kind"].as_str(), fin["reason"].as_str()),
+            (Some("DENIED"), Some("too expensive"))
+        );
+        assert!(
+            c.engine.decide(&shown.id, Verdict::Approve).await.is_err(),
+            "decided once"
+        );
+
+        // Dedupe: two identical requests, one prompt, one answer for both.
+        let p2 = proposal("p_2", 900, 600, "low");
+        agent.send(consent_req("u1", &c.principal, &p2)).await;
+        let shown = c.shown.recv().await.unwrap();
+        agent.send(consent_req("u2", &c.principal, &p2)).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            c.shown.try_recv().is_err(),
+            "one prompt for the same agent and hash"
+        );
+        c.engine.decide(&shown.id, Verdict::Approve).await.unwrap();
+        let (a, b) = (agent.final_for("u1").await, agent.final_for("u2").await);
+        assert_eq!(a["kind"], "APPROVED");
+        assert_eq!(a["grant"], b["grant"]);
+
+        // Expiry: the request closes itself when the proposal expires.
+        let p3 = proposal("p_3", 100, 2, "low");
+        agent.send(consent_req("e1", &c.principal, &p3)).await;
+        let shown = c.shown.recv().await.unwrap();
+        let fin = agent.final_for("e1").await;
+        assert_eq!(fin["kind"], "EXPIRED");
+        assert!(c.approver.withdrawn_ids().contains(&shown.id));
+        assert!(
+            c.engine.decide(&shown.id, Verdict::Approve).await.is_err(),
+            "too late to approve"
+        );
+
+        // Status and cancel.
+        let p4 = proposal("p_4", 100, 600, "low");
+        agent.send(consent_req("k1", &c.principal, &p4)).await;
+        let _ = c.shown.recv().await.unwrap();
+        agent
+            .send(json!({"custody": 1, "id": "s1", "op": "status", "request": "k1"}))
+            .await;
+        let st = agent.final_for("s1").await;
+        assert_eq!(st["state"], "pending");
+        agent
+            .send(json!({"custody": 1, "id": "x1", "op": "cancel", "request": "k1"}))
+            .await;
+        assert_eq!(agent.final_for("x1").await["kind"], "CANCELLED");
+        assert_eq!(agent.final_for("k1").await["kind"], "CANCELLED");
+        agent
+            .send(json!({"custody": 1, "id": "s2", "op": "status", "request": "k1"}))
+            .await;
+        assert_eq!(agent.final_for("s2").await["state"], "cancelled");
+        agent
+            .send(json!({"custody": 1, "id": "s3", "op": "status", "request": "never"}))
+            .await;
+        assert_eq!(agent.final_for("s3").await["state"], "unknown");
+
+        // A mismatched consent is rejected, logged, and never shown.
+        let p5 = proposal("p_5", 100, 600, "low");
+        let mut bad = consent_req("r1", &c.principal, &p5);
+        bad["consent"]["capability"] = json!("bank.transfer");
+        agent.send(bad).await;
+        let fin = agent.final_for("r1").await;
+        assert_eq!(
+            (fin["kind"].as_str(), fin["code"].as_str()),
+            (Some("REJECTED"), Some("capability_mismatch"))
+        );
+        let mut tampered = consent_req("r2", &c.principal, &p5);
+        tampered["proposal"]["cost"]["amount"] = json!(1);
+        agent.send(tampered).await;
+        assert_eq!(agent.final_for("r2").await["code"], "proposal_hash");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(
+            c.shown.try_recv().is_err(),
+            "rejected requests never reach the human"
+        );
+
+        let audit = Audit::open(&c.audit_path).unwrap();
+        let count = |k: EventKind| {
+            audit
+                .query(&Query {
+                    kinds: vec![k],
+                    ..Default::default()
+                })
+                .unwrap()
+                .len()
+        };
+        assert_eq!(count(EventKind::ConsentDenied), 1);
+        assert_eq!(count(EventKind::ConsentApproved), 1);
+        assert_eq!(count(EventKind::RequestExpired), 1);
+        assert_eq!(count(EventKind::RequestCancelled), 1);
+        assert_eq!(count(EventKind::RequestRejected), 2);
+        assert!(audit.verify().unwrap().ok);
+    });
+}
+
+#[test]
+fn grants_are_reviewed_narrowed_and_time_boxed() {
+    if !in_session(
+        "grants_are_reviewed_narrowed_and_time_boxed",
+        Session::Keyring,
+    ) {
+        return;
+    }
+    rt().block_on(async {
+        let mut c = start(EngineConfig::default()).await;
+        let mut agent = Agent::connect(&c.socket).await;
+        let me = agent_key().public().to_string();
+        // A malformed caveat is rejected before the human sees it.
+        agent.send(json!({"custody": 1, "id": "g0", "op": "grant", "agent": me, "caveats": [{"risk": "toString"}]})).await;
+        assert_eq!(agent.final_for("g0").await["code"], "caveat_malformed");
+
+        let far = unix_now() + 365 * 86400;
+        agent.send(json!({"custody": 1, "id": "g1", "op": "grant", "agent": me, "reason": "buy groceries",
+            "caveats": [{"svc": ["shop.example"]}, {"per": {"max": 4000, "currency": "USD"}}, {"exp": far}]})).await;
+        let shown = c.shown.recv().await.unwrap();
+        let r = &shown.review;
+        assert!(r.warnings.iter().any(|w| w.contains("splitting")), "per without spend is flagged");
+        assert!(r.warnings.iter().any(|w| w.contains("limited to")), "exp clamped: {:?}", r.warnings);
+        assert_eq!(r.their_words, "buy groceries");
+        // The human narrows it: adds a total and verbs.
+        let exp = unix_now() + 3600;
+        let narrowed = json!([{"svc": ["shop.example"]}, {"verbs": ["ASK", "INTENT", "COMMIT"]},
+            {"per": {"max": 4000, "currency": "USD"}}, {"spend": {"max": 10000, "currency": "USD"}}, {"exp": exp}]);
+        c.engine.decide(&shown.id, Verdict::ApproveWith(narrowed.clone())).await.unwrap();
+        let fin = agent.final_for("g1").await;
+        assert_eq!(fin["kind"], "ISSUED", "{fin}");
+        assert_eq!(fin["caveats"], narrowed);
+        let g = UnverifiedGrant::decode(fin["grant"].as_str().unwrap()).unwrap();
+        assert_eq!(g.expiry(), Some(exp));
+        let v = g.verify(&[c.principal.clone()], &agent_key().public()).unwrap();
+        let ctx = RequestContext { service: "shop.example".into(), verb: "UNDO".into(), capability: "shop.order".into(), now: unix_now(), ..Default::default() };
+        assert!(matches!(v.evaluate(&ctx), Decision::Forbidden { .. }), "UNDO was narrowed away");
+
+        // A grant request with no exp gets the longest allowed one, and says so.
+        agent.send(json!({"custody": 1, "id": "g2", "op": "grant", "agent": me, "caveats": [{"svc": ["a.example"]}]})).await;
+        let shown = c.shown.recv().await.unwrap();
+        assert!(shown.review.warnings.iter().any(|w| w.contains("no expiry")));
+        c.engine.decide(&shown.id, Verdict::Approve).await.unwrap();
+        let fin = agent.final_for("g2").await;
+        let g = UnverifiedGrant::decode(fin["grant"].as_str().unwrap()).unwrap();
+        let lifetime = g.expiry().unwrap() - unix_now();
+        assert!((7 * 86400 - 5..=7 * 86400).contains(&lifetime), "{lifetime}");
+
+        // Disconnecting withdraws the prompt.
+        let mut gone = Agent::connect(&c.socket).await;
+        gone.send(json!({"custody": 1, "id": "g3", "op": "grant", "agent": me, "caveats": [{"svc": ["b.example"]}, {"exp": exp}]})).await;
+        let shown = c.shown.recv().await.unwrap();
+        drop(gone);
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while !c.approver.withdrawn_ids().contains(&shown.id) {
+            assert!(std::time::Instant::now() < deadline, "prompt withdrawn after disconnect");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // Bad frames get clear errors and the connection stays usable.
+        agent.send(json!({"custody": 1, "id": "z1", "op": "sign_bytes"})).await;
+        assert_eq!(agent.final_for("z1").await["code"], "unknown_op");
+        agent.send(json!({"custody": 1, "id": "h1", "op": "hello"})).await;
+        let hello = agent.final_for("h1").await;
+        assert_eq!(hello["principals"][0]["key"], c.principal.to_string());
+    });
+}
