@@ -26,26 +26,42 @@ fn load(file: &str) -> Vec<Value> {
     }
 }
 
-/// A line diff of two texts, with invisible characters made visible.
+/// A line diff of two texts (±3 lines of context), with invisible
+/// characters made visible.
 fn diff(expected: &str, actual: &str) -> String {
-    let show = |s: &str| format!("{s:?}");
+    const CONTEXT: usize = 3;
     let e: Vec<&str> = expected.split('\n').collect();
     let a: Vec<&str> = actual.split('\n').collect();
+    let n = e.len().max(a.len());
+    let differs: Vec<bool> = (0..n).map(|i| e.get(i) != a.get(i)).collect();
+    let near = |i: usize| (i.saturating_sub(CONTEXT)..(i + CONTEXT + 1).min(n)).any(|j| differs[j]);
     let mut out = String::new();
-    for i in 0..e.len().max(a.len()) {
+    let mut skipped = false;
+    for i in 0..n {
+        if !near(i) {
+            skipped = true;
+            continue;
+        }
+        if skipped {
+            out.push_str("    ...\n");
+            skipped = false;
+        }
         match (e.get(i), a.get(i)) {
             (Some(x), Some(y)) if x == y => {
-                let _ = writeln!(out, "    {:>3}   {}", i + 1, show(x));
+                let _ = writeln!(out, "    {:>4}   {x:?}", i + 1);
             }
             (x, y) => {
                 if let Some(x) = x {
-                    let _ = writeln!(out, "    {:>3} - {}", i + 1, show(x));
+                    let _ = writeln!(out, "    {:>4} - {x:?}", i + 1);
                 }
                 if let Some(y) = y {
-                    let _ = writeln!(out, "    {:>3} + {}", i + 1, show(y));
+                    let _ = writeln!(out, "    {:>4} + {y:?}", i + 1);
                 }
             }
         }
+    }
+    if skipped {
+        out.push_str("    ...\n");
     }
     out
 }

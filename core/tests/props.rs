@@ -40,16 +40,34 @@ fn rank(d: &Decision) -> u8 {
 
 const SERVICES: &[&str] = &["shop.example", "cal.example", "bank.example"];
 const VERBS: &[&str] = &["ASK", "INTENT", "COMMIT", "UNDO", "EXPAND"];
-const CAPS: &[&str] = &["shop.order", "shop.search", "calendar.find", "bank.transfer"];
-const PATTERNS: &[&str] = &["*", "shop.*", "shop.order", "calendar.*", "bank.transfer", "x.*"];
+const CAPS: &[&str] = &[
+    "shop.order",
+    "shop.search",
+    "calendar.find",
+    "bank.transfer",
+];
+const PATTERNS: &[&str] = &[
+    "*",
+    "shop.*",
+    "shop.order",
+    "calendar.*",
+    "bank.transfer",
+    "x.*",
+];
 
 fn caveat() -> impl Strategy<Value = Caveat> {
     let names = |pool: &'static [&'static str]| {
         prop::collection::vec(prop::sample::select(pool), 0..3)
             .prop_map(|v| v.into_iter().map(str::to_string).collect::<Vec<_>>())
     };
-    let money = (0i64..10_000, prop::sample::select(&["USD", "EUR", "JPY"][..]))
-        .prop_map(|(amount, c)| Money { amount, currency: c.to_string() });
+    let money = (
+        0i64..10_000,
+        prop::sample::select(&["USD", "EUR", "JPY"][..]),
+    )
+        .prop_map(|(amount, c)| Money {
+            amount,
+            currency: c.to_string(),
+        });
     prop_oneof![
         names(SERVICES).prop_map(Caveat::Svc),
         names(VERBS).prop_map(Caveat::Verbs),
@@ -72,7 +90,10 @@ fn context() -> impl Strategy<Value = RequestContext> {
         0i64..200,
         prop::option::of((
             prop::sample::select(&["H1", "H2"][..]),
-            prop::option::of((0i64..20_000, prop::sample::select(&["USD", "EUR", "JPY"][..]))),
+            prop::option::of((
+                0i64..20_000,
+                prop::sample::select(&["USD", "EUR", "JPY"][..]),
+            )),
             prop::sample::select(&["low", "medium", "high", "extreme"][..]),
         )),
         0i64..10_000,
@@ -84,7 +105,10 @@ fn context() -> impl Strategy<Value = RequestContext> {
             now,
             proposal: p.map(|(h, cost, r)| CommitFacts {
                 hash: h.into(),
-                cost: cost.map(|(amount, cur)| Money { amount, currency: cur.into() }),
+                cost: cost.map(|(amount, cur)| Money {
+                    amount,
+                    currency: cur.into(),
+                }),
                 risk: r.into(),
             }),
             spent: std::iter::once(("unused".to_string(), spent)).collect(),

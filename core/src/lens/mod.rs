@@ -4,7 +4,7 @@
 //! same input (§9, `conformance/lens.json`), so every rule here is exact:
 //! number formatting is ECMAScript `Number::toString`, quoted strings use the
 //! §10 escape set, and object entries are visited in the order ECMAScript's
-//! `Object.entries` gives after `JSON.parse` (see [`number`] module notes).
+//! `Object.entries` gives after `JSON.parse` (see [`compact_json`]).
 //!
 //! Everything here accepts any `serde_json::Value` and never panics: replies
 //! come from services, and a service is untrusted. In particular:

@@ -68,9 +68,14 @@ pub(crate) fn as_f64(n: &Number) -> f64 {
 }
 
 /// Exactly ECMAScript `JSON.stringify(v)` (§9.2 "Compact JSON"): no
-/// whitespace, entries in `Object.entries` order (see the module notes),
-/// numbers per `Number::toString`, strings with the §10 escape set (which is
-/// what `JSON.stringify` writes for well-formed strings).
+/// whitespace, numbers per `Number::toString`, strings with the §10 escape
+/// set (which is what `JSON.stringify` writes for well-formed strings).
+///
+/// Entries are in the order a JavaScript peer holds them after `JSON.parse`:
+/// keys that are array indices (`"0"`, `"17"`, … ≤ 2^32−2, no leading zero)
+/// first, ascending, then all other keys in insertion order. Lean notation
+/// uses the same order, so Lens stays byte-identical with the reference
+/// implementations; for ordinary keys it is plain insertion order.
 pub fn compact_json(v: &Value) -> String {
     let mut s = String::new();
     write_compact(v, &mut s, 0);
@@ -120,7 +125,7 @@ fn array_index(key: &str) -> Option<u32> {
         return None;
     }
     let n: u64 = key.parse().ok()?;
-    if n <= u64::from(u32::MAX) - 1 {
+    if n < u64::from(u32::MAX) {
         Some(n as u32)
     } else {
         None

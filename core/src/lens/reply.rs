@@ -509,9 +509,9 @@ fn error(f: &Map<String, Value>, lines: &mut Lines) -> Rendered {
         let out = lines.line();
         out.push_str("  fix: ");
         text(fix.get("say"), out);
-        if truthy(fix.get("params")) {
+        if let Some(params) = fix.get("params").filter(|p| truthy(Some(p))) {
             out.push_str(" → params ");
-            text(fix.get("params"), out);
+            compact_printable(params, out);
         }
     }
     match f.get("need") {

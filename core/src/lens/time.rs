@@ -75,7 +75,7 @@ pub(crate) fn write_time_value(
         }
         let f = as_f64(n).floor();
         // The range check is on the double: both bounds are exact doubles.
-        if f.is_finite() && f >= -9_223_372_036_854_775_808.0 && f < 9_223_372_036_854_775_808.0 {
+        if (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&f) {
             out.push_str(&time(f as i64));
             return;
         }
