@@ -4,10 +4,12 @@
 //! reaches a screen, characters that can hide or reorder text are replaced
 //! by visible escapes: control characters, bidi overrides and isolates,
 //! zero-width and other invisible formatting characters, line separators.
-//! `"pay \u{202E}ereh"` is shown as `pay \u{202E}ereh` literally, so the
-//! human sees that something is off instead of a reversed word. Backslashes
-//! are doubled, so an escape the service typed itself cannot pass for one
-//! we made. Very long fields are cut with a visible note of how much was cut.
+//! `"pay \u{202e}ereh"` is shown as `pay \u{202e}ereh` literally, so the
+//! human sees that something is off instead of a reversed word. The escape
+//! form is the one Lens uses (`parley_core::lens::printable`), so a Lens line
+//! passed through here reads the same. A service that types such an escape
+//! itself only makes its text look suspicious; it cannot hide anything. Very
+//! long fields are cut with a visible note of how much was cut.
 
 use std::fmt::Write as _;
 
@@ -37,15 +39,10 @@ pub fn safe(s: &str) -> String {
             return out;
         }
         shown += 1;
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if is_hidden(c) => {
-                let _ = write!(out, "\\u{{{:X}}}", c as u32);
-            }
-            c => out.push(c),
+        if is_hidden(c) {
+            let _ = write!(out, "\\u{{{:x}}}", c as u32);
+        } else {
+            out.push(c);
         }
     }
     out
@@ -63,17 +60,19 @@ mod tests {
 
     #[test]
     fn bidi_zero_width_and_controls_become_visible() {
-        assert_eq!(safe("pay \u{202E}ereh"), "pay \\u{202E}ereh");
-        assert_eq!(safe("a\u{200B}b\u{FEFF}c"), "a\\u{200B}b\\u{FEFF}c");
-        assert_eq!(safe("x\u{0}y\u{1b}[31m"), "x\\u{0}y\\u{1B}[31m");
-        assert_eq!(safe("line\nbreak\u{2028}"), "line\\nbreak\\u{2028}");
+        assert_eq!(safe("pay \u{202E}ereh"), "pay \\u{202e}ereh");
+        assert_eq!(safe("a\u{200B}b\u{FEFF}c"), "a\\u{200b}b\\u{feff}c");
+        assert_eq!(safe("x\u{0}y\u{1b}[31m"), "x\\u{0}y\\u{1b}[31m");
+        assert_eq!(safe("line\nbreak\u{2028}"), "line\\u{a}break\\u{2028}");
         assert_eq!(safe("\u{2066}iso\u{2069}"), "\\u{2066}iso\\u{2069}");
-        assert_eq!(safe("tag\u{E0041}"), "tag\\u{E0041}");
+        assert_eq!(safe("tag\u{E0041}"), "tag\\u{e0041}");
     }
 
     #[test]
-    fn typed_escapes_cannot_pass_for_ours() {
-        assert_eq!(safe("\\u{202E}"), "\\\\u{202E}");
+    fn lens_lines_pass_through_unchanged() {
+        let line = parley_core::lens::effect_line(&serde_json::json!(
+            {"op": "send", "target": "a\u{202e}b", "detail": "x\u{200b}y"}));
+        assert_eq!(safe(&line), "> send a\\u{202e}b — x\\u{200b}y");
     }
 
     #[test]
