@@ -1,14 +1,20 @@
 //! Command-line syntax.
 
 use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
 
-/// Parley: Lens, grants and proofs offline.
+/// Parley: Lens, grants and proofs offline; approvals, grants and audit
+/// through Parley Custody.
 #[derive(Debug, Parser)]
 #[command(name = "parley", version, about, long_about = None)]
 pub struct Cli {
     /// Print structured output as JSON.
     #[arg(long, global = true)]
     pub json: bool,
+    /// The custody socket (default: $PARLEY_CUSTODY_SOCKET, else custody's
+    /// default path for this user).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -25,6 +31,193 @@ pub enum Command {
     Hash(FileArg),
     /// Print the token estimate of a text (§8).
     Est(FileArg),
+    /// Create the agent key ($PARLEY_HOME/agent.key) if missing; print its public key.
+    Init,
+    /// Show the agent key and the principals custody holds.
+    Whoami,
+    /// Ask the human (in Parley Custody) to approve a consent; save the token.
+    Approve(ApproveArgs),
+    /// Ask the human (in Parley Custody) for a grant to an agent; print the token.
+    Grant(GrantArgs),
+    /// Delegate a narrower grant to another key, offline, with the agent key.
+    Delegate(DelegateArgs),
+    /// Read custody's audit log (run as custody's user).
+    Audit(AuditArgs),
+    /// Manage custody itself (run as custody's user).
+    Custody(CustodyArgs),
+}
+
+/// The caveat flags of `grant` and `delegate` (Parley §6.3).
+#[derive(Debug, Args, Default)]
+pub struct CaveatFlags {
+    /// A service id the grant is limited to (repeatable, or comma-separated).
+    #[arg(long = "svc", value_name = "SERVICE")]
+    pub svc: Vec<String>,
+    /// The verbs allowed, comma-separated (ASK, INTENT, COMMIT, UNDO, EXPAND, HELLO).
+    #[arg(long, value_name = "VERBS")]
+    pub verbs: Option<String>,
+    /// A capability pattern: exact, `*`, or a prefix ending in `.*` (repeatable).
+    #[arg(long = "can", value_name = "PATTERN")]
+    pub can: Vec<String>,
+    /// The highest proposal risk a COMMIT may have (low, medium, high).
+    #[arg(long, value_name = "LEVEL")]
+    pub risk: Option<String>,
+    /// The most one COMMIT may cost, like 40USD or 40.50USD.
+    #[arg(long, value_name = "AMOUNT")]
+    pub per: Option<String>,
+    /// The most all COMMITs together may cost (per service), like 100USD.
+    #[arg(long, value_name = "AMOUNT")]
+    pub spend: Option<String>,
+    /// Expiry: a duration from now (30m, 8h, 7d, 2w) or unix seconds.
+    #[arg(long, value_name = "WHEN")]
+    pub exp: Option<String>,
+    /// Not before: a duration from now (30m, 8h, 7d) or unix seconds.
+    #[arg(long, value_name = "WHEN")]
+    pub nbf: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ApproveArgs {
+    /// A `pc1.` consent code, or a JSON file
+    /// `{"consent":{…},"proposal":{…},"service":"…"}`, or `-` for standard input.
+    pub what: String,
+    /// The agent key the consent is for (default: the key of $PARLEY_HOME/agent.key).
+    #[arg(long, value_name = "KEY")]
+    pub agent: Option<String>,
+    /// How long to wait for the human's decision (like 15m, 1h).
+    #[arg(long, value_name = "DURATION", default_value = "15m")]
+    pub wait: String,
+}
+
+#[derive(Debug, Args)]
+pub struct GrantArgs {
+    #[command(flatten)]
+    pub caveats: CaveatFlags,
+    /// The grant's holder (default: the key of $PARLEY_HOME/agent.key).
+    #[arg(long, value_name = "KEY")]
+    pub to: Option<String>,
+    /// A label for the grant, shown to the human.
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Why the grant is needed, shown to the human.
+    #[arg(long)]
+    pub reason: Option<String>,
+    /// How long to wait for the human's decision (like 15m, 1h).
+    #[arg(long, value_name = "DURATION", default_value = "15m")]
+    pub wait: String,
+}
+
+#[derive(Debug, Args)]
+pub struct DelegateArgs {
+    /// The `pg1.` token held by this agent; `-` reads it from standard input.
+    pub token: String,
+    /// The key to delegate to.
+    #[arg(long, value_name = "KEY")]
+    pub to: String,
+    #[command(flatten)]
+    pub caveats: CaveatFlags,
+}
+
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// Events at or after: unix seconds, or a duration ago (24h, 7d).
+    #[arg(long, value_name = "WHEN")]
+    pub since: Option<String>,
+    /// Events at or before: unix seconds, or a duration ago.
+    #[arg(long, value_name = "WHEN")]
+    pub until: Option<String>,
+    /// Only this agent key.
+    #[arg(long, value_name = "KEY")]
+    pub agent: Option<String>,
+    /// Only this service id.
+    #[arg(long, value_name = "SERVICE")]
+    pub service: Option<String>,
+    /// Only these event kinds (repeatable, or comma-separated), like consent_approved.
+    #[arg(long = "kind", value_name = "KIND")]
+    pub kind: Vec<String>,
+    /// Only grants and consents that are still live now.
+    #[arg(long)]
+    pub live: bool,
+    /// At most this many events (default 500, at most 10000).
+    #[arg(long, value_name = "N")]
+    pub limit: Option<u32>,
+    /// Write JSON Lines (one event per line).
+    #[arg(long, conflicts_with = "csv")]
+    pub jsonl: bool,
+    /// Write CSV (RFC 4180, formula-safe).
+    #[arg(long)]
+    pub csv: bool,
+    /// Check the log's hash chain instead of listing events (exit 1 if broken).
+    #[arg(long, conflicts_with_all = ["jsonl", "csv"])]
+    pub verify: bool,
+    /// Custody's data directory (default: $PARLEY_CUSTODY_DATA, else
+    /// $XDG_DATA_HOME/parley-custody, else ~/.local/share/parley-custody).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CustodyArgs {
+    #[command(subcommand)]
+    pub command: CustodyCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CustodyCommand {
+    /// Principal keys: list, create, delete, import, export.
+    Keys(KeysArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct KeysArgs {
+    /// Use the passphrase-encrypted file store instead of the OS keychain
+    /// (weaker; passphrase from $PARLEY_CUSTODY_PASSPHRASE or the terminal).
+    #[arg(long, global = true)]
+    pub file_store: bool,
+    /// A separate set of keychain entries (default: $PARLEY_CUSTODY_NAMESPACE).
+    #[arg(long, global = true, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// Custody's data directory (audit log, file store).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: KeysCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// List the principal keys (public keys and labels only).
+    List,
+    /// Create a principal key from the OS random source.
+    Create {
+        /// The key's name, shown in reviews.
+        #[arg(long)]
+        label: String,
+    },
+    /// Delete a principal key for good.
+    Delete {
+        /// The key: its full public key, a unique prefix of it, or its label.
+        key: String,
+        /// The full public key again (`ed25519:…`), to confirm.
+        #[arg(long, value_name = "KEY", required = true)]
+        confirm: String,
+    },
+    /// Import an upstream `principal.key` (b64url seed) into the store, once.
+    Import {
+        /// The seed file.
+        file: PathBuf,
+        /// The key's name, shown in reviews.
+        #[arg(long)]
+        label: String,
+        /// Overwrite and delete the file after a successful import.
+        #[arg(long)]
+        shred: bool,
+    },
+    /// Print a principal's public key (what services must trust).
+    Export {
+        /// The key: its full public key, a unique prefix of it, or its label.
+        key: String,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -8,6 +8,7 @@
 mod cli;
 mod commands;
 mod error;
+mod home;
 mod input;
 
 use clap::Parser;

@@ -35,17 +35,31 @@ fn stdout(o: &Output) -> String {
 fn lens_prints_every_vector_exactly() {
     for case in vectors("lens.json").as_array().unwrap() {
         let input = serde_json::to_vec(&case["input"]).unwrap();
-        let args: &[&str] = if case["type"] == "value" { &["lens", "--value"] } else { &["lens"] };
+        let args: &[&str] = if case["type"] == "value" {
+            &["lens", "--value"]
+        } else {
+            &["lens"]
+        };
         let o = parley(args, &input);
         assert_eq!(o.status.code(), Some(0), "{}", case["name"]);
-        assert_eq!(stdout(&o), format!("{}\n", case["lens"].as_str().unwrap()), "case {}", case["name"]);
+        assert_eq!(
+            stdout(&o),
+            format!("{}\n", case["lens"].as_str().unwrap()),
+            "case {}",
+            case["name"]
+        );
     }
 }
 
 #[test]
 fn lens_ndjson_keeps_lines_aligned_and_reports_bad_ones() {
     let cases = vectors("lens.json");
-    let replies: Vec<&Value> = cases.as_array().unwrap().iter().filter(|c| c["type"] == "reply").collect();
+    let replies: Vec<&Value> = cases
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["type"] == "reply")
+        .collect();
     let mut input = Vec::new();
     for c in &replies {
         input.extend(serde_json::to_vec(&c["input"]).unwrap());
@@ -73,10 +87,19 @@ fn lens_ndjson_keeps_lines_aligned_and_reports_bad_ones() {
 #[test]
 fn hash_matches_vectors_and_refuses_floats() {
     for case in vectors("hash.json").as_array().unwrap() {
-        let o = parley(&["hash", "-"], &serde_json::to_vec(&case["proposal"]).unwrap());
-        assert_eq!(stdout(&o).lines().next().unwrap(), case["hash"].as_str().unwrap());
+        let o = parley(
+            &["hash", "-"],
+            &serde_json::to_vec(&case["proposal"]).unwrap(),
+        );
+        assert_eq!(
+            stdout(&o).lines().next().unwrap(),
+            case["hash"].as_str().unwrap()
+        );
     }
-    let o = parley(&["hash"], br#"{"id":"p","cost":{"amount":12.5,"currency":"USD"}}"#);
+    let o = parley(
+        &["hash"],
+        br#"{"id":"p","cost":{"amount":12.5,"currency":"USD"}}"#,
+    );
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("$.cost.amount"));
 }
@@ -84,7 +107,10 @@ fn hash_matches_vectors_and_refuses_floats() {
 #[test]
 fn est_matches_vectors() {
     for case in vectors("estimate.json").as_array().unwrap() {
-        let o = parley(&["est", "--json"], case["text"].as_str().unwrap().as_bytes());
+        let o = parley(
+            &["est", "--json"],
+            case["text"].as_str().unwrap().as_bytes(),
+        );
         let v: Value = serde_json::from_slice(&o.stdout).unwrap();
         assert_eq!(v["est"], case["est"]);
     }
@@ -97,12 +123,19 @@ fn verify_outcomes_and_exit_codes() {
         let ctx = &case["ctx"];
         let now = ctx["now"].to_string();
         let mut args: Vec<String> = vec![
-            "verify".into(), case["token"].as_str().unwrap().into(), "--json".into(),
-            "--svc".into(), ctx["service"].as_str().unwrap().into(),
-            "--verb".into(), ctx["verb"].as_str().unwrap().into(),
-            "--cap".into(), ctx["capability"].as_str().unwrap().into(),
-            "--now".into(), now,
-            "--proof-key".into(), case["proofKey"].as_str().unwrap().into(),
+            "verify".into(),
+            case["token"].as_str().unwrap().into(),
+            "--json".into(),
+            "--svc".into(),
+            ctx["service"].as_str().unwrap().into(),
+            "--verb".into(),
+            ctx["verb"].as_str().unwrap().into(),
+            "--cap".into(),
+            ctx["capability"].as_str().unwrap().into(),
+            "--now".into(),
+            now,
+            "--proof-key".into(),
+            case["proofKey"].as_str().unwrap().into(),
         ];
         for t in case["trusted"].as_array().unwrap() {
             args.extend(["--trust".into(), t.as_str().unwrap().into()]);
@@ -112,7 +145,15 @@ fn verify_outcomes_and_exit_codes() {
             args.extend(["--risk".into(), p["risk"].as_str().unwrap().into()]);
             let cost = &p["cost"];
             let amount = cost["amount"].as_i64().unwrap();
-            args.extend(["--cost".into(), format!("{}.{:02}{}", amount / 100, amount % 100, cost["currency"].as_str().unwrap())]);
+            args.extend([
+                "--cost".into(),
+                format!(
+                    "{}.{:02}{}",
+                    amount / 100,
+                    amount % 100,
+                    cost["currency"].as_str().unwrap()
+                ),
+            ]);
         }
         if let Some(spent) = ctx.get("spent").and_then(Value::as_object) {
             for (id, cents) in spent {
@@ -121,29 +162,53 @@ fn verify_outcomes_and_exit_codes() {
         }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let o = parley(&args, b"");
-        let want = if case["expect"]["ok"] == true { "ok" } else { case["expect"]["code"].as_str().unwrap() };
+        let want = if case["expect"]["ok"] == true {
+            "ok"
+        } else {
+            case["expect"]["code"].as_str().unwrap()
+        };
         if o.status.code() == Some(2) {
             // Only a token that is not even a grant may be bad input.
-            assert_eq!(want, "unauthorized", "case {}: {}", case["name"], String::from_utf8_lossy(&o.stderr));
+            assert_eq!(
+                want,
+                "unauthorized",
+                "case {}: {}",
+                case["name"],
+                String::from_utf8_lossy(&o.stderr)
+            );
             continue;
         }
-        let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("case {}: {}", case["name"], stdout(&o)));
+        let v: Value = serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|_| panic!("case {}: {}", case["name"], stdout(&o)));
         assert_eq!(v["outcome"], want, "case {}", case["name"]);
-        assert_eq!(o.status.code(), Some(if want == "ok" { 0 } else { 1 }), "case {}", case["name"]);
+        assert_eq!(
+            o.status.code(),
+            Some(if want == "ok" { 0 } else { 1 }),
+            "case {}",
+            case["name"]
+        );
     }
 }
 
 #[test]
 fn inspect_shows_the_chain_in_words() {
     let grants = vectors("grants-narrowing.json");
-    let three = grants["cases"].as_array().unwrap().iter().find(|c| c["name"] == "three blocks: ok").unwrap();
+    let three = grants["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "three blocks: ok")
+        .unwrap();
     let o = parley(&["inspect", three["token"].as_str().unwrap()], b"");
     assert_eq!(o.status.code(), Some(0));
     let text = stdout(&o);
     assert!(text.contains("valid chain of 3 block(s)"), "{text}");
     assert!(text.contains("only the verbs \"ASK\""), "{text}");
     assert!(text.contains("at most 10.00 USD in total"), "{text}");
-    let o = parley(&["inspect", "--json", "-"], three["token"].as_str().unwrap().as_bytes());
+    let o = parley(
+        &["inspect", "--json", "-"],
+        three["token"].as_str().unwrap().as_bytes(),
+    );
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["blocks"].as_array().unwrap().len(), 3);
     assert_eq!(v["chain_valid"], true);
@@ -161,14 +226,34 @@ fn bad_input_is_a_clear_error_never_a_panic() {
         (vec!["lens"], vec![0xff, 0xfe]),
         (vec!["hash"], b"[1,2]".to_vec()),
         (vec!["est"], vec![0xff]),
-        (vec!["verify", "pg1.x", "--trust", "nope", "--svc", "s", "--verb", "ASK"], vec![]),
-        (vec!["verify", "pg1.x", "--trust", "ed25519:iojj3XQJ8ZX9UtstPLpdcspnCb8dlBIb83SIAbQPb1w", "--svc", "s", "--verb", "FLY"], vec![]),
+        (
+            vec![
+                "verify", "pg1.x", "--trust", "nope", "--svc", "s", "--verb", "ASK",
+            ],
+            vec![],
+        ),
+        (
+            vec![
+                "verify",
+                "pg1.x",
+                "--trust",
+                "ed25519:iojj3XQJ8ZX9UtstPLpdcspnCb8dlBIb83SIAbQPb1w",
+                "--svc",
+                "s",
+                "--verb",
+                "FLY",
+            ],
+            vec![],
+        ),
     ];
     for (args, input) in cases {
         let o = parley(&args, &input);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stdout(&o));
         let err = String::from_utf8_lossy(&o.stderr);
-        assert!(err.starts_with("parley: ") && !err.contains("panicked"), "{args:?}: {err}");
+        assert!(
+            err.starts_with("parley: ") && !err.contains("panicked"),
+            "{args:?}: {err}"
+        );
     }
     // A huge string renders in linear time and does not crash.
     let big = format!("{{\"s\":\"{}\"}}", "é".repeat(300_000));

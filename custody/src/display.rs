@@ -30,15 +30,12 @@ pub fn is_hidden(c: char) -> bool {
 /// Untrusted text made safe to display (see the module docs).
 pub fn safe(s: &str) -> String {
     let mut out = String::with_capacity(s.len().min(MAX_FIELD_CHARS * 4) + 16);
-    let mut shown = 0usize;
-    let mut chars = s.chars();
-    for c in chars.by_ref() {
+    for (shown, c) in s.chars().enumerate() {
         if shown >= MAX_FIELD_CHARS {
-            let rest = 1 + chars.count();
+            let rest = s.chars().count() - shown;
             let _ = write!(out, "… ({rest} more characters not shown)");
             return out;
         }
-        shown += 1;
         if is_hidden(c) {
             let _ = write!(out, "\\u{{{:x}}}", c as u32);
         } else {

@@ -263,7 +263,8 @@ impl Engine {
         };
         let (reviewed, agent) = match reviewed {
             Ok(r) => r,
-            Err((rej, ev)) => {
+            Err(rejected) => {
+                let (rej, ev) = *rejected;
                 tracing::warn!(uid = peer.uid, pid = ?peer.pid, code = rej.code, "request rejected: {}", rej.message);
                 let _ = self.log(ev);
                 return Reply::Rejected {
@@ -362,8 +363,11 @@ impl Engine {
     }
 
     /// Reviews a request (blocking: reads the keystore and the audit log).
-    #[allow(clippy::result_large_err)]
-    fn review(&self, peer: &PeerInfo, op: Op) -> Result<(Reviewed, String), (Rejection, NewEvent)> {
+    fn review(
+        &self,
+        peer: &PeerInfo,
+        op: Op,
+    ) -> Result<(Reviewed, String), Box<(Rejection, NewEvent)>> {
         let now = unix_now();
         let mut ev = NewEvent::new(EventKind::RequestRejected, now);
         ev.peer_uid = Some(peer.uid);
@@ -373,13 +377,13 @@ impl Engine {
             Ok(p) => p,
             Err(e) => {
                 ev.reason = Some(format!("keystore unavailable: {e}"));
-                return Err((
+                return Err(Box::new((
                     Rejection {
                         code: "keystore",
                         message: format!("the keystore is unavailable: {e}"),
                     },
                     ev,
-                ));
+                )));
             }
         };
         let agent_text = match &op {
@@ -439,7 +443,7 @@ impl Engine {
                         .and_then(Value::as_str)
                         .map(|h| h.chars().take(256).collect());
                 }
-                Err((rej, ev))
+                Err(Box::new((rej, ev)))
             }
         }
     }

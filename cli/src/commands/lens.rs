@@ -65,15 +65,12 @@ fn ndjson(path: Option<&str>, as_value: bool) -> Result<Report, CliError> {
     let mut line = Vec::with_capacity(4096);
     let mut failed = 0usize;
     let mut n = 0usize;
-    loop {
-        let Some(fits) = read_line_bounded(&mut input, &mut line, Limits::FRAME.max_bytes)
-            .map_err(|source| CliError::Io {
-                context: format!("reading {what}"),
-                source,
-            })?
-        else {
-            break;
-        };
+    while let Some(fits) = read_line_bounded(&mut input, &mut line, Limits::FRAME.max_bytes)
+        .map_err(|source| CliError::Io {
+            context: format!("reading {what}"),
+            source,
+        })?
+    {
         n += 1;
         let body = line.strip_suffix(b"\r").unwrap_or(&line);
         if fits && body.iter().all(u8::is_ascii_whitespace) {

@@ -1,11 +1,21 @@
 //! One module per command. Each builds a result that is both `Display`
 //! (text) and `Serialize` (`--json`), wrapped in a [`Report`].
 
+mod approve;
+mod audit;
+mod custody_keys;
+mod delegate;
 mod est;
+mod grant;
 mod hash;
+mod init;
 mod inspect;
 mod lens;
 mod verify;
+mod whoami;
+
+// `$PARLEY_HOME` handling lives in `src/home.rs`; declared here rather than
+// in `main.rs` so the commands that use it own its declaration.
 
 use crate::cli::{Cli, Command};
 use crate::error::CliError;
@@ -55,13 +65,48 @@ impl Report {
 }
 
 pub fn run(cli: Cli) -> Result<Report, CliError> {
+    let socket = cli.socket.as_deref();
     match cli.command {
         Command::Lens(a) => lens::run(a),
         Command::Inspect(a) => inspect::run(a),
         Command::Verify(a) => verify::run(a),
         Command::Hash(a) => hash::run(a),
         Command::Est(a) => est::run(a),
+        Command::Init => init::run(),
+        Command::Whoami => whoami::run(socket),
+        Command::Approve(a) => approve::run(a, socket),
+        Command::Grant(a) => grant::run(a, socket),
+        Command::Delegate(a) => delegate::run(a),
+        Command::Audit(a) => audit::run(a, cli.json),
+        Command::Custody(a) => custody_keys::run(a),
     }
+}
+
+/// Runs the custody client on a single-threaded runtime: the CLI makes one
+/// request at a time and needs no worker threads.
+pub(crate) fn block_on<F: std::future::Future>(fut: F) -> Result<F::Output, CliError> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|source| CliError::Io {
+            context: "starting the async runtime".into(),
+            source,
+        })?;
+    Ok(rt.block_on(fut))
+}
+
+/// Now, in unix seconds (the CLI's only clock read for caveats and audit).
+pub(crate) fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// Text from elsewhere (a service, custody's log), made safe for a terminal:
+/// control, bidi and zero-width characters are shown as `\u{…}`.
+pub(crate) fn visible(s: &str) -> String {
+    parley_core::lens::printable(s)
 }
 
 /// Reads a token argument (`-` = standard input).

@@ -1,0 +1,322 @@
+//! `parley audit`: reads custody's audit log directly from custody's data
+//! directory (`parley_custody::audit`). The log is mode 0600 and belongs to
+//! custody's OS user, so the human runs this as that user; an agent (another
+//! user) cannot, by design.
+//!
+//! Output: text (one line per event, newest first), `--json` (an array),
+//! `--jsonl`, `--csv` (formula-safe). `--verify` checks the hash chain
+//! instead (exit 1 if it is broken).
+
+use super::grant::{parse_when, Relative};
+use super::Report;
+use crate::cli::AuditArgs;
+use crate::error::CliError;
+use parley_core::lens;
+use parley_core::money::Money;
+use parley_custody::audit::{self, Audit, Event, EventKind, Query, VerifyReport};
+use parley_custody::paths;
+use serde::Serialize;
+use std::fmt;
+use std::io::Write;
+use std::path::PathBuf;
+
+/// Custody's data directory: the flag, else the documented resolution. Not
+/// created: reading must not leave an empty log behind for the wrong user.
+fn data_dir(flag: Option<&PathBuf>) -> Result<PathBuf, CliError> {
+    match flag {
+        Some(d) => Ok(d.clone()),
+        None => paths::resolve_data_dir(|k| std::env::var_os(k)).map_err(CliError::bad),
+    }
+}
+
+/// Opens the existing log, with a hint when it is not there.
+pub(crate) fn open_existing(dir: &std::path::Path) -> Result<Audit, CliError> {
+    let path = paths::audit_path(dir);
+    match std::fs::metadata(&path) {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(CliError::bad(format!(
+                "no audit log at {}: run this as custody's OS user, or point --data-dir (or {}) at custody's data directory",
+                path.display(),
+                paths::ENV_DATA_DIR
+            )))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            return Err(CliError::bad(format!(
+                "permission denied on {}: the audit log belongs to custody's OS user; run this as that user",
+                path.display()
+            )))
+        }
+        Err(source) => {
+            return Err(CliError::Io {
+                context: format!("reading {}", path.display()),
+                source,
+            })
+        }
+    }
+    Audit::open(&path).map_err(CliError::bad)
+}
+
+/// The filters of the flags.
+fn query(a: &AuditArgs, now: i64) -> Result<Query, CliError> {
+    let when = |flag: &str, v: &Option<String>| {
+        v.as_deref()
+            .map(|t| parse_when(t, now, Relative::Ago))
+            .transpose()
+            .map_err(|e| CliError::bad(format!("{flag}: {e}")))
+    };
+    let mut kinds = Vec::new();
+    for k in a.kind.iter().flat_map(|k| k.split(',')) {
+        let k: EventKind = k
+            .trim()
+            .parse()
+            .map_err(|e| CliError::bad(format!("--kind: {e}")))?;
+        if !kinds.contains(&k) {
+            kinds.push(k);
+        }
+    }
+    Ok(Query {
+        since: when("--since", &a.since)?,
+        until: when("--until", &a.until)?,
+        agent: a.agent.clone(),
+        service: a.service.clone(),
+        kinds,
+        live_at: a.live.then_some(now),
+        limit: a.limit,
+    })
+}
+
+/// One event on one line. Every text field came from an agent or a service
+/// (untrusted) and is made [`super::visible`].
+fn line(e: &Event) -> String {
+    let v = super::visible;
+    let mut out = format!("{}  #{} {}", lens::time(e.at), e.seq, e.kind);
+    let mut field = |name: &str, value: String| {
+        out.push_str("  ");
+        out.push_str(name);
+        out.push('=');
+        out.push_str(&value);
+    };
+    if let Some(p) = &e.principal {
+        field("principal", v(p));
+    }
+    if let Some(a) = &e.agent {
+        field("agent", v(a));
+    }
+    if let Some(s) = &e.service {
+        field("service", v(s));
+    }
+    if let Some(c) = &e.capability {
+        field("cap", v(c));
+    }
+    if let (Some(amount), Some(currency)) = (e.cost_amount, &e.cost_currency) {
+        let m = Money {
+            amount,
+            currency: currency.clone(),
+        };
+        field("cost", v(&m.to_string().replace(' ', "")));
+    }
+    if let Some(r) = &e.risk {
+        field("risk", v(r));
+    }
+    if let Some(u) = e.undo {
+        field("undo", lens::duration(u));
+    }
+    if let Some(x) = e.expires {
+        field("expires", lens::time(x));
+    }
+    if let Some(h) = &e.hash {
+        field("hash", v(h));
+    }
+    if let Some(t) = &e.token_id {
+        field("grant", v(&t.chars().take(16).collect::<String>()));
+    }
+    if let Some(c) = &e.caveats {
+        field("caveats", v(c));
+    }
+    if let Some(uid) = e.peer_uid {
+        let mut peer = format!("uid {uid}");
+        if let Some(pid) = e.peer_pid {
+            peer.push_str(&format!(" pid {pid}"));
+        }
+        if let Some(exe) = &e.peer_exe {
+            peer.push(' ');
+            peer.push_str(&v(exe));
+        }
+        field("peer", format!("({peer})"));
+    }
+    if let Some(r) = &e.reason {
+        field("reason", format!("\"{}\"", v(r)));
+    }
+    out
+}
+
+#[derive(Serialize)]
+#[serde(transparent)]
+struct Listing(Vec<Event>);
+
+impl fmt::Display for Listing {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        if self.0.is_empty() {
+            return write!(f, "no events");
+        }
+        let lines: Vec<String> = self.0.iter().map(line).collect();
+        f.write_str(&lines.join("\n"))
+    }
+}
+
+#[derive(Serialize)]
+struct Verified {
+    log: PathBuf,
+    #[serde(flatten)]
+    report: VerifyReport,
+}
+
+impl fmt::Display for Verified {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        let r = &self.report;
+        if r.ok {
+            return write!(
+                f,
+                "audit log ok: {} rows, hash chain and head intact ({})",
+                r.rows,
+                self.log.display()
+            );
+        }
+        write!(f, "audit log BROKEN ({})", self.log.display())?;
+        if let Some(seq) = r.first_bad_seq {
+            write!(f, "\n  first bad row: {seq}")?;
+        }
+        if let Some(p) = &r.problem {
+            write!(f, "\n  {p}")?;
+        }
+        write!(
+            f,
+            "\n  keep this file as evidence; note that anyone who can write it as custody's user could also rewrite the whole chain"
+        )
+    }
+}
+
+pub fn run(a: AuditArgs, json: bool) -> Result<Report, CliError> {
+    if json && (a.jsonl || a.csv) {
+        return Err(CliError::bad("choose one of --json, --jsonl and --csv"));
+    }
+    let dir = data_dir(a.data_dir.as_ref())?;
+    let log = open_existing(&dir)?;
+    if a.verify {
+        let report = log.verify().map_err(CliError::bad)?;
+        let exit = if report.ok { 0 } else { 1 };
+        return Ok(Report::new(
+            &Verified {
+                log: log.path().to_path_buf(),
+                report,
+            },
+            exit,
+        ));
+    }
+    let q = query(&a, super::unix_now())?;
+    let events = log.query(&q).map_err(CliError::bad)?;
+    if a.jsonl || a.csv {
+        let stdout = std::io::stdout();
+        let mut out = stdout.lock();
+        let written = if a.csv {
+            audit::export_csv(&events, &mut out)
+        } else {
+            audit::export_jsonl(&events, &mut out)
+        };
+        written
+            .and_then(|()| out.flush())
+            .map_err(|source| CliError::Io {
+                context: "writing the audit export".into(),
+                source,
+            })?;
+        return Ok(Report::done(0));
+    }
+    Ok(Report::new(&Listing(events), 0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args() -> AuditArgs {
+        AuditArgs {
+            since: None,
+            until: None,
+            agent: None,
+            service: None,
+            kind: vec![],
+            live: false,
+            limit: None,
+            jsonl: false,
+            csv: false,
+            verify: false,
+            data_dir: None,
+        }
+    }
+
+    #[test]
+    fn flags_become_a_query() {
+        let now = 1_000_000;
+        let a = AuditArgs {
+            since: Some("24h".into()),
+            until: Some("999000".into()),
+            kind: vec![
+                "consent_approved,grant_issued".into(),
+                "grant_issued".into(),
+            ],
+            live: true,
+            limit: Some(10),
+            agent: Some("ed25519:A".into()),
+            ..args()
+        };
+        let q = query(&a, now).unwrap();
+        assert_eq!(q.since, Some(now - 86_400));
+        assert_eq!(q.until, Some(999_000));
+        assert_eq!(
+            q.kinds,
+            vec![EventKind::ConsentApproved, EventKind::GrantIssued]
+        );
+        assert_eq!(q.live_at, Some(now));
+        assert_eq!(q.limit, Some(10));
+        let bad = AuditArgs {
+            kind: vec!["signed".into()],
+            ..args()
+        };
+        assert!(query(&bad, now).unwrap_err().to_string().contains("--kind"));
+    }
+
+    #[test]
+    fn hostile_text_is_shown_visibly_on_one_line() {
+        let e = Event {
+            seq: 3,
+            at: 1_790_000_000,
+            kind: EventKind::ConsentApproved,
+            peer_uid: Some(1001),
+            peer_pid: Some(42),
+            peer_exe: Some("/usr/bin/agent".into()),
+            agent: Some("ed25519:A".into()),
+            service: Some("shop\u{202e}.example".into()),
+            capability: Some("shop.order".into()),
+            hash: Some("mH3v".into()),
+            cost_amount: Some(6480),
+            cost_currency: Some("USD".into()),
+            risk: Some("medium".into()),
+            undo: Some(1800),
+            expires: Some(1_790_000_600),
+            token_id: Some("abcdefghijklmnopqrstuvwxyz".into()),
+            caveats: None,
+            reason: Some("line\nbreak".into()),
+            principal: None,
+            prev: "p".into(),
+            row_hash: "h".into(),
+        };
+        let l = line(&e);
+        assert!(!l.contains('\n') && !l.contains('\u{202e}'), "{l}");
+        assert!(l.starts_with("2026-09-21T"), "{l}");
+        assert!(l.contains("#3 consent_approved"), "{l}");
+        assert!(l.contains("cost=64.80USD"), "{l}");
+        assert!(l.contains("grant=abcdefghijklmnop "), "{l}");
+        assert!(l.contains("service=shop\\u{202e}.example"), "{l}");
+    }
+}
