@@ -24,10 +24,10 @@
 //! unreachable.
 
 use super::grant::{key_flag, wait_flag};
-use super::home;
 use super::Report;
 use crate::cli::ApproveArgs;
 use crate::error::CliError;
+use crate::home;
 use parley_core::caveat::Caveat;
 use parley_core::consent::ConsentRequest;
 use parley_core::grant::UnverifiedGrant;

@@ -5,10 +5,10 @@
 //! (caveats accumulate, Parley §6.2).
 
 use super::grant::{build_caveats, key_flag};
-use super::home;
 use super::Report;
 use crate::cli::DelegateArgs;
 use crate::error::CliError;
+use crate::home;
 use parley_core::grant::UnverifiedGrant;
 use serde::Serialize;
 use serde_json::Value;

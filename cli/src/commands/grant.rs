@@ -3,10 +3,10 @@
 //! parsing shared with `parley delegate`.
 
 use super::approve::{pending_notice, Finish};
-use super::home;
 use super::Report;
 use crate::cli::{CaveatFlags, GrantArgs};
 use crate::error::CliError;
+use crate::home;
 use parley_core::canonical::MAX_SAFE_INTEGER;
 use parley_core::caveat::{Caveat, RiskLevel};
 use parley_core::grant::UnverifiedGrant;

@@ -7,9 +7,9 @@
 //! keychain under another OS user (`parley custody keys create`); a principal
 //! key in the agent's home would let the agent sign its own consents.
 
-use super::home;
 use super::Report;
 use crate::error::CliError;
+use crate::home;
 use serde::Serialize;
 use std::fmt;
 use std::path::PathBuf;

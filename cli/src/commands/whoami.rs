@@ -2,9 +2,9 @@
 //! and, if custody answers, the principals it holds. Custody being down is
 //! reported, not an error: the agent key alone is useful.
 
-use super::home;
 use super::Report;
 use crate::error::CliError;
+use crate::home;
 use parley_custody::client::{Client, Timeouts};
 use parley_custody::protocol::{Principal, Reply};
 use serde::Serialize;
