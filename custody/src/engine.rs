@@ -95,6 +95,38 @@ pub enum DecideError {
     Internal(String),
 }
 
+/// Why a grant from the human's own form was not issued.
+#[derive(Debug, thiserror::Error)]
+pub enum IssueError {
+    /// The caveats did not pass review (the same checks as an agent's request).
+    #[error("the grant is not valid: {0}")]
+    Rejected(Rejection),
+    /// Signing failed; nothing was handed out.
+    #[error("signing failed: {0}")]
+    Sign(#[from] signer::SignError),
+    /// The audit row could not be written; nothing was handed out.
+    #[error("the audit log could not record this, so nothing was handed out: {0}")]
+    Audit(String),
+    /// A worker thread failed.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// A grant the human issued from the form, with no agent request pending.
+#[derive(Debug, Clone)]
+pub struct IssuedGrant {
+    /// The `pg1.` token (for the agent; not key material).
+    pub token: String,
+    /// The grant id, as in the audit log.
+    pub id: String,
+    /// Its expiry (unix seconds).
+    pub exp: i64,
+    /// The caveats exactly as signed.
+    pub caveats: Value,
+    /// The review of what was signed (preview, caveats in words, warnings).
+    pub review: review::Review,
+}
+
 /// The custody engine. Cheap to clone (shared state).
 #[derive(Clone)]
 pub struct Engine {
@@ -161,11 +193,23 @@ impl Engine {
         self.inner.keystore.public_keys().map_err(|e| e.to_string())
     }
 
+    /// Appends an audit row. The append is an fsync'd SQLite transaction
+    /// (milliseconds): on a multi-threaded runtime the worker hands its other
+    /// tasks away first, so a flood of logged rejections cannot stall the
+    /// answers to well-behaved clients.
     fn log(&self, ev: NewEvent) -> Result<(), String> {
-        let r = lock(&self.inner.audit)
-            .append(&ev)
-            .map(|_| ())
-            .map_err(|e| e.to_string());
+        let append = || {
+            lock(&self.inner.audit)
+                .append(&ev)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        };
+        let r = match tokio::runtime::Handle::try_current() {
+            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(append)
+            }
+            _ => append(),
+        };
         if let Err(e) = &r {
             tracing::error!("audit log write failed: {e}");
         }
@@ -530,6 +574,76 @@ impl Engine {
         }
         self.inner.approver.withdrawn(id);
         Ok(outcome)
+    }
+
+    /// A grant the human issues from the form, with no agent request pending
+    /// (the requester is the local human, this process). The caveats pass the
+    /// same review as an agent's request (every caveat well formed, `exp`
+    /// present and within the configured lifetime: a missing or later one is
+    /// clamped, and the review says so); the grant is signed, the
+    /// `grant_issued` row written, and only then is the token returned.
+    pub async fn issue_grant(
+        &self,
+        agent: &str,
+        caveats: &Value,
+        principal: Option<&PublicKey>,
+        note: Option<&str>,
+    ) -> Result<IssuedGrant, IssueError> {
+        let me = self.clone();
+        let (agent, caveats, principal) = (agent.to_string(), caveats.clone(), principal.cloned());
+        let now = unix_now();
+        let (reviewed, signed, requester) = tokio::task::spawn_blocking(move || {
+            let principals = me.principals().map_err(IssueError::Internal)?;
+            let own = crate::ipc::peer::PeerPolicy::own_user_only().own_uid;
+            let human =
+                PeerInfo::from_creds(own, crate::ipc::peer::UNKNOWN_ID, Some(std::process::id()));
+            let ctx = ReviewContext {
+                now,
+                principals: &principals,
+                limits: me.inner.config.review,
+                requester: Requester::from(&human),
+                agent_label: None,
+                agent_known: me.agent_known(&agent),
+            };
+            let g = review::review_grant(&agent, &caveats, None, principal.as_ref(), &ctx)
+                .map_err(IssueError::Rejected)?;
+            let signed = signer::sign_grant(&me.inner.keystore, &g, now)?;
+            Ok::<_, IssueError>((g, signed, human))
+        })
+        .await
+        .map_err(|e| IssueError::Internal(e.to_string()))??;
+        let caveats = Value::Array(reviewed.caveats().iter().map(|c| c.to_value()).collect());
+        let mut ev = NewEvent::new(EventKind::GrantIssued, now);
+        ev.peer_uid = Some(requester.uid);
+        ev.peer_pid = requester.pid.map(i64::from);
+        ev.peer_exe = requester
+            .exe
+            .as_ref()
+            .map(|e| e.to_string_lossy().into_owned());
+        ev.agent = Some(reviewed.agent().to_string());
+        ev.principal = Some(reviewed.principal().to_string());
+        ev.service = reviewed.caveats().iter().find_map(|c| match c {
+            parley_core::Caveat::Svc(l) => Some(l.join(",")),
+            _ => None,
+        });
+        ev.token_id = Some(signed.id.clone());
+        ev.expires = Some(signed.exp);
+        ev.caveats = Some(caveats.to_string());
+        ev.reason = Some(match note.map(str::trim).filter(|n| !n.is_empty()) {
+            Some(n) => format!(
+                "issued from the grant form: {}",
+                n.chars().take(256).collect::<String>()
+            ),
+            None => "issued from the grant form".to_string(),
+        });
+        self.log(ev).map_err(IssueError::Audit)?;
+        Ok(IssuedGrant {
+            token: signed.token,
+            id: signed.id,
+            exp: signed.exp,
+            caveats,
+            review: reviewed.review().clone(),
+        })
     }
 
     async fn carry_out(

@@ -1,0 +1,304 @@
+//! A Parley service, just big enough to be honest.
+//!
+//! [`Service`] is the protocol engine: it turns one request frame into its
+//! EVENTs and final reply ([`Service::handle`]), for any [`App`]. [`server`]
+//! runs it on TCP with NDJSON framing (§2.1–§2.3). The verbs live in their
+//! own modules: discovery and reads here (HELLO §4.1, ASK §4.2), [`intent`]
+//! (§4.3, auto-commit §4.3.1), [`commit`] (§4.4, spend §6.3, consent §6.6),
+//! [`undo`] (§4.5) and [`expand`] (§4.6, budgets §8).
+//!
+//! What every reply gets: a `re` naming the request (or `null` when the
+//! frame had no usable id), and, for BRIEF, ANSWER, PROPOSALS and RECEIPT,
+//! fitting to the request's `budget` with `parley_core::fit::fit_reply`;
+//! the elided remainders are kept behind handles bound to the proof key.
+
+pub mod app;
+pub mod auth;
+mod commit;
+pub mod error;
+mod expand;
+mod intent;
+pub mod ledger;
+pub mod params;
+pub mod request;
+pub mod server;
+pub mod store;
+mod undo;
+
+pub use app::{
+    App, Caller, Capability, CapabilityKind, ClarifyOption, Plan, Planned, Progress, Reversal,
+    ServiceInfo,
+};
+pub use error::{ErrorCode, Fix, ParleyError};
+pub use request::{Request, Verb};
+
+use crate::clock::Clock;
+use parley_core::caveat::RequestContext;
+use parley_core::proof::Target;
+use parley_core::PublicKey;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+use auth::Presented;
+use ledger::Ledger;
+use store::Store;
+
+/// How long an EXPAND handle lives (§4.6: at least 10 minutes).
+pub const HANDLE_TTL: i64 = 900;
+
+/// One request's output: the EVENTs, then the final reply (§2.2). Bodies
+/// have no envelope; the transport adds `parley`, `id` and `re`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Handled {
+    /// The request id the replies answer (`None`: the frame had none).
+    pub re: Option<String>,
+    /// EVENT bodies, in order.
+    pub events: Vec<Value>,
+    /// The final reply body.
+    pub reply: Value,
+}
+
+/// The protocol engine for one service.
+pub struct Service<A: App> {
+    app: A,
+    info: ServiceInfo,
+    capabilities: Vec<Capability>,
+    trusted: Vec<PublicKey>,
+    clock: Arc<dyn Clock>,
+    store: Store<A::Action>,
+    ledger: Ledger,
+}
+
+impl<A: App> std::fmt::Debug for Service<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Service")
+            .field("id", &self.info.id)
+            .field("trusted", &self.trusted)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<A: App> Service<A> {
+    /// A service for `app`, trusting grants rooted in `trusted` principals
+    /// (§6.4), reading time from `clock`.
+    pub fn new(app: A, trusted: Vec<PublicKey>, clock: Arc<dyn Clock>) -> Service<A> {
+        let info = app.info();
+        let capabilities = app.capabilities();
+        Service {
+            app,
+            info,
+            capabilities,
+            trusted,
+            clock,
+            store: Store::default(),
+            ledger: Ledger::default(),
+        }
+    }
+
+    /// The service's identity.
+    pub fn info(&self) -> &ServiceInfo {
+        &self.info
+    }
+
+    /// The app.
+    pub fn app(&self) -> &A {
+        &self.app
+    }
+
+    /// Spend reserved so far against one grant block (§6.3).
+    pub fn spent(&self, block_id: &str) -> i64 {
+        self.ledger.spent(block_id)
+    }
+
+    /// Handles one request frame (already parsed as strict JSON).
+    pub async fn handle(&self, frame: &Value) -> Handled {
+        let req = match Request::parse(frame) {
+            Ok(r) => r,
+            Err(rejected) => {
+                return Handled {
+                    re: rejected.re,
+                    events: Vec::new(),
+                    reply: rejected.error.to_body(),
+                }
+            }
+        };
+        let mut events = Vec::new();
+        let result = match req.verb {
+            Verb::Hello => Ok(self.hello(&req)),
+            Verb::Ask => self.ask(&req),
+            Verb::Intent => self.intent(&req, &mut events).await,
+            Verb::Commit => self.commit(&req, &mut events).await,
+            Verb::Undo => self.undo(&req).await,
+            Verb::Expand => self.expand(&req),
+        };
+        Handled {
+            re: Some(req.id),
+            events,
+            reply: result.unwrap_or_else(|e| e.to_body()),
+        }
+    }
+
+    /// HELLO → BRIEF (§4.1). Capabilities are whole entries; if the budget
+    /// is small, trailing ones are elided behind a handle (§8).
+    fn hello(&self, req: &Request) -> Value {
+        let body = json!({
+            "kind": "BRIEF",
+            "service": {"id": self.info.id, "name": self.info.name, "summary": self.info.summary},
+            "capabilities": self.capabilities.iter().map(Capability::to_value).collect::<Vec<_>>(),
+        });
+        self.fit(body, req.budget, None, "")
+    }
+
+    /// ASK → ANSWER (§4.2). Grants are optional; when presented they must
+    /// authorize the ASK (a credential that does not cover a request is
+    /// refused, not ignored).
+    fn ask(&self, req: &Request) -> Result<Value, ParleyError> {
+        let name = req.field("capability")?;
+        let cap = self.capability(name, CapabilityKind::Ask)?;
+        let params = req.params()?;
+        let now = self.clock.now();
+        let target = Target::Ask {
+            capability: &cap.name,
+        };
+        let presented = auth::presented(req, &self.info.id, &target, now, &self.trusted)?;
+        let principal = self.authorize_read(presented.as_ref(), Verb::Ask, &cap.name, now)?;
+        let data = self.app.ask(
+            &cap.name,
+            &params,
+            &Caller {
+                principal: principal.as_ref(),
+                now,
+            },
+        )?;
+        let body = json!({"kind": "ANSWER", "data": data});
+        Ok(self.fit(
+            body,
+            req.budget,
+            presented.as_ref().map(|p| &p.key),
+            &cap.name,
+        ))
+    }
+
+    /// The context of a request that is not a COMMIT.
+    fn context(&self, verb: Verb, capability: &str, now: i64) -> RequestContext {
+        RequestContext {
+            service: self.info.id.clone(),
+            verb: verb.as_str().into(),
+            capability: capability.into(),
+            now,
+            proposal: None,
+            spent: Default::default(),
+        }
+    }
+
+    /// For ASK, INTENT and EXPAND: grants are optional, but presented ones
+    /// must authorize the request. Returns the authorizing principal.
+    fn authorize_read(
+        &self,
+        presented: Option<&Presented>,
+        verb: Verb,
+        capability: &str,
+        now: i64,
+    ) -> Result<Option<PublicKey>, ParleyError> {
+        let Some(p) = presented.filter(|p| p.has_grants()) else {
+            return Ok(None);
+        };
+        let outcome = p.evaluate(&self.context(verb, capability, now), None);
+        if let Some(e) = outcome.refusal(verb.as_str()) {
+            return Err(e);
+        }
+        Ok(match outcome {
+            auth::Outcome::Ok(g) => auth::principal_of(g),
+            _ => None,
+        })
+    }
+
+    /// Looks a capability up by name and kind; `unknown_capability` teaches
+    /// the right verb or the nearest name (§7).
+    fn capability(&self, name: &str, kind: CapabilityKind) -> Result<&Capability, ParleyError> {
+        if let Some(c) = self.capabilities.iter().find(|c| c.name == name) {
+            if c.kind == kind {
+                return Ok(c);
+            }
+            let verb = match c.kind {
+                CapabilityKind::Ask => "ASK",
+                CapabilityKind::Intent => "INTENT",
+            };
+            return Err(ParleyError::new(
+                ErrorCode::UnknownCapability,
+                format!("{name} is an {} capability", c.kind.as_str()),
+            )
+            .fix(format!("send it with {verb}")));
+        }
+        let shown: String = name.chars().take(60).collect();
+        let e = ParleyError::new(
+            ErrorCode::UnknownCapability,
+            format!("{} has no capability named {shown:?}", self.info.id),
+        );
+        Err(match self.nearest(name) {
+            Some(near) => e.fix(format!("did you mean {near}?")),
+            None => e.fix(format!(
+                "send HELLO to list the {} capabilities",
+                self.capabilities.len()
+            )),
+        })
+    }
+
+    fn nearest(&self, name: &str) -> Option<&str> {
+        self.capabilities
+            .iter()
+            .map(|c| (edit_distance(name, &c.name), c.name.as_str()))
+            .filter(|(d, _)| *d <= 3)
+            .min_by_key(|(d, _)| *d)
+            .map(|(_, n)| n)
+    }
+
+    /// Fits a reply body to `budget` (§8) and keeps the elided remainders
+    /// behind handles, bound to `key` when the request had a verified proof.
+    fn fit(&self, body: Value, budget: usize, key: Option<&PublicKey>, capability: &str) -> Value {
+        let fitted = parley_core::fit::fit_reply(&body, budget, &mut || crate::ids::random_id("h"));
+        if !fitted.elided.is_empty() {
+            let now = self.clock.now();
+            for e in fitted.elided {
+                self.store.add_handle(
+                    e.more.handle,
+                    store::HandleRecord {
+                        rest: e.rest,
+                        key: key.cloned(),
+                        capability: capability.to_string(),
+                        expires: now + HANDLE_TTL,
+                    },
+                    now,
+                );
+            }
+        }
+        fitted.reply
+    }
+}
+
+/// Levenshtein distance over chars, for "did you mean" (names are short).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().take(64).enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::edit_distance;
+
+    #[test]
+    fn distances() {
+        assert_eq!(edit_distance("shop.serch", "shop.search"), 1);
+        assert_eq!(edit_distance("", "ab"), 2);
+        assert_eq!(edit_distance("abc", "abc"), 0);
+    }
+}

@@ -1,0 +1,101 @@
+//! The `parley-playground` binary: `serve` prints where it listens and
+//! answers HELLO there; bad flags and a missing custody say what to do.
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_parley-playground");
+
+fn hello(addr: &str) -> serde_json::Value {
+    use std::io::Write;
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    s.write_all(b"{\"parley\":1,\"id\":\"1\",\"verb\":\"HELLO\"}\n")
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(s).read_line(&mut line).unwrap();
+    serde_json::from_str(&line).unwrap()
+}
+
+/// Kills the child it holds when dropped, so a failed assertion leaves no
+/// server behind.
+struct Reaper(std::process::Child);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn serve_prints_its_addresses_and_answers_there() {
+    let key = parley_core::SecretKey::from_seed(&zeroize::Zeroizing::new([5; 32])).public();
+    let mut child = Command::new(BIN)
+        .args([
+            "serve",
+            "--shop",
+            "127.0.0.1:0",
+            "--cal",
+            "127.0.0.1:0",
+            "--trust",
+        ])
+        .arg(key.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let _reaper = Reaper(child);
+    let mut lines = BufReader::new(stdout).lines();
+    let mut addrs = Vec::new();
+    for _ in 0..3 {
+        let line = lines.next().unwrap().unwrap();
+        if let Some(addr) = line.split("parley://").nth(1) {
+            addrs.push(addr.trim().to_string());
+        } else {
+            assert_eq!(line, format!("trusting grants from {key}"));
+        }
+    }
+    let ids: Vec<String> = addrs
+        .iter()
+        .map(|a| hello(a)["service"]["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids, ["shop.example", "cal.example.com"]);
+}
+
+#[test]
+fn bad_flags_and_a_missing_custody_say_what_to_do() {
+    let out = Command::new(BIN)
+        .args([
+            "serve",
+            "--shop",
+            "127.0.0.1:0",
+            "--cal",
+            "127.0.0.1:0",
+            "--trust",
+            "ed25519:nope",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--trust ed25519:nope"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args(["agent", "--custody-socket"])
+        .arg(dir.path().join("no.sock"))
+        .arg("--agent-key")
+        .arg(dir.path().join("agent.key"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("custody daemon is not running"), "{err}");
+    assert!(
+        dir.path().join("agent.key").exists(),
+        "the agent key was made"
+    );
+}

@@ -1,0 +1,126 @@
+//! A private D-Bus session with a real, unlocked gnome-keyring, for the
+//! end-to-end test (the same approach as `custody/tests/support`): the test
+//! re-runs its own binary, filtered to itself, inside `dbus-run-session`,
+//! with HOME, XDG and custody directories in a temporary folder.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const INSIDE: &str = "PARLEY_TEST_IN_KEYRING";
+const SCRATCH: &str = "PARLEY_TEST_SCRATCH";
+/// The keychain namespace custody uses in tests.
+pub const NAMESPACE: &str = "test";
+const CHILD_TIMEOUT: Duration = Duration::from_secs(180);
+const APT_HINT: &str =
+    "install them with: apt-get install -y --no-install-recommends gnome-keyring dbus-x11 dbus-bin";
+
+/// Started inside `dbus-run-session`: unlock gnome-keyring, wait until it
+/// owns `org.freedesktop.secrets`, then run the test.
+const SESSION_SCRIPT: &str = r#"set -e
+printf '%s' "$PARLEY_TEST_KEYRING_PW" | gnome-keyring-daemon --unlock --components=secrets >/dev/null
+i=0
+until dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+      org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null | grep -q 'boolean true'; do
+  i=$((i+1))
+  if [ "$i" -gt 100 ]; then echo "gnome-keyring-daemon did not appear on the session bus" >&2; exit 97; fi
+  sleep 0.1
+done
+exec "$@"
+"#;
+
+fn on_path(tool: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|paths| std::env::split_paths(&paths).any(|d| d.join(tool).is_file()))
+        .unwrap_or(false)
+}
+
+/// `true`: we are inside the keyring session, run the body. `false`: we are
+/// the parent; the child ran the body and passed.
+pub fn in_keyring_session(test: &str) -> bool {
+    if std::env::var_os(INSIDE).is_some() {
+        return true;
+    }
+    let missing: Vec<&str> = ["dbus-run-session", "dbus-send", "gnome-keyring-daemon"]
+        .into_iter()
+        .filter(|t| !on_path(t))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "the keyring test needs {missing:?} on PATH; {APT_HINT}"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let dir = |name: &str| {
+        let p = root.join(name);
+        std::fs::create_dir_all(&p).unwrap();
+        p
+    };
+    let runtime = dir("run");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    let exe = std::env::current_exe().unwrap();
+    let stdout_path = root.join("stdout");
+    let stderr_path = root.join("stderr");
+    let mut child = Command::new("dbus-run-session")
+        .arg("--")
+        .arg("sh")
+        .arg("-c")
+        .arg(SESSION_SCRIPT)
+        .arg("sh")
+        .arg(&exe)
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(INSIDE, "1")
+        .env(SCRATCH, dir("scratch"))
+        .env("HOME", dir("home"))
+        .env("PARLEY_HOME", dir("parley-home"))
+        .env("XDG_DATA_HOME", dir("data"))
+        .env("XDG_CONFIG_HOME", dir("config"))
+        .env("XDG_CACHE_HOME", dir("cache"))
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .env("PARLEY_CUSTODY_DATA", root.join("custody"))
+        .env("PARLEY_CUSTODY_NAMESPACE", NAMESPACE)
+        .env("PARLEY_TEST_KEYRING_PW", "test-login-password")
+        .env_remove("DBUS_SESSION_BUS_ADDRESS")
+        .env_remove("PARLEY_CUSTODY_SOCKET")
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&stdout_path).unwrap())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start the keyring session for {test}: {e}; {APT_HINT}"));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > CHILD_TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{test}: the keyring session did not finish in {CHILD_TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let out = std::fs::read_to_string(&stdout_path).unwrap_or_default();
+    let err = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+    println!("--- child stdout ({test}) ---\n{out}\n--- child stderr ---\n{err}");
+    assert!(
+        status.success(),
+        "{test} failed inside the keyring session ({status})"
+    );
+    assert!(
+        out.contains("test result: ok. 1 passed"),
+        "{test}: the child did not run exactly one test"
+    );
+    false
+}
+
+/// The child's scratch directory.
+pub fn scratch() -> PathBuf {
+    PathBuf::from(std::env::var_os(SCRATCH).expect("set by in_keyring_session"))
+}
