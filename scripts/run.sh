@@ -8,16 +8,27 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-cargo build --release --locked -q -p parley-cli -p parley-custody
+cargo build --release --locked -q -p parley-cli -p parley-custody -p parley-playground
 bin="$PWD/target/release"
+export PATH="$bin:$PATH"
 
 if [ -z "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
   echo "No display found: running the headless custody daemon with its terminal prompt."
 else
   echo "The desktop app is not built yet: running the headless custody daemon with its terminal prompt."
 fi
-echo "In another terminal, agents use:  $bin/parley init   and   $bin/parley approve <pc1.code>"
+sock_dir="${XDG_RUNTIME_DIR:-/tmp}/parley-run-$(id -u)"
+mkdir -p "$sock_dir" && chmod 700 "$sock_dir"
+export PARLEY_CUSTODY_SOCKET="$sock_dir/custody.sock"
+echo "The playground (a shop and a calendar) starts beside it; its scripted agent asks you for a grant,"
+echo "then for a consent to an order over the limit. Answer at the prompts. Ctrl-C stops everything."
+echo "Other agents use:  parley init   and   parley approve --socket $PARLEY_CUSTODY_SOCKET <pc1.code>"
 echo
+# The scripted agent waits for the daemon's socket, then walks the scenarios.
+(
+  for _ in $(seq 1 600); do [ -S "$PARLEY_CUSTODY_SOCKET" ] && break; sleep 0.2; done
+  parley-playground demo --custody-socket "$PARLEY_CUSTODY_SOCKET" 2>&1 | sed -u 's/^/[playground] /'
+) &
 
 if [ -n "${DBUS_SESSION_BUS_ADDRESS:-}" ] && dbus-send --session --print-reply --dest=org.freedesktop.DBus \
      /org/freedesktop/DBus org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null | grep -q true; then

@@ -529,10 +529,12 @@ impl Engine {
             _ => None,
         });
         let _ = self.log(ev);
+        // Off the screen first, then tell the agent: nobody can act on a
+        // request whose answer is already out.
+        self.inner.approver.withdrawn(id);
         for w in waiters {
             let _ = w.send(outcome.clone());
         }
-        self.inner.approver.withdrawn(id);
     }
 
     /// The human's decision on a pending request. Approving signs, writes the
@@ -569,10 +571,12 @@ impl Engine {
             }
             let _ = self.log(ev);
         }
+        // Off the screen first, then tell the agent: nobody can act on a
+        // request whose answer is already out.
+        self.inner.approver.withdrawn(id);
         for w in waiters {
             let _ = w.send(outcome.clone());
         }
-        self.inner.approver.withdrawn(id);
         Ok(outcome)
     }
 
