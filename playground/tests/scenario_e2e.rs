@@ -5,6 +5,8 @@
 //! a RECEIPT committed with the human's consent, the read-only sub-agent
 //! must be forbidden, and the audit log must show the grant and the consent.
 
+// The keyring harness is custody's, shared rather than copied.
+#[path = "../../custody/tests/support/mod.rs"]
 mod support;
 
 use parley_core::grant::UnverifiedGrant;
@@ -23,7 +25,7 @@ use parley_playground::ids::random_key;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
-use support::{in_keyring_session, scratch, NAMESPACE};
+use support::{in_session, scratch, Session, NAMESPACE};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 async fn next(shown: &mut UnboundedReceiver<PendingView>) -> PendingView {
@@ -35,7 +37,7 @@ async fn next(shown: &mut UnboundedReceiver<PendingView>) -> PendingView {
 
 #[test]
 fn order_over_the_limit_is_committed_with_the_humans_consent() {
-    if !in_keyring_session("order_over_the_limit_is_committed_with_the_humans_consent") {
+    if !in_session("order_over_the_limit_is_committed_with_the_humans_consent", Session::Keyring) {
         return;
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
