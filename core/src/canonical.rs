@@ -6,7 +6,6 @@
 //! the same proposal differently.
 
 use serde_json::{Map, Value};
-use std::fmt::Write as _;
 
 /// The largest integer every Parley implementation represents exactly (2^53−1).
 pub const MAX_SAFE_INTEGER: i64 = 9_007_199_254_740_991;
@@ -76,11 +75,53 @@ pub fn write_canonical(v: &Value, out: &mut String) -> Result<(), CanonicalError
 }
 
 fn write_object(map: &Map<String, Value>, out: &mut String) -> Result<(), CanonicalError> {
-    // `str` ordering is byte-wise on UTF-8, which is exactly code-point order.
-    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    write_object_without(map, &[], out)
+}
+
+/// Objects with at most this many entries sort their keys on the stack.
+const STACK_ENTRIES: usize = 16;
+
+/// Appends the canonical text of `map` without the entries whose key is in
+/// `skip`, as if they had been removed first: the proposal hash (§5.1)
+/// leaves out `hash` and `data` this way, without copying the proposal.
+pub(crate) fn write_object_without(
+    map: &Map<String, Value>,
+    skip: &[&str],
+    out: &mut String,
+) -> Result<(), CanonicalError> {
+    static NULL: Value = Value::Null;
+    let kept = map.iter().filter(|(k, _)| !skip.contains(&k.as_str()));
+    if map.len() <= STACK_ENTRIES {
+        // Payloads and proposals have a handful of keys: sorting references
+        // to them in a stack array costs no allocation.
+        let mut entries = [("", &NULL); STACK_ENTRIES];
+        let mut n = 0;
+        for (k, v) in kept {
+            entries[n] = (k.as_str(), v);
+            n += 1;
+        }
+        write_sorted_entries(&mut entries[..n], out)
+    } else {
+        let mut entries: Vec<(&str, &Value)> = kept.map(|(k, v)| (k.as_str(), v)).collect();
+        write_sorted_entries(&mut entries, out)
+    }
+}
+
+fn write_sorted_entries(
+    entries: &mut [(&str, &Value)],
+    out: &mut String,
+) -> Result<(), CanonicalError> {
+    // `str` ordering is byte-wise on UTF-8, which is exactly code-point
+    // order. Keys mostly differ in their first byte: compare it inline.
+    entries.sort_unstable_by(|a, b| {
+        let (x, y) = (a.0.as_bytes(), b.0.as_bytes());
+        match (x.first(), y.first()) {
+            (Some(p), Some(q)) if p != q => p.cmp(q),
+            _ => x.cmp(y),
+        }
+    });
     out.push('{');
-    for (i, (k, v)) in entries.into_iter().enumerate() {
+    for (i, (k, v)) in entries.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
@@ -105,7 +146,7 @@ fn path_segment(key: &str) -> String {
 fn write_safe_integer(n: &serde_json::Number, out: &mut String) -> Result<(), CanonicalError> {
     if let Some(i) = n.as_i64() {
         if (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&i) {
-            let _ = write!(out, "{i}");
+            write_i64(i, out);
             return Ok(());
         }
         return Err(CanonicalError::UnsafeInteger {
@@ -125,37 +166,127 @@ fn write_safe_integer(n: &serde_json::Number, out: &mut String) -> Result<(), Ca
     })
 }
 
+/// Appends the decimal digits of `n`. Integers are everywhere in hashed
+/// payloads and Lens text; this skips `core::fmt`'s formatter machinery,
+/// which costs several times more than the digits themselves.
+pub(crate) fn write_u64(mut n: u64, out: &mut String) {
+    /// "00" to "99": two digits per division.
+    const PAIRS: &str = "00010203040506070809101112131415161718192021222324252627282930313233343536373839\
+                         40414243444546474849505152535455565758596061626364656667686970717273747576777879\
+                         8081828384858687888990919293949596979899";
+    let pair = |k: u64| &PAIRS[2 * k as usize..2 * k as usize + 2];
+    if n < 10 {
+        out.push(char::from(b'0' + n as u8));
+        return;
+    }
+    if n < 100 {
+        out.push_str(pair(n));
+        return;
+    }
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    while n >= 100 {
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(pair(n % 100).as_bytes());
+        n /= 100;
+    }
+    if n >= 10 {
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(pair(n).as_bytes());
+    } else {
+        i -= 1;
+        buf[i] = b'0' + n as u8;
+    }
+    out.push_str(std::str::from_utf8(&buf[i..]).unwrap_or_default());
+}
+
+/// Appends `n` in decimal, with a `-` when negative (as `{n}` formats it).
+pub(crate) fn write_i64(n: i64, out: &mut String) {
+    if n < 0 {
+        out.push('-');
+    }
+    write_u64(n.unsigned_abs(), out);
+}
+
 /// Appends `s` as a JSON string literal with the §10 escape set: `\"`, `\\`,
 /// `\b`, `\f`, `\n`, `\r`, `\t`, `\u00XX` (lowercase hex) for the other
 /// control characters below U+0020, everything else literal UTF-8. This is
 /// also exactly what ECMAScript `JSON.stringify` writes for a Rust string.
 pub fn write_json_string(s: &str, out: &mut String) {
+    // Most strings need no escape: one scan, one copy.
+    let run = literal_run(s.as_bytes(), 0);
     out.reserve(s.len() + 2);
     out.push('"');
-    let bytes = s.as_bytes();
-    let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let esc: &str = match b {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            0x08 => "\\b",
-            0x0c => "\\f",
-            0x00..=0x1f => "",
-            _ => continue,
-        };
-        out.push_str(&s[start..i]);
-        if esc.is_empty() {
-            let _ = write!(out, "\\u{:04x}", b);
-        } else {
-            out.push_str(esc);
-        }
-        start = i + 1;
+    out.push_str(&s[..run]);
+    if run < s.len() {
+        write_escaped(s, run, out);
     }
-    out.push_str(&s[start..]);
     out.push('"');
+}
+
+/// The rest of [`write_json_string`] from the first byte that needs an escape.
+#[cold]
+fn write_escaped(s: &str, mut i: usize, out: &mut String) {
+    let bytes = s.as_bytes();
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            0x08 => out.push_str("\\b"),
+            0x0c => out.push_str("\\f"),
+            _ => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.push_str("\\u00");
+                out.push(char::from(HEX[usize::from(b >> 4)]));
+                out.push(char::from(HEX[usize::from(b & 15)]));
+            }
+        }
+        let end = literal_run(bytes, i + 1);
+        out.push_str(&s[i + 1..end]);
+        i = end;
+    }
+}
+
+/// The end of the run of bytes from `i` that a JSON string holds literally:
+/// the index of the next `"`, `\\` or control character below U+0020, or
+/// the length of `bytes`. Strings are most of the bytes of a frame or a
+/// payload, so this scans a word at a time (the parser in [`crate::json`]
+/// uses it too).
+pub(crate) fn literal_run(bytes: &[u8], mut i: usize) -> usize {
+    while let Some(chunk) = bytes.get(i..i + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        if let Some(stop) = first_stop(word) {
+            return i + stop;
+        }
+        i += 8;
+    }
+    while let Some(&b) = bytes.get(i) {
+        if b < 0x20 || b == b'"' || b == b'\\' {
+            break;
+        }
+        i += 1;
+    }
+    i
+}
+
+/// The index of the first byte of `word` that is `"`, `\\` or below 0x20.
+fn first_stop(word: [u8; 8]) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    // High bit of each byte of `v` that is zero; exact for the lowest such
+    // byte (borrows only reach the bytes above it), which is all we read.
+    let zero = |v: u64| v.wrapping_sub(LO) & !v & HI;
+    let x = u64::from_le_bytes(word);
+    // Bytes below 0x20 (bytes of 0x80 and above are excluded by `!x`).
+    let control = x.wrapping_sub(LO * 0x20) & !x & HI;
+    let quote = zero(x ^ (LO * u64::from(b'"')));
+    let backslash = zero(x ^ (LO * u64::from(b'\\')));
+    let stops = control | quote | backslash;
+    (stops != 0).then(|| (stops.trailing_zeros() / 8) as usize)
 }
 
 #[cfg(test)]
@@ -188,6 +319,24 @@ mod tests {
         // `1.0` on the wire is not an integer in a hashed payload (§5.1).
         let v: Value = serde_json::from_str("{\"n\":1.0}").unwrap();
         assert!(canonical(&v).is_err());
+    }
+
+    #[test]
+    fn integers_are_written_as_display_writes_them() {
+        let mut n = 1u64;
+        for _ in 0..64 {
+            for m in [n - 1, n, n.wrapping_add(1), n / 7, u64::MAX - n] {
+                let mut s = String::new();
+                write_u64(m, &mut s);
+                assert_eq!(s, m.to_string());
+            }
+            n = n.wrapping_mul(3) | 1;
+        }
+        for i in [0, -1, 9, -10, 99, -100, i64::MIN, i64::MAX] {
+            let mut s = String::new();
+            write_i64(i, &mut s);
+            assert_eq!(s, i.to_string());
+        }
     }
 
     #[test]

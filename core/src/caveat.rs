@@ -331,7 +331,7 @@ fn string_list(v: &Value, name: &str) -> Result<Vec<String>, String> {
 
 fn safe_int(v: &Value, name: &str) -> Result<i64, String> {
     v.as_i64()
-        .filter(|i| i.abs() <= MAX_SAFE_INTEGER)
+        .filter(|i| i.unsigned_abs() <= MAX_SAFE_INTEGER as u64)
         .ok_or_else(|| format!("{name} must be an integer (unix seconds)"))
 }
 

@@ -126,7 +126,7 @@ impl ConsentRequest {
         let expires = obj
             .get("expires")
             .and_then(Value::as_i64)
-            .filter(|t| t.abs() <= crate::canonical::MAX_SAFE_INTEGER)
+            .filter(|t| t.unsigned_abs() <= crate::canonical::MAX_SAFE_INTEGER as u64)
             .ok_or_else(|| ConsentError::Malformed("expires must be an integer".into()))?;
         Ok(ConsentRequest {
             proposal: string("proposal")?,

@@ -202,7 +202,7 @@ impl Block {
         let iat = payload
             .get("iat")
             .and_then(Value::as_i64)
-            .filter(|t| t.abs() <= MAX_SAFE_INTEGER)
+            .filter(|t| t.unsigned_abs() <= MAX_SAFE_INTEGER as u64)
             .ok_or_else(|| mal("iat must be an integer"))?;
         let raw_caveats = payload
             .get("caveats")

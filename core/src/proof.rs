@@ -182,7 +182,7 @@ pub fn check_raw(
     // Unsafe timestamps have no canonical form (§10); i128 keeps the
     // difference exact whatever the inputs.
     let skew = i128::from(proof.ts) - i128::from(now);
-    if skew.abs() > i128::from(PROOF_WINDOW) || proof.ts.abs() > MAX_SAFE_INTEGER {
+    if skew.abs() > i128::from(PROOF_WINDOW) || proof.ts.unsigned_abs() > MAX_SAFE_INTEGER as u64 {
         return Err(ProofError::Stale {
             skew: skew.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64,
         });

@@ -2,10 +2,10 @@
 //! strict reading of everything that hash covers.
 
 use crate::b64;
-use crate::canonical::{canonical, CanonicalError, MAX_SAFE_INTEGER};
+use crate::canonical::{write_object_without, CanonicalError, MAX_SAFE_INTEGER};
 use crate::caveat::RiskLevel;
 use crate::money::Money;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 /// Why a proposal was refused.
@@ -33,12 +33,9 @@ pub enum ProposalError {
 /// b64url(sha256(canonical(proposal without "hash" and "data"))) (§5.1).
 pub fn proposal_hash(proposal: &Value) -> Result<String, ProposalError> {
     let obj = proposal.as_object().ok_or(ProposalError::NotAnObject)?;
-    let hashed: Map<String, Value> = obj
-        .iter()
-        .filter(|(k, _)| *k != "hash" && *k != "data")
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    let text = canonical(&Value::Object(hashed))?;
+    // Canonicalized in place, skipping the two keys: no copy of the proposal.
+    let mut text = String::with_capacity(512);
+    write_object_without(obj, &["hash", "data"], &mut text)?;
     Ok(b64::encode(Sha256::digest(text.as_bytes())))
 }
 
@@ -171,7 +168,7 @@ impl Proposal {
                 let currency = c.get("currency").and_then(Value::as_str);
                 match (amount, currency, c.len()) {
                     (Some(a), Some(cur), 2)
-                        if a.abs() <= MAX_SAFE_INTEGER
+                        if a.unsigned_abs() <= MAX_SAFE_INTEGER as u64
                             && cur.len() == 3
                             && cur.bytes().all(|b| b.is_ascii_uppercase()) =>
                     {
@@ -211,7 +208,7 @@ impl Proposal {
         let expires = obj
             .get("expires")
             .and_then(Value::as_i64)
-            .filter(|t| t.abs() <= MAX_SAFE_INTEGER)
+            .filter(|t| t.unsigned_abs() <= MAX_SAFE_INTEGER as u64)
             .ok_or_else(|| bad("expires must be an integer (unix seconds)".into()))?;
         let computed = proposal_hash(v)?;
         if computed != claimed {

@@ -1,7 +1,7 @@
 //! Lean notation (§9.1): the Lens rendering of any JSON value.
 
-use super::number::{js_entries, write_compact, write_number, MAX_DEPTH};
-use crate::canonical::write_json_string;
+use super::number::{has_index_keys, js_entries, write_compact, write_number, MAX_DEPTH};
+use crate::canonical::{write_json_string, write_u64};
 use serde_json::{Map, Value};
 
 /// Output made of lines joined by `\n`, with no trailing newline.
@@ -12,8 +12,16 @@ pub(crate) struct Lines {
 
 impl Lines {
     pub(crate) fn new() -> Lines {
+        // Most renderings fit; below 1 KiB so that the first allocation
+        // stays on the allocator's fast path.
+        Lines::reuse(String::with_capacity(512))
+    }
+
+    /// Output written into `buf`, which is cleared: its allocation is reused.
+    pub(crate) fn reuse(mut buf: String) -> Lines {
+        buf.clear();
         Lines {
-            buf: String::new(),
+            buf,
             started: false,
         }
     }
@@ -92,13 +100,26 @@ fn is_json_number(s: &[u8]) -> bool {
 /// and does not match the JSON number grammar.
 fn is_bare(s: &str) -> bool {
     let b = s.as_bytes();
-    match (b.first(), b.last()) {
-        (Some(&first), Some(&last)) if first != b' ' && last != b' ' => {}
+    let first = match (b.first(), b.last()) {
+        (Some(&first), Some(&last)) if first != b' ' && last != b' ' => first,
         _ => return false,
+    };
+    all_bare(b)
+        // The exceptions all start with `-`, a digit, `t`, `f` or `n`.
+        && !(matches!(first, b'-' | b'0'..=b'9' | b't' | b'f' | b'n')
+            && (matches!(s, "-" | "true" | "false" | "null") || is_json_number(b)))
+}
+
+/// Whether every byte is in [`BARE`]; eight at a time without a branch per
+/// byte, as names and ids are most of a table's text.
+fn all_bare(b: &[u8]) -> bool {
+    let mut chunks = b.chunks_exact(8);
+    for chunk in &mut chunks {
+        if !chunk.iter().fold(true, |ok, &c| ok & BARE[usize::from(c)]) {
+            return false;
+        }
     }
-    b.iter().all(|&c| BARE[c as usize])
-        && !matches!(s, "-" | "true" | "false" | "null")
-        && !is_json_number(b)
+    chunks.remainder().iter().all(|&c| BARE[usize::from(c)])
 }
 
 /// Writes a string (value or object key) by the §9.1 string rule: bare, or
@@ -174,27 +195,38 @@ fn write_scalar_list(items: &[Value], out: &mut String) {
     out.push(']');
 }
 
-/// The table columns if `items` qualifies for the §9.1 table form: every
+/// The first row if `items` qualifies for the §9.1 table form: every
 /// element a non-empty object with the same keys in the same order and only
-/// scalar values.
-fn table_columns(items: &[Value]) -> Option<Vec<&str>> {
+/// scalar values. The columns are the first row's keys.
+fn table_first_row(items: &[Value]) -> Option<&Map<String, Value>> {
     let first = items.first()?.as_object()?;
     if first.is_empty() {
         return None;
     }
-    let cols: Vec<&str> = js_entries(first).map(|(k, _)| k.as_str()).collect();
+    if !has_index_keys(first) {
+        // The usual case: entry order is insertion order for the first row,
+        // and so for every row with the same keys in the same order.
+        let same = |obj: &Map<String, Value>| {
+            obj.len() == first.len()
+                && obj.iter().zip(first.keys()).all(|((k, v), col)| k == col && is_scalar(v))
+        };
+        return items
+            .iter()
+            .all(|item| item.as_object().is_some_and(same))
+            .then_some(first);
+    }
     for item in items {
         let obj = item.as_object()?;
-        if obj.len() != cols.len() {
+        if obj.len() != first.len() {
             return None;
         }
-        for ((k, v), col) in js_entries(obj).zip(&cols) {
+        for ((k, v), (col, _)) in js_entries(obj).zip(js_entries(first)) {
             if k != col || !is_scalar(v) {
                 return None;
             }
         }
     }
-    Some(cols)
+    Some(first)
 }
 
 /// One `key: …` entry at indent `n` (plus the lines it owns).
@@ -233,26 +265,30 @@ fn write_array_body(lines: &mut Lines, items: &[Value], n: usize, depth: usize) 
         return;
     }
     out.push('[');
-    out.push_str(&items.len().to_string());
+    write_u64(items.len() as u64, out);
     out.push(']');
-    if let Some(cols) = table_columns(items) {
+    if let Some(first) = table_first_row(items) {
         out.push('{');
-        for (i, col) in cols.iter().enumerate() {
+        for (i, (col, _)) in js_entries(first).enumerate() {
             if i > 0 {
                 out.push(',');
             }
             write_str_scalar(col, out);
         }
         out.push_str("}:");
-        for item in items {
+        let plain = !has_index_keys(first);
+        for obj in items.iter().filter_map(Value::as_object) {
             let out = start(lines, n + 1, false);
-            if let Some(obj) = item.as_object() {
-                for (i, (_, v)) in js_entries(obj).enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    write_scalar(v, out);
+            let mut row = |i: usize, v: &Value| {
+                if i > 0 {
+                    out.push(',');
                 }
+                write_scalar(v, out);
+            };
+            if plain {
+                obj.values().enumerate().for_each(|(i, v)| row(i, v));
+            } else {
+                js_entries(obj).enumerate().for_each(|(i, (_, v))| row(i, v));
             }
         }
         return;
@@ -298,6 +334,14 @@ pub fn lean(v: &Value) -> String {
     let mut lines = Lines::new();
     write_lean(&mut lines, v);
     lines.buf
+}
+
+/// [`lean`] into `out`, replacing its contents and reusing its allocation
+/// (for callers that render many values, such as `parley lens --ndjson`).
+pub fn lean_into(v: &Value, out: &mut String) {
+    let mut lines = Lines::reuse(std::mem::take(out));
+    write_lean(&mut lines, v);
+    *out = lines.buf;
 }
 
 pub(crate) fn write_lean(lines: &mut Lines, v: &Value) {

@@ -30,9 +30,9 @@ mod number;
 mod reply;
 mod time;
 
-pub use lean::{lean, scalar};
+pub use lean::{lean, lean_into, scalar};
 pub use number::{compact_json, number};
-pub use reply::{effect_line, printable, render, render_reply};
+pub use reply::{effect_line, printable, render, render_into, render_reply};
 pub use time::{duration, time};
 
 pub(crate) use lean::lean_items;

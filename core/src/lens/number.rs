@@ -9,9 +9,8 @@
 //! [`js_entries`] does (the published Python implementation does the same).
 //! For the keys real frames use it is exactly insertion order.
 
-use crate::canonical::write_json_string;
+use crate::canonical::{write_i64, write_json_string};
 use serde_json::{Map, Number, Value};
-use std::fmt::Write as _;
 
 /// Containers nested deeper than this render as `…` instead of recursing.
 /// Frames parsed by `serde_json` (128 levels) or [`crate::json`] (64) never
@@ -37,7 +36,7 @@ pub fn number(n: &Number) -> String {
 pub(crate) fn write_number(n: &Number, out: &mut String) {
     if let Some(i) = n.as_i64() {
         if i.unsigned_abs() <= EXACT_INT {
-            let _ = write!(out, "{i}");
+            write_i64(i, out);
         } else {
             write_f64(i as f64, out);
         }
@@ -52,8 +51,79 @@ pub(crate) fn write_number(n: &Number, out: &mut String) {
 /// ECMAScript `Number::toString` of a double, including `NaN`, `Infinity`
 /// and `-Infinity` (which arithmetic on a JSON number can produce).
 pub(crate) fn write_f64(f: f64, out: &mut String) {
-    let mut buf = ryu_js::Buffer::new();
-    out.push_str(buf.format(f));
+    if !write_short_decimal(f, out) {
+        let mut buf = ryu_js::Buffer::new();
+        out.push_str(buf.format(f));
+    }
+}
+
+/// Powers of ten that [`write_short_decimal`] tries as denominators.
+const POW10: [f64; 7] = [1.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6];
+
+/// Fast path of [`write_f64`] for the doubles frames are full of (prices
+/// like `8.49`, progress like `0.425`, integral values): writes `f` and
+/// returns true when it is `m / 10^j` for an integer `m` and `j ≤ 6`, else
+/// writes nothing and returns false (Ryū then does the general case).
+///
+/// Why this is exactly `Number::toString`: take the smallest such `j`. The
+/// check `m / 10^j == f` is IEEE division of two exact doubles, so it holds
+/// exactly when the decimal `m·10^-j` reads back as `f`. With
+/// `m < 2^50`, `f`'s rounding interval is narrower than `10^-j`, so no other
+/// decimal with at most `j` fraction digits reads back as `f`, and one with
+/// more fraction digits has more significant digits (the integer part is
+/// the same). So `m·10^-j` is the unique shortest round-tripping decimal,
+/// the one ECMAScript (and Ryū) prints, and `1e-6 ≤ |f| < 2^50` is inside
+/// the range printed without an exponent.
+fn write_short_decimal(f: f64, out: &mut String) -> bool {
+    const LIMIT: f64 = (1u64 << 50) as f64;
+    let a = f.abs();
+    if a == 0.0 {
+        out.push('0'); // Also `-0`, as ECMAScript prints it.
+        return true;
+    }
+    if !(1e-6..LIMIT).contains(&a) {
+        return false;
+    }
+    for (j, &scale) in POW10.iter().enumerate() {
+        let scaled = a * scale;
+        if scaled >= LIMIT {
+            return false;
+        }
+        // The nearest integer; `i64` conversions are single instructions.
+        let m = (scaled + 0.5) as i64;
+        if m as f64 / scale != a {
+            continue;
+        }
+        // Digits from the last: `j` fraction digits (the last one not zero,
+        // or a smaller `j` would have matched), then the integer part.
+        let mut buf = [0u8; 24];
+        let mut i = buf.len();
+        let mut rest = m;
+        for _ in 0..j {
+            i -= 1;
+            buf[i] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+        }
+        if j > 0 {
+            i -= 1;
+            buf[i] = b'.';
+        }
+        loop {
+            i -= 1;
+            buf[i] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+            if rest == 0 {
+                break;
+            }
+        }
+        if f < 0.0 {
+            i -= 1;
+            buf[i] = b'-';
+        }
+        out.push_str(std::str::from_utf8(&buf[i..]).unwrap_or_default());
+        return true;
+    }
+    false
 }
 
 /// The number as a double, the way an ECMAScript peer holds it.
@@ -118,7 +188,10 @@ pub(crate) fn write_compact(v: &Value, out: &mut String, depth: usize) {
 /// leading zero, at most 2^32 − 2.
 fn array_index(key: &str) -> Option<u32> {
     let b = key.as_bytes();
-    if b.is_empty() || b.len() > 10 || !b.iter().all(u8::is_ascii_digit) {
+    if !b.first().is_some_and(u8::is_ascii_digit) {
+        return None; // The common case, decided by one byte.
+    }
+    if b.len() > 10 || !b.iter().all(u8::is_ascii_digit) {
         return None;
     }
     if b.len() > 1 && b[0] == b'0' {
@@ -134,7 +207,7 @@ fn array_index(key: &str) -> Option<u32> {
 
 /// Entries of `map` in ECMAScript `Object.entries` order (module notes).
 pub(crate) fn js_entries(map: &Map<String, Value>) -> JsEntries<'_> {
-    if !map.keys().any(|k| array_index(k).is_some()) {
+    if !has_index_keys(map) {
         return JsEntries::Plain(map.iter());
     }
     let mut all: Vec<(Option<u32>, &String, &Value)> =
@@ -150,6 +223,12 @@ pub(crate) fn js_entries(map: &Map<String, Value>) -> JsEntries<'_> {
             .collect::<Vec<_>>()
             .into_iter(),
     )
+}
+
+/// Whether some key of `map` is an array index, so that [`js_entries`]
+/// differs from insertion order.
+pub(crate) fn has_index_keys(map: &Map<String, Value>) -> bool {
+    map.keys().any(|k| array_index(k).is_some())
 }
 
 /// Iterator returned by [`js_entries`]; allocation-free for ordinary objects.
@@ -206,6 +285,37 @@ mod tests {
         assert_eq!(n("12345678901234567890"), "12345678901234567000");
         assert_eq!(n("18446744073709551615"), "18446744073709552000");
         assert_eq!(n("-9223372036854775808"), "-9223372036854776000");
+    }
+
+    /// The short-decimal fast path prints exactly what Ryū-js prints.
+    #[test]
+    fn short_decimals_match_ryu() {
+        let ryu = |f: f64| ryu_js::Buffer::new().format(f).to_string();
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut cases = vec![
+            0.0, -0.0, 1.0, -1.0, 8.49, 0.425, 0.005, 1e-6, 1.5e-6, 9.99e-7, 0.1 + 0.2, 1e15,
+            1125899906842623.0, 1125899906842624.0, 4503599627370495.5, 123456.789, 0.000001,
+            -12.19, 1e21, 5e-324, 100.0, 1234567.125, 0.3, 2.675, 1.005,
+        ];
+        for _ in 0..200_000 {
+            let r = next();
+            let denominator = [1.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6, 1e7, 3.0][(r % 9) as usize];
+            let numerator = (r >> 8) % [100, 100_000, 1 << 40, 1 << 53][((r >> 4) % 4) as usize];
+            cases.push(numerator as f64 / denominator);
+            cases.push(-(numerator as f64) / denominator);
+            cases.push(f64::from_bits(next()));
+        }
+        for f in cases {
+            let mut s = String::new();
+            write_f64(f, &mut s);
+            assert_eq!(s, ryu(f), "{f:e}");
+        }
     }
 
     #[test]

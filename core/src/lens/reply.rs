@@ -1,12 +1,16 @@
 //! Reply renderings (§9.2) and the More lines (§8, §9.2).
+//!
+//! Everything writes into one output buffer: no intermediate strings, no
+//! `core::fmt`, no hashing of field names (a frame's objects have a handful
+//! of keys, so [`get`] compares them directly instead of hashing the key
+//! with SipHash as `Map::get` does).
 
 use super::lean::{lean, write_entry, write_lean, write_lean_without, write_scalar, Lines};
 use super::number::{as_f64, js_entries, write_compact, write_f64, write_number, MAX_DEPTH};
 use super::time::{write_duration_value, write_time_value};
-use crate::canonical::MAX_SAFE_INTEGER;
-use crate::money::Money;
+use crate::canonical::{write_u64, MAX_SAFE_INTEGER};
+use crate::money::is_zero_decimal;
 use serde_json::{Map, Value};
-use std::fmt::Write as _;
 
 /// A frame whose structure §9.2 cannot render; see [`render_reply`].
 struct Malformed;
@@ -21,10 +25,22 @@ const FALLBACK_SKIP: &[&str] = &["parley", "id", "re", "lens"];
 /// Lens of anything: a reply frame (an object with a string `kind`) renders
 /// with [`render_reply`], any other value with [`lean`](super::lean).
 pub fn render(v: &Value) -> String {
+    let mut out = String::new();
+    render_into(v, &mut out);
+    out
+}
+
+/// [`render`] into `out`, replacing its contents and reusing its allocation
+/// (for callers that render many frames, such as `parley lens --ndjson`).
+pub fn render_into(v: &Value, out: &mut String) {
+    let mut lines = Lines::reuse(std::mem::take(out));
     match v {
-        Value::Object(map) if matches!(map.get("kind"), Some(Value::String(_))) => render_reply(v),
-        _ => lean(v),
+        Value::Object(f) if matches!(get(f, "kind"), Some(Value::String(_))) => {
+            write_reply(f, &mut lines)
+        }
+        _ => write_lean(&mut lines, v),
     }
+    *out = lines.buf;
 }
 
 /// §9.2 Lens of a reply frame: BRIEF, PROPOSALS, CLARIFY, RECEIPT (plain,
@@ -55,24 +71,27 @@ pub fn render_reply(frame: &Value) -> String {
         return lean(frame);
     };
     let mut lines = Lines::new();
-    let rendered = match f.get("kind") {
-        Some(Value::String(kind)) => render_kind(f, kind, &mut lines),
+    write_reply(f, &mut lines);
+    lines.buf
+}
+
+fn write_reply(f: &Map<String, Value>, lines: &mut Lines) {
+    let rendered = match get(f, "kind") {
+        Some(Value::String(kind)) => render_kind(f, kind, lines),
         _ => Err(Malformed),
     };
-    match rendered {
-        Ok(()) => lines.buf,
-        Err(Malformed) => {
-            let mut lines = Lines::new();
-            write_lean_without(&mut lines, f, FALLBACK_SKIP);
-            lines.buf
-        }
+    if let Err(Malformed) = rendered {
+        // Whatever was written is discarded: the fallback replaces it all.
+        let buf = std::mem::take(&mut lines.buf);
+        *lines = Lines::reuse(buf);
+        write_lean_without(lines, f, FALLBACK_SKIP);
     }
 }
 
 fn render_kind(f: &Map<String, Value>, kind: &str, lines: &mut Lines) -> Rendered {
     match kind {
         "BRIEF" => brief(f, lines)?,
-        "ANSWER" => write_lean(lines, f.get("data").unwrap_or(&Value::Null)),
+        "ANSWER" => write_lean(lines, get(f, "data").unwrap_or(&Value::Null)),
         "PROPOSALS" => proposals(f, lines)?,
         "CLARIFY" => clarify(f, lines)?,
         "RECEIPT" => receipt(f, lines)?,
@@ -83,23 +102,41 @@ fn render_kind(f: &Map<String, Value>, kind: &str, lines: &mut Lines) -> Rendere
     more(f, lines)
 }
 
+/// `map.get(key)`. Objects of up to 16 entries (every object of a real
+/// frame) are scanned, which is several times cheaper than hashing `key`.
+fn get<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    if map.len() > 16 {
+        return map.get(key);
+    }
+    let key = key.as_bytes();
+    map.iter()
+        .find(|(k, _)| {
+            let k = k.as_bytes();
+            // Length and first byte reject almost every other key inline.
+            k.len() == key.len() && k.first() == key.first() && k == key
+        })
+        .map(|(_, v)| v)
+}
+
 /// A required list of objects.
-fn objects(v: Option<&Value>) -> Result<Vec<&Map<String, Value>>, Malformed> {
+fn objects(v: Option<&Value>) -> Result<&[Value], Malformed> {
     match v {
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|i| i.as_object().ok_or(Malformed))
-            .collect(),
+        Some(Value::Array(items)) if items.iter().all(Value::is_object) => Ok(items),
         _ => Err(Malformed),
     }
 }
 
 /// An optional list of objects: absent and `null` are empty.
-fn optional_objects(v: Option<&Value>) -> Result<Vec<&Map<String, Value>>, Malformed> {
+fn optional_objects(v: Option<&Value>) -> Result<&[Value], Malformed> {
     match v {
-        None | Some(Value::Null) => Ok(Vec::new()),
+        None | Some(Value::Null) => Ok(&[]),
         _ => objects(v),
     }
+}
+
+/// The objects of a list checked by [`objects`].
+fn maps(items: &[Value]) -> impl Iterator<Item = &Map<String, Value>> {
+    items.iter().filter_map(Value::as_object)
 }
 
 /// ECMAScript truthiness, which decides whether optional parts show (§9.2:
@@ -132,6 +169,67 @@ fn needs_escape(c: char) -> bool {
         | '\u{e0000}'..='\u{e007f}')
 }
 
+/// The bytes that can start a character [`needs_escape`] is true for: C0
+/// controls, DEL, and the UTF-8 lead bytes of U+0080–U+009F (`C2`), U+061C
+/// (`D8`), U+200E–U+2069 (`E2`) and U+E0000–U+E007F (`F3`). Every other byte
+/// is skipped without decoding a character.
+const MAY_NEED_ESCAPE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        t[b] = true;
+        b += 1;
+    }
+    t[0x7f] = true;
+    t[0xc2] = true;
+    t[0xd8] = true;
+    t[0xe2] = true;
+    t[0xf3] = true;
+    t
+};
+
+/// Whether all eight bytes are printable ASCII (U+0020–U+007E).
+fn plain_ascii(chunk: &[u8]) -> bool {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let mut word = [0u8; 8];
+    word.copy_from_slice(chunk);
+    let x = u64::from_le_bytes(word);
+    let control = x.wrapping_sub(LO * 0x20) & !x;
+    let d = x ^ (LO * 0x7f);
+    let del = d.wrapping_sub(LO) & !d;
+    (control | del | x) & HI == 0
+}
+
+/// The byte index and the character of the first character of `s` at or
+/// after byte `i` (a character boundary) that [`needs_escape`].
+fn next_escape(s: &str, mut i: usize) -> Option<(usize, char)> {
+    let bytes = s.as_bytes();
+    loop {
+        // Whole words of printable ASCII, then byte by byte to the end of
+        // the word that was not.
+        while bytes.get(i..i + 8).is_some_and(plain_ascii) {
+            i += 8;
+        }
+        let end = bytes.len().min(i + 8);
+        while i < end {
+            if !MAY_NEED_ESCAPE[usize::from(bytes[i])] {
+                i += 1;
+                continue;
+            }
+            // A flagged byte is ASCII or a lead byte: a character boundary.
+            let c = s.get(i..)?.chars().next()?;
+            if needs_escape(c) {
+                return Some((i, c));
+            }
+            i += c.len_utf8();
+        }
+        if i >= bytes.len() {
+            return None;
+        }
+    }
+}
+
 /// Untrusted text made safe to show on one line: every character that could
 /// break or visually reorder a line (controls incl. `\n`, DEL, C1, U+2028/9,
 /// bidi controls, tag characters) is replaced by `\u{hex}`; everything else
@@ -145,14 +243,24 @@ pub fn printable(s: &str) -> String {
 
 pub(crate) fn write_printable(s: &str, out: &mut String) {
     let mut start = 0;
-    for (i, c) in s.char_indices() {
-        if needs_escape(c) {
-            out.push_str(&s[start..i]);
-            let _ = write!(out, "\\u{{{:x}}}", c as u32);
-            start = i + c.len_utf8();
-        }
+    while let Some((i, c)) = next_escape(s, start) {
+        out.push_str(&s[start..i]);
+        write_escape(c, out);
+        start = i + c.len_utf8();
     }
     out.push_str(&s[start..]);
+}
+
+/// `\u{hex}` with lowercase digits and no padding.
+fn write_escape(c: char, out: &mut String) {
+    out.push_str("\\u{");
+    let n = c as u32;
+    let mut shift = (32 - n.leading_zeros()).div_ceil(4).max(1) * 4;
+    while shift > 0 {
+        shift -= 4;
+        out.push(char::from(b"0123456789abcdef"[(n >> shift & 15) as usize]));
+    }
+    out.push('}');
 }
 
 /// A verbatim text field: see [`render_reply`].
@@ -166,10 +274,15 @@ fn text(v: Option<&Value>, out: &mut String) {
     }
 }
 
+/// Compact JSON made [`printable`]: written in place, and redone through
+/// `printable` only in the rare case that it holds a character to escape.
 fn compact_printable(v: &Value, out: &mut String) {
-    let mut s = String::new();
-    write_compact(v, &mut s, 0);
-    write_printable(&s, out);
+    let start = out.len();
+    write_compact(v, out, 0);
+    if next_escape(out, start).is_some() {
+        let compact = out.split_off(start);
+        write_printable(&compact, out);
+    }
 }
 
 /// §9.2 effect line: `SYM op target[.field][: from → to][ — detail]`, with
@@ -193,17 +306,47 @@ fn write_effect(effect: &Value, out: &mut String) {
     write_effect_map(e, out);
 }
 
-fn effect_lines(effects: &[&Map<String, Value>], lines: &mut Lines) {
-    for e in effects {
+fn effect_lines(effects: &[Value], lines: &mut Lines) {
+    for e in maps(effects) {
         let out = lines.line();
         out.push_str("  ");
         write_effect_map(e, out);
     }
 }
 
+/// The fields of an effect, found in one pass over its entries.
+#[derive(Default)]
+struct EffectFields<'a> {
+    op: Option<&'a Value>,
+    target: Option<&'a Value>,
+    field: Option<&'a Value>,
+    from: Option<&'a Value>,
+    to: Option<&'a Value>,
+    detail: Option<&'a Value>,
+}
+
+impl<'a> EffectFields<'a> {
+    fn of(e: &'a Map<String, Value>) -> Self {
+        let mut f = EffectFields::default();
+        for (k, v) in e {
+            let slot = match k.as_str() {
+                "op" => &mut f.op,
+                "target" => &mut f.target,
+                "field" => &mut f.field,
+                "from" => &mut f.from,
+                "to" => &mut f.to,
+                "detail" => &mut f.detail,
+                _ => continue,
+            };
+            *slot = Some(v);
+        }
+        f
+    }
+}
+
 fn write_effect_map(e: &Map<String, Value>, out: &mut String) {
-    let op = e.get("op");
-    out.push(match op.and_then(Value::as_str) {
+    let f = EffectFields::of(e);
+    out.push(match f.op.and_then(Value::as_str) {
         Some("create") => '+',
         Some("update") => '~',
         Some("delete") => '-',
@@ -212,55 +355,57 @@ fn write_effect_map(e: &Map<String, Value>, out: &mut String) {
         _ => '*',
     });
     out.push(' ');
-    text(op, out);
+    text(f.op, out);
     out.push(' ');
-    text(e.get("target"), out);
-    if truthy(e.get("field")) {
+    text(f.target, out);
+    if truthy(f.field) {
         out.push('.');
-        text(e.get("field"), out);
+        text(f.field, out);
     }
-    if e.contains_key("from") || e.contains_key("to") {
+    if f.from.is_some() || f.to.is_some() {
         out.push_str(": ");
-        write_scalar(e.get("from").unwrap_or(&Value::Null), out);
+        write_scalar(f.from.unwrap_or(&Value::Null), out);
         out.push_str(" → ");
-        write_scalar(e.get("to").unwrap_or(&Value::Null), out);
+        write_scalar(f.to.unwrap_or(&Value::Null), out);
     }
-    if truthy(e.get("detail")) {
+    if truthy(f.detail) {
         out.push_str(" — ");
-        text(e.get("detail"), out);
+        text(f.detail, out);
     }
 }
 
 // ---- BRIEF ----
 
 fn brief(f: &Map<String, Value>, lines: &mut Lines) -> Rendered {
-    let service = f
-        .get("service")
+    let service = get(f, "service")
         .and_then(Value::as_object)
         .ok_or(Malformed)?;
-    let caps = objects(f.get("capabilities"))?;
+    let caps = objects(get(f, "capabilities"))?;
     let out = lines.line();
     out.push_str("# ");
-    text(service.get("name"), out);
+    text(get(service, "name"), out);
     out.push_str(" (");
-    text(service.get("id"), out);
+    text(get(service, "id"), out);
     out.push(')');
-    if truthy(service.get("summary")) {
-        text(service.get("summary"), lines.line());
+    let summary = get(service, "summary");
+    if truthy(summary) {
+        text(summary, lines.line());
     }
-    for c in caps {
+    for c in maps(caps) {
         let out = lines.line();
-        text(c.get("kind"), out);
+        text(get(c, "kind"), out);
         out.push(' ');
-        text(c.get("name"), out);
-        write_params(c.get("params"), out);
-        if truthy(c.get("summary")) {
+        text(get(c, "name"), out);
+        write_params(get(c, "params"), out);
+        let summary = get(c, "summary");
+        if truthy(summary) {
             out.push_str(" — ");
-            text(c.get("summary"), out);
+            text(summary, out);
         }
-        if truthy(c.get("risk")) {
+        let risk = get(c, "risk");
+        if truthy(risk) {
             out.push_str(" [risk:");
-            text(c.get("risk"), out);
+            text(risk, out);
             out.push(']');
         }
     }
@@ -318,32 +463,61 @@ fn write_type(t: &Value, out: &mut String, depth: usize) {
 
 const ATTRS: [&str; 4] = ["cost", "risk", "undo", "expires"];
 
-/// The four §9.2 attribute values of a proposal, rendered.
-fn attributes(p: &Map<String, Value>) -> [String; 4] {
-    let mut cost = String::new();
-    write_cost(p.get("cost"), &mut cost);
-    let mut risk = String::new();
-    text(p.get("risk"), &mut risk);
-    let mut undo = String::new();
-    match p.get("undo") {
-        None | Some(Value::Null) => undo.push_str("never"),
-        Some(Value::Object(u)) => {
-            let window = u.get("window");
-            write_duration_value(window, &mut undo, |out| text(window, out));
+/// The four §9.2 attribute values of every proposal, rendered once into one
+/// buffer: they are compared across proposals, then written.
+struct Attributes {
+    text: String,
+    /// Per proposal, where each of its four values starts, and the end.
+    bounds: Vec<[usize; 5]>,
+}
+
+impl Attributes {
+    fn of(ps: &[Value]) -> Attributes {
+        let mut text = String::new();
+        let mut bounds = Vec::with_capacity(ps.len());
+        for p in maps(ps) {
+            let mut b = [0; 5];
+            for (i, start) in b.iter_mut().take(4).enumerate() {
+                *start = text.len();
+                write_attribute(p, i, &mut text);
+            }
+            b[4] = text.len();
+            bounds.push(b);
         }
-        other => text(other, &mut undo),
+        Attributes { text, bounds }
     }
-    let mut expires = String::new();
-    let e = p.get("expires");
-    write_time_value(e, &mut expires, |out| text(e, out));
-    [cost, risk, undo, expires]
+
+    fn get(&self, proposal: usize, attr: usize) -> &str {
+        let b = &self.bounds[proposal];
+        &self.text[b[attr]..b[attr + 1]]
+    }
+}
+
+/// Attribute `i` ([`ATTRS`]) of a proposal.
+fn write_attribute(p: &Map<String, Value>, i: usize, out: &mut String) {
+    match i {
+        0 => write_cost(get(p, "cost"), out),
+        1 => text(get(p, "risk"), out),
+        2 => match get(p, "undo") {
+            None | Some(Value::Null) => out.push_str("never"),
+            Some(Value::Object(u)) => {
+                let window = get(u, "window");
+                write_duration_value(window, out, |out| text(window, out));
+            }
+            other => text(other, out),
+        },
+        _ => {
+            let e = get(p, "expires");
+            write_time_value(e, out, |out| text(e, out));
+        }
+    }
 }
 
 /// An integer amount a peer holds exactly (|n| ≤ 2^53 − 1), as §5.1 requires.
 fn safe_integer(v: Option<&Value>) -> Option<i64> {
     let n = v?.as_number()?;
     if let Some(i) = n.as_i64() {
-        return (i.abs() <= MAX_SAFE_INTEGER).then_some(i);
+        return (i.unsigned_abs() <= MAX_SAFE_INTEGER as u64).then_some(i);
     }
     let f = n.as_f64()?;
     (f.fract() == 0.0 && f.abs() <= MAX_SAFE_INTEGER as f64).then_some(f as i64)
@@ -354,69 +528,86 @@ fn safe_integer(v: Option<&Value>) -> Option<i64> {
 fn write_cost(v: Option<&Value>, out: &mut String) {
     match v {
         None | Some(Value::Null) => out.push_str("free"),
-        Some(Value::Object(m)) => match (safe_integer(m.get("amount")), m.get("currency")) {
-            (Some(amount), Some(Value::String(currency))) => {
-                let money = Money {
-                    amount,
-                    currency: printable(currency),
-                };
-                let _ = write!(out, "{money}");
-            }
+        Some(Value::Object(m)) => match (safe_integer(get(m, "amount")), get(m, "currency")) {
+            (Some(amount), Some(Value::String(currency))) => write_money(amount, currency, out),
             _ => text(v, out),
         },
         Some(_) => text(v, out),
     }
 }
 
-fn write_attrs(out: &mut String, attrs: &[String; 4], pick: impl Fn(usize) -> bool) {
+/// §9.2 money, as [`Money`](crate::money::Money)'s `Display` writes it
+/// (`12.50 USD`, `-0.05 EUR`, `500 JPY`), with the currency made
+/// [`printable`], written in place. (A currency with something to escape is
+/// never a zero-decimal code, before or after escaping.)
+fn write_money(amount: i64, currency: &str, out: &mut String) {
+    if amount < 0 {
+        out.push('-');
+    }
+    let abs = amount.unsigned_abs();
+    if is_zero_decimal(currency) {
+        write_u64(abs, out);
+    } else {
+        write_u64(abs / 100, out);
+        out.push('.');
+        out.push(char::from(b'0' + (abs % 100 / 10) as u8));
+        out.push(char::from(b'0' + (abs % 10) as u8));
+    }
+    out.push(' ');
+    write_printable(currency, out);
+}
+
+/// `attr: value` for the attributes `pick` selects, joined by ` · `.
+fn write_attrs(out: &mut String, attrs: &Attributes, p: usize, pick: impl Fn(usize) -> bool) {
     let mut first = true;
-    for (i, value) in attrs.iter().enumerate() {
+    for (i, name) in ATTRS.iter().enumerate() {
         if pick(i) {
             if !first {
                 out.push_str(" · ");
             }
             first = false;
-            out.push_str(ATTRS[i]);
+            out.push_str(name);
             out.push_str(": ");
-            out.push_str(value);
+            out.push_str(attrs.get(p, i));
         }
     }
 }
 
 fn proposals(f: &Map<String, Value>, lines: &mut Lines) -> Rendered {
-    let ps = objects(f.get("proposals"))?;
-    let effects = ps
-        .iter()
-        .map(|p| objects(p.get("effects")))
-        .collect::<Result<Vec<_>, _>>()?;
-    let attrs: Vec<[String; 4]> = ps.iter().map(|p| attributes(p)).collect();
+    let ps = objects(get(f, "proposals"))?;
+    // Checked before anything is written, as the fallback replaces it all.
+    for p in maps(ps) {
+        objects(get(p, "effects"))?;
+    }
+    let attrs = Attributes::of(ps);
     let n = ps.len();
     let mut shared = [false; 4];
     if n >= 2 {
         for (i, s) in shared.iter_mut().enumerate() {
-            *s = attrs.iter().all(|a| a[i] == attrs[0][i]);
+            *s = (1..n).all(|p| attrs.get(p, i) == attrs.get(0, i));
         }
     }
     let out = lines.line();
-    let _ = write!(out, "{n} proposal{}", if n == 1 { "" } else { "s" });
+    write_u64(n as u64, out);
+    out.push_str(if n == 1 { " proposal" } else { " proposals" });
     if shared.iter().any(|s| *s) {
         out.push_str(" — ");
-        write_attrs(out, &attrs[0], |i| shared[i]);
+        write_attrs(out, &attrs, 0, |i| shared[i]);
     }
     out.push(':');
-    for ((p, effects), attrs) in ps.iter().zip(&effects).zip(&attrs) {
+    for (i, p) in maps(ps).enumerate() {
         let out = lines.line();
         out.push('[');
-        text(p.get("id"), out);
+        text(get(p, "id"), out);
         out.push_str("] ");
-        text(p.get("summary"), out);
-        effect_lines(effects, lines);
+        text(get(p, "summary"), out);
+        effect_lines(objects(get(p, "effects"))?, lines);
         if shared.iter().any(|s| !*s) {
             let out = lines.line();
             out.push_str("  ");
-            write_attrs(out, attrs, |i| !shared[i]);
+            write_attrs(out, &attrs, i, |i| !shared[i]);
         }
-        if let Some(data) = p.get("data") {
+        if let Some(data) = get(p, "data") {
             write_entry(lines, "data", data, 1, false, 1);
         }
     }
@@ -426,57 +617,61 @@ fn proposals(f: &Map<String, Value>, lines: &mut Lines) -> Rendered {
 // ---- CLARIFY, RECEIPT, ERROR, EVENT ----
 
 fn clarify(f: &Map<String, Value>, lines: &mut Lines) -> Rendered {
-    let options = objects(f.get("options"))?;
+    let options = objects(get(f, "options"))?;
     let out = lines.line();
     out.push_str("? ");
-    text(f.get("question"), out);
-    for (i, o) in options.iter().enumerate() {
+    text(get(f, "question"), out);
+    for (i, o) in maps(options).enumerate() {
         let out = lines.line();
-        let _ = write!(out, "  {}. ", i + 1);
-        text(o.get("label"), out);
+        out.push_str("  ");
+        write_u64(i as u64 + 1, out);
+        out.push_str(". ");
+        text(get(o, "label"), out);
     }
     Ok(())
 }
 
 fn receipt(f: &Map<String, Value>, lines: &mut Lines) -> Rendered {
-    let rc = f
-        .get("receipt")
+    let rc = get(f, "receipt")
         .and_then(Value::as_object)
         .ok_or(Malformed)?;
-    let auto = truthy(f.get("auto"));
     // Effects are shown only for auto-commits (§9.2): otherwise the model
     // already read them in the proposal.
-    let effects = if auto {
-        objects(rc.get("effects"))?
+    let effects = if truthy(get(f, "auto")) {
+        objects(get(rc, "effects"))?
     } else {
-        Vec::new()
+        &[]
+    };
+    let replay = truthy(get(f, "replay"));
+    let tag = |out: &mut String| {
+        out.push_str("(receipt ");
+        text(get(rc, "id"), out);
+        out.push(')');
+        if replay {
+            out.push_str(" (replay)");
+        }
     };
     let out = lines.line();
-    let mut tag = String::from("(receipt ");
-    text(rc.get("id"), &mut tag);
-    tag.push(')');
-    if truthy(f.get("replay")) {
-        tag.push_str(" (replay)");
-    }
-    if truthy(rc.get("undoes")) {
+    let undoes = get(rc, "undoes");
+    if truthy(undoes) {
         out.push_str("↶ undid ");
-        text(rc.get("undoes"), out);
+        text(undoes, out);
         out.push_str(": ");
-        text(rc.get("summary"), out);
+        text(get(rc, "summary"), out);
         out.push(' ');
-        out.push_str(&tag);
+        tag(out);
     } else {
         out.push_str("✓ ");
-        text(rc.get("summary"), out);
+        text(get(rc, "summary"), out);
         out.push(' ');
-        out.push_str(&tag);
+        tag(out);
         out.push_str(" · ");
-        let undo = rc.get("undo");
+        let undo = get(rc, "undo");
         if truthy(undo) {
             out.push_str("undo until ");
             match undo {
                 Some(Value::Object(u)) => {
-                    let until = u.get("until");
+                    let until = get(u, "until");
                     write_time_value(until, out, |o| text(until, o));
                 }
                 other => text(other, out),
@@ -485,16 +680,16 @@ fn receipt(f: &Map<String, Value>, lines: &mut Lines) -> Rendered {
             out.push_str("irreversible");
         }
     }
-    effect_lines(&effects, lines);
-    if let Some(result) = rc.get("result") {
+    effect_lines(effects, lines);
+    if let Some(result) = get(rc, "result") {
         write_entry(lines, "result", result, 1, false, 1);
     }
     Ok(())
 }
 
 fn error(f: &Map<String, Value>, lines: &mut Lines) -> Rendered {
-    let fixes = optional_objects(f.get("fix"))?;
-    let consent = f.get("consent");
+    let fixes = optional_objects(get(f, "fix"))?;
+    let consent = get(f, "consent");
     let consent = match consent {
         _ if !truthy(consent) => None,
         Some(Value::Object(c)) => Some(c),
@@ -502,19 +697,19 @@ fn error(f: &Map<String, Value>, lines: &mut Lines) -> Rendered {
     };
     let out = lines.line();
     out.push_str("✗ ");
-    text(f.get("code"), out);
+    text(get(f, "code"), out);
     out.push_str(": ");
-    text(f.get("message"), out);
-    for fix in fixes {
+    text(get(f, "message"), out);
+    for fix in maps(fixes) {
         let out = lines.line();
         out.push_str("  fix: ");
-        text(fix.get("say"), out);
-        if let Some(params) = fix.get("params").filter(|p| truthy(Some(p))) {
+        text(get(fix, "say"), out);
+        if let Some(params) = get(fix, "params").filter(|p| truthy(Some(p))) {
             out.push_str(" → params ");
             compact_printable(params, out);
         }
     }
-    match f.get("need") {
+    match get(f, "need") {
         None | Some(Value::Null) => {}
         Some(Value::Array(a)) if a.is_empty() => {}
         Some(Value::String(s)) if s.is_empty() => {}
@@ -527,12 +722,12 @@ fn error(f: &Map<String, Value>, lines: &mut Lines) -> Rendered {
     if let Some(c) = consent {
         let out = lines.line();
         out.push_str("  consent: principal must approve ");
-        text(c.get("hash"), out);
+        text(get(c, "hash"), out);
         out.push_str(" (");
-        text(c.get("summary"), out);
+        text(get(c, "summary"), out);
         out.push(')');
     }
-    if let Some(retry @ Value::Number(_)) = f.get("retry") {
+    if let Some(retry @ Value::Number(_)) = get(f, "retry") {
         let out = lines.line();
         out.push_str("  retry in: ");
         write_duration_value(Some(retry), out, |_| {});
@@ -556,8 +751,8 @@ fn js_round(x: f64) -> f64 {
 fn event(f: &Map<String, Value>, lines: &mut Lines) {
     let out = lines.line();
     out.push_str("… ");
-    text(f.get("message"), out);
-    if let Some(Value::Number(p)) = f.get("progress") {
+    text(get(f, "message"), out);
+    if let Some(Value::Number(p)) = get(f, "progress") {
         out.push_str(" (");
         write_f64(js_round(as_f64(p) * 100.0), out);
         out.push_str("%)");
@@ -566,16 +761,16 @@ fn event(f: &Map<String, Value>, lines: &mut Lines) {
 
 /// `… {remaining} more at {path} — EXPAND {handle} (~{est} tokens)` per entry.
 fn more(f: &Map<String, Value>, lines: &mut Lines) -> Rendered {
-    for m in optional_objects(f.get("more"))? {
+    for m in maps(optional_objects(get(f, "more"))?) {
         let out = lines.line();
         out.push_str("… ");
-        text(m.get("remaining"), out);
+        text(get(m, "remaining"), out);
         out.push_str(" more at ");
-        text(m.get("path"), out);
+        text(get(m, "path"), out);
         out.push_str(" — EXPAND ");
-        text(m.get("handle"), out);
+        text(get(m, "handle"), out);
         out.push_str(" (~");
-        text(m.get("est"), out);
+        text(get(m, "est"), out);
         out.push_str(" tokens)");
     }
     Ok(())
@@ -702,6 +897,37 @@ mod tests {
         let mut s = String::new();
         write_cost(Some(&big), &mut s);
         assert_eq!(s, "{\"amount\":9007199254740992,\"currency\":\"USD\"}");
+    }
+
+    #[test]
+    fn money_is_written_as_money_displays_it() {
+        use crate::money::Money;
+        for (amount, currency) in [
+            (1250, "USD"),
+            (-5, "EUR"),
+            (0, "USD"),
+            (500, "JPY"),
+            (-500, "KRW"),
+            (7, "X\u{202e}"),
+            (MAX_SAFE_INTEGER, "ISK"),
+            (-MAX_SAFE_INTEGER, "ABC"),
+            (i64::MIN, "USD"),
+        ] {
+            let mut s = String::new();
+            write_money(amount, currency, &mut s);
+            let money = Money {
+                amount,
+                currency: printable(currency),
+            };
+            assert_eq!(s, money.to_string());
+        }
+    }
+
+    #[test]
+    fn escapes_are_lowercase_hex_without_padding() {
+        assert_eq!(printable("\u{0}\u{a}\u{9f}\u{61c}\u{e007f}"), "\\u{0}\\u{a}\\u{9f}\\u{61c}\\u{e007f}");
+        assert_eq!(printable("plain ascii text, long enough"), "plain ascii text, long enough");
+        assert_eq!(printable("0123456\u{7f}"), "0123456\\u{7f}");
     }
 
     #[test]

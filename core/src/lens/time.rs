@@ -1,8 +1,8 @@
 //! Times and durations (§9.2).
 
 use super::number::{as_f64, write_f64};
+use crate::canonical::{write_i64, write_u64};
 use serde_json::Value;
-use std::fmt::Write as _;
 
 /// §9.2 time: UTC `YYYY-MM-DDTHH:MMZ`, with `:SS` inserted when the seconds
 /// are not zero (`2026-09-21T14:23:20Z`).
@@ -13,23 +13,56 @@ use std::fmt::Write as _;
 /// ECMAScript's ±8.64e12 s range, where `toISOString` throws, keep the same
 /// format instead of failing. Total for every `i64`.
 pub fn time(unix: i64) -> String {
+    let mut s = String::with_capacity(20);
+    write_time(unix, &mut s);
+    s
+}
+
+/// Appends [`time`] of `unix` to `out`, digit by digit (no `core::fmt`).
+pub(crate) fn write_time(unix: i64, out: &mut String) {
     let days = unix.div_euclid(86_400);
     let secs = unix.rem_euclid(86_400);
     let (y, m, d) = civil_from_days(days);
-    let mut s = String::with_capacity(20);
     if (0..=9999).contains(&y) {
-        let _ = write!(s, "{y:04}");
+        write_padded(y.unsigned_abs(), 4, out);
     } else {
-        let sign = if y < 0 { '-' } else { '+' };
-        let _ = write!(s, "{sign}{:06}", y.unsigned_abs());
+        out.push(if y < 0 { '-' } else { '+' });
+        write_padded(y.unsigned_abs(), 6, out);
     }
     let (hh, mm, ss) = (secs / 3600, secs / 60 % 60, secs % 60);
-    let _ = write!(s, "-{m:02}-{d:02}T{hh:02}:{mm:02}");
+    out.push('-');
+    write_padded(u64::from(m), 2, out);
+    out.push('-');
+    write_padded(u64::from(d), 2, out);
+    out.push('T');
+    write_padded(hh.unsigned_abs(), 2, out);
+    out.push(':');
+    write_padded(mm.unsigned_abs(), 2, out);
     if ss != 0 {
-        let _ = write!(s, ":{ss:02}");
+        out.push(':');
+        write_padded(ss.unsigned_abs(), 2, out);
     }
-    s.push('Z');
-    s
+    out.push('Z');
+}
+
+/// `n` with leading zeros to at least `width` digits (`{n:0width$}`).
+fn write_padded(n: u64, width: u32, out: &mut String) {
+    if width == 2 && n < 100 {
+        // Months, days, hours, minutes and seconds.
+        out.push(char::from(b'0' + (n / 10) as u8));
+        out.push(char::from(b'0' + (n % 10) as u8));
+        return;
+    }
+    let mut digits = 1;
+    let mut rest = n / 10;
+    while rest > 0 {
+        digits += 1;
+        rest /= 10;
+    }
+    for _ in digits..width {
+        out.push('0');
+    }
+    write_u64(n, out);
 }
 
 /// Proleptic Gregorian (year, month, day) of a count of days since
@@ -52,12 +85,22 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 /// (`172800` → `2d`, `3600` → `1h`, `90` → `90s`, `0` → `0s`; negative
 /// values keep their sign: `-3600` → `-1h`).
 pub fn duration(secs: i64) -> String {
+    let mut s = String::new();
+    write_duration(secs, &mut s);
+    s
+}
+
+/// Appends [`duration`] of `secs` to `out`.
+pub(crate) fn write_duration(secs: i64, out: &mut String) {
     for (unit, name) in [(86_400, 'd'), (3_600, 'h'), (60, 'm')] {
         if secs != 0 && secs % unit == 0 {
-            return format!("{}{name}", secs / unit);
+            write_i64(secs / unit, out);
+            out.push(name);
+            return;
         }
     }
-    format!("{secs}s")
+    write_i64(secs, out);
+    out.push('s');
 }
 
 /// A time field of a frame. Integers use [`time`]; a fractional number uses
@@ -70,13 +113,13 @@ pub(crate) fn write_time_value(
 ) {
     if let Some(Value::Number(n)) = v {
         if let Some(i) = n.as_i64() {
-            out.push_str(&time(i));
+            write_time(i, out);
             return;
         }
         let f = as_f64(n).floor();
         // The range check is on the double: both bounds are exact doubles.
         if (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&f) {
-            out.push_str(&time(f as i64));
+            write_time(f as i64, out);
             return;
         }
     }
@@ -95,7 +138,7 @@ pub(crate) fn write_duration_value(
         return fallback(out);
     };
     if let Some(i) = n.as_i64() {
-        out.push_str(&duration(i));
+        write_duration(i, out);
         return;
     }
     let f = as_f64(n);
