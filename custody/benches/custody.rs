@@ -42,6 +42,13 @@ const BIG_LOG: i64 = 1_000_000;
 const AGENTS: i64 = 100;
 
 fn main() {
+    // `cargo bench -p parley-custody --bench custody -- m7`: only the M7 figures.
+    if std::env::args().any(|a| a == "m7") {
+        for (k, v) in m7_review() {
+            println!("| {k} | {v} |");
+        }
+        return;
+    }
     if std::env::var_os(INSIDE).is_none() && keyring_tools() {
         std::process::exit(rerun_in_keyring_session());
     }
@@ -90,6 +97,7 @@ fn main() {
 
     let big = big_log();
     table.extend(big);
+    table.extend(m7_review());
 
     if keyring {
         table.push(match daemon_idle_rss() {
@@ -541,4 +549,73 @@ fn vm_rss(pid: u32) -> Option<u64> {
         .lines()
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+// ------------------------------------------------------------ M7: huge fields
+
+/// M7: reviewing a consent whose summary, consent summary and an effect
+/// target are 300,000 characters each (hash recomputation, the checks, and
+/// the display-safe review model, which cuts fields to 4,096 characters);
+/// and a `pc1.` code of that size, refused at its size bound. Median of 21.
+fn m7_review() -> Vec<(String, String)> {
+    use parley_custody::review::{review_code, review_consent, Requester, ReviewContext};
+    let principal = SecretKey::from_seed(&Zeroizing::new([1u8; 32]));
+    let agent = SecretKey::from_seed(&Zeroizing::new([2u8; 32]))
+        .public()
+        .to_string();
+    let now = unix_now();
+    let huge = "é\u{202e}x".repeat(100_000); // 300,000 characters
+    let mut p = json!({
+        "id": "p_m7", "capability": "shop.order", "summary": huge,
+        "effects": [{"op": "send", "target": huge, "detail": huge}],
+        "cost": {"amount": 100, "currency": "USD"}, "risk": "low",
+        "undo": null, "expires": now + 600
+    });
+    p["hash"] = json!(proposal_hash(&p).expect("hash"));
+    let consent = json!({"proposal": "p_m7", "hash": p["hash"], "service": "shop.example",
+        "capability": "shop.order", "principal": principal.public().to_string(),
+        "summary": huge, "expires": now + 600});
+    let principals = [principal.public()];
+    let ctx = ReviewContext {
+        now,
+        principals: &principals,
+        limits: Default::default(),
+        requester: Requester {
+            user: "agent".into(),
+            uid: 1001,
+            pid: None,
+            exe: None,
+        },
+        agent_label: None,
+        agent_known: false,
+    };
+    let median = |f: &mut dyn FnMut() -> bool| {
+        let mut ms: Vec<f64> = (0..21)
+            .map(|_| {
+                let t = Instant::now();
+                assert!(f());
+                t.elapsed().as_secs_f64() * 1e3
+            })
+            .collect();
+        ms.sort_by(f64::total_cmp);
+        ms[ms.len() / 2]
+    };
+    let review = median(
+        &mut || match review_consent(&consent, &p, "shop.example", &agent, &ctx) {
+            Ok(r) => r.review().their_words.chars().count() < 5_000,
+            Err(e) => panic!("M7 review refused: {e}"),
+        },
+    );
+    let code = format!("pc1.{}", "A".repeat(400_000));
+    let refused = median(&mut || review_code(&code, &agent, &ctx).is_err());
+    vec![
+        (
+            "M7: review of a consent with three 300,000-character fields".into(),
+            format!("{review:.2} ms (goal: well under 100 ms)"),
+        ),
+        (
+            "M7: a 400,000-byte pc1. code, refused at the size bound".into(),
+            format!("{refused:.3} ms"),
+        ),
+    ]
 }
