@@ -16,8 +16,8 @@
 //! scratch. So every refusal, and its message, comes from the reference path,
 //! and the fast path only has to be right about what it accepts.
 
-use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
 use crate::canonical::literal_run;
+use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 use std::fmt;
 

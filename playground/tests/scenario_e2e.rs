@@ -37,7 +37,10 @@ async fn next(shown: &mut UnboundedReceiver<PendingView>) -> PendingView {
 
 #[test]
 fn order_over_the_limit_is_committed_with_the_humans_consent() {
-    if !in_session("order_over_the_limit_is_committed_with_the_humans_consent", Session::Keyring) {
+    if !in_session(
+        "order_over_the_limit_is_committed_with_the_humans_consent",
+        Session::Keyring,
+    ) {
         return;
     }
     let rt = tokio::runtime::Builder::new_multi_thread()

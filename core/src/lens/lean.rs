@@ -208,7 +208,10 @@ fn table_first_row(items: &[Value]) -> Option<&Map<String, Value>> {
         // and so for every row with the same keys in the same order.
         let same = |obj: &Map<String, Value>| {
             obj.len() == first.len()
-                && obj.iter().zip(first.keys()).all(|((k, v), col)| k == col && is_scalar(v))
+                && obj
+                    .iter()
+                    .zip(first.keys())
+                    .all(|((k, v), col)| same_key(k, col) && is_scalar(v))
         };
         return items
             .iter()
@@ -227,6 +230,15 @@ fn table_first_row(items: &[Value]) -> Option<&Map<String, Value>> {
         }
     }
     Some(first)
+}
+
+/// `a == b` without a `memcmp` call: table rows compare every key with the
+/// first row's, and keys are short.
+fn same_key(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(true, |same, (x, y)| same & (x == y))
 }
 
 /// One `key: …` entry at indent `n` (plus the lines it owns).
@@ -288,7 +300,9 @@ fn write_array_body(lines: &mut Lines, items: &[Value], n: usize, depth: usize) 
             if plain {
                 obj.values().enumerate().for_each(|(i, v)| row(i, v));
             } else {
-                js_entries(obj).enumerate().for_each(|(i, (_, v))| row(i, v));
+                js_entries(obj)
+                    .enumerate()
+                    .for_each(|(i, (_, v))| row(i, v));
             }
         }
         return;

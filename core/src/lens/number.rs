@@ -9,7 +9,7 @@
 //! [`js_entries`] does (the published Python implementation does the same).
 //! For the keys real frames use it is exactly insertion order.
 
-use crate::canonical::{write_i64, write_json_string};
+use crate::canonical::{push_ascii, write_i64, write_json_string};
 use serde_json::{Map, Number, Value};
 
 /// Containers nested deeper than this render as `…` instead of recursing.
@@ -120,7 +120,7 @@ fn write_short_decimal(f: f64, out: &mut String) -> bool {
             i -= 1;
             buf[i] = b'-';
         }
-        out.push_str(std::str::from_utf8(&buf[i..]).unwrap_or_default());
+        push_ascii(&buf[i..], out);
         return true;
     }
     false
@@ -299,9 +299,31 @@ mod tests {
             seed
         };
         let mut cases = vec![
-            0.0, -0.0, 1.0, -1.0, 8.49, 0.425, 0.005, 1e-6, 1.5e-6, 9.99e-7, 0.1 + 0.2, 1e15,
-            1125899906842623.0, 1125899906842624.0, 4503599627370495.5, 123456.789, 0.000001,
-            -12.19, 1e21, 5e-324, 100.0, 1234567.125, 0.3, 2.675, 1.005,
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            8.49,
+            0.425,
+            0.005,
+            1e-6,
+            1.5e-6,
+            9.99e-7,
+            0.1 + 0.2,
+            1e15,
+            1125899906842623.0,
+            1125899906842624.0,
+            4503599627370495.5,
+            123456.789,
+            0.000001,
+            -12.19,
+            1e21,
+            5e-324,
+            100.0,
+            1234567.125,
+            0.3,
+            2.675,
+            1.005,
         ];
         for _ in 0..200_000 {
             let r = next();

@@ -925,8 +925,14 @@ mod tests {
 
     #[test]
     fn escapes_are_lowercase_hex_without_padding() {
-        assert_eq!(printable("\u{0}\u{a}\u{9f}\u{61c}\u{e007f}"), "\\u{0}\\u{a}\\u{9f}\\u{61c}\\u{e007f}");
-        assert_eq!(printable("plain ascii text, long enough"), "plain ascii text, long enough");
+        assert_eq!(
+            printable("\u{0}\u{a}\u{9f}\u{61c}\u{e007f}"),
+            "\\u{0}\\u{a}\\u{9f}\\u{61c}\\u{e007f}"
+        );
+        assert_eq!(
+            printable("plain ascii text, long enough"),
+            "plain ascii text, long enough"
+        );
         assert_eq!(printable("0123456\u{7f}"), "0123456\\u{7f}");
     }
 
