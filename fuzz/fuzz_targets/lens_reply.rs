@@ -1,0 +1,37 @@
+//! Lens (§9.2) of arbitrary reply frames, and budget fitting (§8). Input:
+//! strict JSON; a frame's own `lens` is replaced by a marker that must never
+//! reach the output (we always render locally). The first byte also picks a
+//! token budget for `fit_reply`.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use parley_core::fit::{fit_reply, MAX_STEPS};
+use parley_core::lens::render_reply;
+use parley_fuzz::{one_line_per_line, parse};
+use serde_json::Value;
+
+const MARKER: &str = "SERVICE-WROTE-THIS-LENS";
+
+fuzz_target!(|data: &[u8]| {
+    let Some(mut v) = parse(data, 64) else { return };
+    if let Value::Object(m) = &mut v {
+        if m.contains_key("lens") {
+            m.insert("lens".into(), Value::String(MARKER.into()));
+        }
+    }
+    let text = render_reply(&v);
+    assert!(one_line_per_line(&text), "{text:?}");
+    assert!(!text.contains(MARKER), "the service's lens was shown");
+    let budget = usize::from(data.first().copied().unwrap_or(0)) * 4;
+    let mut n = 0usize;
+    let out = fit_reply(&v, budget, &mut || {
+        n += 1;
+        format!("h_{n}")
+    });
+    assert!(n <= MAX_STEPS, "{n} handles");
+    if out.elided.is_empty() {
+        assert_eq!(out.reply, v);
+    }
+    let again = render_reply(&out.reply);
+    assert!(one_line_per_line(&again));
+});

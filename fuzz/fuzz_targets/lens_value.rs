@@ -1,0 +1,31 @@
+//! Lens (§9.1) of arbitrary values, and the helpers the review uses on
+//! untrusted text. Input: JSON (strict) or, if it is not JSON, the bytes as
+//! one string value.
+//!
+//! Asserts: no control character but `\n` in lean output or in `printable`;
+//! compact JSON parses back; the token estimate of the output is consistent.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use parley_core::estimate::est;
+use parley_core::lens::{compact_json, effect_line, lean, printable, render, scalar};
+use parley_fuzz::{one_line_per_line, parse};
+use serde_json::Value;
+
+fuzz_target!(|data: &[u8]| {
+    let v = parse(data, 64).unwrap_or_else(|| Value::String(String::from_utf8_lossy(data).into()));
+    let l = lean(&v);
+    assert!(one_line_per_line(&l), "{l:?}");
+    assert!(!render(&v).is_empty());
+    let c = compact_json(&v);
+    assert!(serde_json::from_str::<Value>(&c).is_ok(), "{c}");
+    let _ = scalar(&v);
+    let e = effect_line(&v);
+    assert!(!e.contains('\n') && one_line_per_line(&e), "{e:?}");
+    let _ = est(&l);
+    if let Value::String(s) = &v {
+        let p = printable(s);
+        assert!(!p.chars().any(char::is_control), "{p:?}");
+        let _ = est(s);
+    }
+});

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs every fuzz target for MINUTES (default 10) each, JOBS (default 2) at a
+# time, from seeds extracted from conformance/ plus the corpus kept from
+# earlier runs. Prints a table of executions, coverage (cov/ft, libFuzzer's
+# final figures), crashes and CPU seconds; logs in fuzz/logs/. Exits 1 if any
+# target crashed (the input is in fuzz/artifacts/<target>/).
+# Usage: scripts/fuzz.sh [MINUTES]   (not part of CI; see scripts/fuzz-smoke.sh)
+source "$(dirname "${BASH_SOURCE[0]}")/../fuzz/lib.sh"
+MINUTES="${1:-10}"
+JOBS="${JOBS:-2}"
+SECS=$((MINUTES * 60))
+ensure_cargo_fuzz
+build_targets
+mkdir -p "$FUZZ/logs"
+run_one() {
+  local t="$1"
+  local TIMEFORMAT='%U %S'
+  { time run_target "$t" "$FUZZ/logs/$t.log" -max_total_time="$SECS" || true; } 2>"$FUZZ/logs/$t.cpu"
+}
+running=0
+for t in "${TARGETS[@]}"; do
+  run_one "$t" &
+  running=$((running + 1))
+  if [ "$running" -ge "$JOBS" ]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
+done
+wait || true
+status=0
+printf '%-16s %14s %7s %8s %8s %9s\n' target execs cov ft crashes cpu_s
+for t in "${TARGETS[@]}"; do
+  read -r execs cov ft crashes < <(summarize "$FUZZ/logs/$t.log")
+  cpu=$(awk '{printf "%.0f", $1+$2}' "$FUZZ/logs/$t.cpu" 2>/dev/null || echo "?")
+  printf '%-16s %14s %7s %8s %8s %9s\n' "$t" "$execs" "$cov" "$ft" "$crashes" "$cpu"
+  [ "$crashes" = "0" ] || status=1
+done
+exit "$status"

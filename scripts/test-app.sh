@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Tests the desktop app (src-tauri + ui):
+#  1. the UI logic in headless Chromium (playwright-core + Debian's chromium),
+#     against the built ui/dist with the Tauri IPC mocked;
+#  2. end to end through the real app binary under Xvfb, driven by
+#     tauri-driver + WebKitWebDriver, with a private D-Bus session, an unlocked
+#     gnome-keyring, dunst as the notification daemon, temporary HOME/XDG
+#     dirs, a real agent on the real socket and `parley verify` on the tokens.
+#     Screenshots for the README land in docs/screenshots/.
+#
+# Debug builds (fast to build on 2 cores). Run as root on Debian 12, like
+# scripts/test.sh; scripts/setup.sh installs the system packages.
+#   scripts/test-app.sh            both
+#   scripts/test-app.sh --ui       only the UI tests
+#   scripts/test-app.sh --e2e      only the end-to-end test
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+run_ui=1 run_e2e=1
+case "${1:-}" in
+  --ui) run_e2e=0 ;;
+  --e2e) run_ui=0 ;;
+  "") ;;
+  *) echo "usage: $0 [--ui | --e2e]" >&2; exit 2 ;;
+esac
+scripts/setup-app.sh
+export CARGO_TERM_COLOR=never
+
+step() { printf '\n== %s\n' "$*"; }
+started=$(date +%s)
+
+step "UI: npm ci + build (ui/)"
+(cd ui && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent)
+
+if [ "$run_ui" = 1 ]; then
+  step "UI tests (headless Chromium, IPC mocked)"
+  (cd ui && node --test --test-concurrency=1 tests/ui.test.mjs)
+fi
+[ "$run_e2e" = 1 ] || { echo "test-app: UI tests passed in $(( $(date +%s) - started )) s"; exit 0; }
+
+step "cargo build (app, parley CLI)"
+cargo build --locked -q -p parley-custody-app -p parley-cli
+
+if [ ! -x target/tools/bin/tauri-driver ]; then
+  step "cargo install tauri-driver (into target/tools)"
+  cargo install tauri-driver --locked --root "$repo/target/tools"
+fi
+
+step "End to end (the real app under Xvfb, tauri-driver + WebKitWebDriver)"
+ROOT=$(mktemp -d /tmp/parley-app-e2e.XXXXXX)
+cleanup() {
+  status=$?
+  if [ "$status" -ne 0 ]; then
+    echo "--- logs in $ROOT (kept because the run failed) ---" >&2
+    for f in "$ROOT"/*/*.log; do [ -f "$f" ] && { echo "--- $f" >&2; tail -n 40 "$f" >&2; }; done
+  else
+    rm -rf "$ROOT"
+  fi
+  exit "$status"
+}
+trap cleanup EXIT
+export PARLEY_APP="${PARLEY_APP:-$repo/target/debug/parley-custody}" PARLEY_CLI="$repo/target/debug/parley"
+export TAURI_DRIVER="$repo/target/tools/bin/tauri-driver"
+export NOTIFY_MATCH="type='method_call',interface='org.freedesktop.Notifications',member='Notify'"
+export RUST_LOG="${RUST_LOG:-info,tao=warn,wry=warn}"
+
+# One private desktop session: Xvfb, a D-Bus session bus, an unlocked
+# gnome-keyring, optionally dunst, tauri-driver; fresh HOME/XDG dirs, keychain
+# namespace, data dir and socket. $1: "notifications" or "no-notifications";
+# $2: the test file.
+session() {
+  local kind=$1 file=$2
+  local T="$ROOT/$kind"
+  mkdir -p "$T/home" "$T/data" "$T/config" "$T/cache" "$T/run"
+  chmod 700 "$T/run"
+  # Free ports for tauri-driver and WebKitWebDriver (never a fixed 4444 another run may hold).
+  local ports
+  ports=$(python3 -c '
+import socket
+a, b = socket.socket(), socket.socket()
+a.bind(("127.0.0.1", 0)); b.bind(("127.0.0.1", 0))
+print(a.getsockname()[1], b.getsockname()[1])')
+  local bus_config=()
+  if [ "$kind" = no-notifications ]; then
+    # No notification daemon, and none started on demand: a session bus
+    # without service activation (dunst is D-Bus activatable).
+    sed 's|<standard_session_servicedirs */>||' /usr/share/dbus-1/session.conf >"$T/session.conf"
+    bus_config=(--config-file="$T/session.conf")
+  fi
+  (
+    export T KIND="$kind" HOME="$T/home" XDG_DATA_HOME="$T/data" XDG_CONFIG_HOME="$T/config" \
+      XDG_CACHE_HOME="$T/cache" XDG_RUNTIME_DIR="$T/run" \
+      PARLEY_CUSTODY_NAMESPACE="e2e-$$-$kind" PARLEY_CUSTODY_SOCKET="$T/run/custody.sock" \
+      PARLEY_CUSTODY_DATA="$T/custody" NOTIFY_LOG="$T/notify.log" FILE="$file"
+    read -r DRIVER_PORT NATIVE_PORT <<<"$ports"
+    export DRIVER_PORT NATIVE_PORT WEBDRIVER_URL="http://127.0.0.1:$DRIVER_PORT"
+    timeout 900 xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session "${bus_config[@]}" -- bash -c '
+      set -euo pipefail
+      on_bus() {
+        dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+          org.freedesktop.DBus.NameHasOwner "string:$1" 2>/dev/null | grep -q "boolean true"
+      }
+      wait_for() { i=0; until on_bus "$1"; do i=$((i+1)); [ "$i" -gt 100 ] && { echo "$1 did not appear on the session bus" >&2; exit 1; }; sleep 0.1; done; }
+      printf "%s" "e2e-keyring-password" | gnome-keyring-daemon --unlock --components=secrets >/dev/null
+      wait_for org.freedesktop.secrets
+      if [ "$KIND" = notifications ]; then
+        dunst >"$T/dunst.log" 2>&1 &
+        wait_for org.freedesktop.Notifications
+      fi
+      # What the app asks the notification daemon to show, for the test to read.
+      dbus-monitor --session "$NOTIFY_MATCH" >"$NOTIFY_LOG" 2>&1 &
+      "$TAURI_DRIVER" --port "$DRIVER_PORT" --native-port "$NATIVE_PORT" \
+        --native-driver /usr/bin/WebKitWebDriver >"$T/tauri-driver.log" 2>&1 &
+      driver=$!
+      trap "kill $driver 2>/dev/null || true" EXIT
+      node --test --test-concurrency=1 "$FILE"
+    '
+  )
+}
+
+session notifications src-tauri/tests/e2e/app.e2e.mjs
+session no-notifications src-tauri/tests/e2e/no-notifications.e2e.mjs
+
+echo
+echo "test-app: all passed in $(( $(date +%s) - started )) s; screenshots in docs/screenshots/"

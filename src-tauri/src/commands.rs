@@ -1,0 +1,944 @@
+//! The Tauri command layer: thin, over the engine (the broker). Each command
+//! checks its arguments, calls the engine, keystore or audit log with a
+//! timeout, and returns a view. Decisions are made by the engine; the UI never
+//! sees key material (tokens for agents are not key material).
+//!
+//! Which window may call which command is set by `capabilities/*.json`; the
+//! commands that sign also check the calling window themselves: an approval
+//! is accepted only from the request's own review window, after it has been
+//! on screen (and focused) for [`windows::APPROVE_DELAY`], and a grant only
+//! from the grant form.
+
+use crate::notify::NotifyStatus;
+use crate::settings::{self, Settings};
+use crate::state::{AppState, PolicyView, SocketStatus};
+use crate::views::{self, EventView, KeyView};
+use crate::windows;
+use parley_core::PublicKey;
+use parley_custody::approver::{PendingView, Verdict};
+use parley_custody::audit::{self, EventKind, NewEvent, Query, VerifyReport};
+use parley_custody::engine::{unix_now, DecideError, IssueError};
+use parley_custody::queue::Outcome;
+use parley_custody::review::ReviewKind;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::future::Future;
+use std::path::PathBuf;
+use std::time::Duration;
+use tauri::{AppHandle, Emitter, State, Window};
+
+/// Keychain and audit calls (a locked keychain may wait for an unlock prompt).
+const BLOCKING_TIMEOUT: Duration = Duration::from_secs(60);
+/// A decision: signing, the audit row, handing the token to the agent.
+const DECIDE_TIMEOUT: Duration = Duration::from_secs(60);
+
+type R<T> = Result<T, String>;
+
+async fn blocking<T: Send + 'static>(
+    what: &'static str,
+    f: impl FnOnce() -> R<T> + Send + 'static,
+) -> R<T> {
+    match tokio::time::timeout(BLOCKING_TIMEOUT, tauri::async_runtime::spawn_blocking(f)).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => Err(format!("{what} failed: {e}")),
+        Err(_) => Err(format!(
+            "{what} did not finish within {} s (is the keychain locked and waiting for you?)",
+            BLOCKING_TIMEOUT.as_secs()
+        )),
+    }
+}
+
+async fn timed<T>(what: &'static str, f: impl Future<Output = T>) -> R<T> {
+    tokio::time::timeout(DECIDE_TIMEOUT, f).await.map_err(|_| {
+        format!(
+            "{what} did not finish within {} s",
+            DECIDE_TIMEOUT.as_secs()
+        )
+    })
+}
+
+fn request_id(id: &str) -> R<()> {
+    if windows::valid_request_id(id) {
+        Ok(())
+    } else {
+        Err("not a request id".into())
+    }
+}
+
+fn pending(state: &AppState, id: &str) -> R<PendingView> {
+    let core = state.core()?;
+    core.engine
+        .pending()
+        .into_iter()
+        .find(|p| p.id == id)
+        .map(|p| state.label(p))
+        .ok_or_else(|| {
+            "This request is no longer waiting: it was decided, expired, or the agent withdrew it."
+                .to_string()
+        })
+}
+
+/// The home window's status.
+#[derive(Debug, Serialize)]
+pub struct StatusView {
+    /// Whether custody runs.
+    pub running: bool,
+    /// Why not.
+    pub error: Option<String>,
+    /// Start-up problems to show.
+    pub warnings: Vec<String>,
+    /// The socket.
+    pub socket: Option<SocketStatus>,
+    /// The data directory.
+    pub data_dir: Option<String>,
+    /// Where keys are.
+    pub store: Option<String>,
+    /// The principal keys.
+    pub keys: Vec<KeyView>,
+    /// Why the keys could not be listed.
+    pub keys_error: Option<String>,
+    /// Requests waiting.
+    pub pending: usize,
+    /// Desktop notifications.
+    pub notifications: NotifyStatus,
+    /// Saved settings that wait for a restart.
+    pub restart_needed: Vec<&'static str>,
+    /// The app version.
+    pub version: &'static str,
+    /// The Approve delay, milliseconds.
+    pub approve_delay_ms: u64,
+}
+
+/// Everything the home window shows.
+#[tauri::command(rename_all = "snake_case")]
+pub async fn status(state: State<'_, AppState>) -> R<StatusView> {
+    let (keys, keys_error) = match state.core() {
+        Ok(core) => {
+            let e = core.engine.clone();
+            match blocking("listing keys", move || {
+                e.keystore().list().map_err(|e| e.to_string())
+            })
+            .await
+            {
+                Ok(k) => (k.into_iter().map(KeyView::from).collect(), None),
+                Err(e) => (Vec::new(), Some(e)),
+            }
+        }
+        Err(_) => (Vec::new(), None),
+    };
+    let restart_needed = match (&state.core, state.settings.lock()) {
+        (Ok(core), Ok(s)) => s.restart_needed(&core.running),
+        _ => Vec::new(),
+    };
+    Ok(StatusView {
+        running: state.core.is_ok(),
+        error: state.core.as_ref().err().cloned(),
+        warnings: state.warnings.clone(),
+        socket: state.core.as_ref().ok().map(|c| c.socket.clone()),
+        data_dir: state
+            .core
+            .as_ref()
+            .ok()
+            .map(|c| c.data_dir.display().to_string()),
+        store: state
+            .core
+            .as_ref()
+            .ok()
+            .map(|c| views::store_words(&c.store)),
+        keys,
+        keys_error,
+        pending: state.pending_labelled().len(),
+        notifications: state.notifier.status(),
+        restart_needed,
+        version: env!("CARGO_PKG_VERSION"),
+        approve_delay_ms: windows::APPROVE_DELAY.as_millis() as u64,
+    })
+}
+
+/// Requests waiting for the human, oldest first.
+#[tauri::command(rename_all = "snake_case")]
+pub async fn pending_list(state: State<'_, AppState>) -> R<Vec<PendingView>> {
+    state.core()?;
+    Ok(state.pending_labelled())
+}
+
+/// One pending request's review, or `null` when it is no longer waiting.
+#[tauri::command(rename_all = "snake_case")]
+pub async fn review_get(state: State<'_, AppState>, id: String) -> R<Option<PendingView>> {
+    request_id(&id)?;
+    Ok(pending(&state, &id).ok())
+}
+
+/// The result of a decision.
+#[derive(Debug, Serialize)]
+pub struct DecisionView {
+    /// `approved`, `issued` or `denied`.
+    pub outcome: &'static str,
+    /// One sentence for the window.
+    pub message: String,
+}
+
+/// The human's decision on a pending request.
+#[tauri::command(rename_all = "snake_case")]
+pub async fn review_decide(
+    window: Window,
+    state: State<'_, AppState>,
+    id: String,
+    approve: bool,
+    confirmed: bool,
+    reason: Option<String>,
+) -> R<DecisionView> {
+    request_id(&id)?;
+    let p = pending(&state, &id)?;
+    let own = window.label() == windows::review_label(&id);
+    let verdict = if approve {
+        if !own {
+            return Err(
+                "An approval is accepted only from the request's own review window.".into(),
+            );
+        }
+        if !state.armed.ready(window.label()) {
+            return Err("Approve came too soon after the window appeared or regained focus. Read the request, then approve again.".into());
+        }
+        if p.review.needs_second_confirmation && !confirmed {
+            return Err(
+                "This request is high risk or cannot be undone: it needs a second confirmation."
+                    .into(),
+            );
+        }
+        Verdict::Approve
+    } else {
+        if !window.label().starts_with("review-") {
+            return Err("Decisions are made in the review windows.".into());
+        }
+        let reason = reason
+            .map(|r| r.trim().chars().take(200).collect::<String>())
+            .filter(|r| !r.is_empty())
+            .unwrap_or_else(|| "denied in the review window".into());
+        Verdict::Deny(Some(reason))
+    };
+    let core = state.core()?;
+    let outcome = timed("the decision", core.engine.decide(&id, verdict))
+        .await?
+        .map_err(|e| e.to_string())?;
+    Ok(match outcome {
+        Outcome::Approved(_) => DecisionView {
+            outcome: "approved",
+            message:
+                "Approved: the consent was signed for exactly this proposal and sent to the agent."
+                    .into(),
+        },
+        Outcome::Issued(..) => DecisionView {
+            outcome: "issued",
+            message: "Issued: the grant was signed as shown and sent to the agent.".into(),
+        },
+        Outcome::Denied(_) => DecisionView {
+            outcome: "denied",
+            message: "Denied: nothing was signed; the agent was told.".into(),
+        },
+        Outcome::Expired => DecisionView {
+            outcome: "expired",
+            message: "The request expired before the decision.".into(),
+        },
+        Outcome::Cancelled => DecisionView {
+            outcome: "cancelled",
+            message: "The agent withdrew the request.".into(),
+        },
+    })
+}
+
+/// Opens (or focuses) a window: `main`, `review` (with `id`), `grant`
+/// (optionally with `id` of a pending grant request, or `agent`), `audit`, `settings`.
+#[tauri::command(rename_all = "snake_case")]
+pub async fn open_window(
+    app: AppHandle,
+    kind: String,
+    id: Option<String>,
+    agent: Option<String>,
+) -> R<()> {
+    match kind.as_str() {
+        "main" => windows::open_main(&app),
+        "review" => windows::open_review(&app, id.as_deref().unwrap_or_default()),
+        "grant" => windows::open_grant(&app, id.as_deref(), agent.as_deref()),
+        "audit" => windows::open_audit(&app),
+        "settings" => windows::open_settings(&app),
+        _ => Err("unknown window".into()),
+    }
+}
+
+/// Closes the calling window.
+#[tauri::command(rename_all = "snake_case")]
+pub async fn window_close(window: Window) -> R<()> {
+    window.close().map_err(|e| e.to_string())
+}
+
+/// An agent key the human has dealt with.
+#[derive(Debug, Serialize)]
+pub struct KnownAgent {
+    /// The key.
+    pub key: String,
+    /// Its short form.
+    pub short: String,
+    /// The human's label.
+    pub label: Option<String>,
+    /// The latest audit event naming it.
+    pub last_seen: Option<i64>,
+    /// Whether it has a request waiting now.
+    pub waiting: bool,
+}
+
+/// What the grant form needs.
+#[derive(Debug, Serialize)]
+pub struct GrantContext {
+    /// Keys that can sign.
+    pub principals: Vec<KeyView>,
+    /// Agents to pick from.
+    pub known_agents: Vec<KnownAgent>,
+    /// The longest grant custody signs (seconds).
+    pub max_grant_lifetime_secs: i64,
+    /// The pending grant request the form answers, if any.
+    pub request: Option<PendingView>,
+}
+
+/// The grant form's context (principals, known agents, limits, the request).
+#[tauri::command(rename_all = "snake_case")]
+pub async fn grant_context(state: State<'_, AppState>, request: Option<String>) -> R<GrantContext> {
+    let core = state.core()?;
+    let request = match request {
+        Some(id) => {
+            request_id(&id)?;
+            let p = pending(&state, &id)?;
+            if p.review.kind != ReviewKind::Grant {
+                return Err("That request is a consent, not a grant request.".into());
+            }
+            Some(p)
+        }
+        None => None,
+    };
+    let e = core.engine.clone();
+    let (keys, seen) = blocking("reading keys and the audit log", move || {
+        let keys = e.keystore().list().map_err(|e| e.to_string())?;
+        let rows = e
+            .with_audit(|a| {
+                a.query(&Query {
+                    kinds: vec![
+                        EventKind::GrantIssued,
+                        EventKind::ConsentApproved,
+                        EventKind::GrantDenied,
+                        EventKind::ConsentDenied,
+                    ],
+                    limit: Some(2000),
+                    ..Default::default()
+                })
+            })
+            .map_err(|e| e.to_string())?;
+        Ok((keys, rows))
+    })
+    .await?;
+    let mut agents: Vec<KnownAgent> = Vec::new();
+    let mut add = |key: &str, at: Option<i64>, waiting: bool| {
+        let Ok(pk) = key.parse::<PublicKey>() else {
+            return;
+        };
+        if let Some(a) = agents.iter_mut().find(|a| a.key == key) {
+            a.waiting |= waiting;
+            a.last_seen = a.last_seen.max(at);
+            return;
+        }
+        agents.push(KnownAgent {
+            key: pk.to_string(),
+            short: pk.short(),
+            label: state.agent_label(key),
+            last_seen: at,
+            waiting,
+        });
+    };
+    for p in state.pending_labelled() {
+        add(&p.review.agent.key, None, true);
+    }
+    for row in &seen {
+        if let Some(a) = &row.agent {
+            add(a, Some(row.at), false);
+        }
+    }
+    let labelled: Vec<String> = state
+        .settings
+        .lock()
+        .map(|s| s.agent_labels.keys().cloned().collect())
+        .unwrap_or_default();
+    for key in labelled {
+        add(&key, None, false);
+    }
+    Ok(GrantContext {
+        principals: keys
+            .into_iter()
+            .filter(|k| k.status == parley_custody::keystore::KeyStatus::Present)
+            .map(KeyView::from)
+            .collect(),
+        known_agents: agents,
+        max_grant_lifetime_secs: core.running.max_grant_lifetime_secs,
+        request,
+    })
+}
+
+/// A grant issued from the form.
+#[derive(Debug, Serialize)]
+pub struct IssuedView {
+    /// Whether the token went to the waiting agent (then it is not returned).
+    pub sent_to_agent: bool,
+    /// The token, for the human to copy to the agent (no request pending).
+    pub token: Option<String>,
+    /// The caveats as signed.
+    pub caveats: Value,
+    /// In plain words.
+    pub caveat_words: Vec<String>,
+    /// In one sentence.
+    pub preview: String,
+    /// What custody noticed.
+    pub warnings: Vec<String>,
+}
+
+/// Issues a grant from the form: to the waiting agent (`request`), or for
+/// the human to copy.
+#[tauri::command(rename_all = "snake_case")]
+#[allow(clippy::too_many_arguments)]
+pub async fn grant_issue(
+    window: Window,
+    state: State<'_, AppState>,
+    agent: String,
+    caveats: Value,
+    principal: Option<String>,
+    note: Option<String>,
+    request: Option<String>,
+) -> R<IssuedView> {
+    if !windows::is_grant_form(window.label()) {
+        return Err("Grants are issued from the grant form.".into());
+    }
+    let core = state.core()?;
+    let principal: Option<PublicKey> = match principal.as_deref().filter(|p| !p.is_empty()) {
+        Some(p) => Some(
+            p.parse()
+                .map_err(|e| format!("the principal key is not usable: {e}"))?,
+        ),
+        None => None,
+    };
+    let agent = agent.trim().to_string();
+    if let Some(id) = request {
+        request_id(&id)?;
+        let p = pending(&state, &id)?;
+        if p.review.kind != ReviewKind::Grant {
+            return Err("That request is a consent, not a grant request.".into());
+        }
+        if p.review.agent.key != agent {
+            return Err("This request came from another agent key; to grant a different key, issue a separate grant.".into());
+        }
+        if principal
+            .as_ref()
+            .is_some_and(|pk| pk.to_string() != p.review.principal)
+        {
+            return Err(format!(
+                "This request is answered with the principal {}; issue a separate grant to use another key.",
+                p.review.principal
+            ));
+        }
+        let outcome = timed(
+            "issuing the grant",
+            core.engine.decide(&id, Verdict::ApproveWith(caveats)),
+        )
+        .await?
+        .map_err(|e| match e {
+            DecideError::Narrowed(r) => format!("The grant is not valid: {}", r.message),
+            e => e.to_string(),
+        })?;
+        return match outcome {
+            Outcome::Issued(_, signed) => {
+                let signed: Value = serde_json::from_str(&signed).unwrap_or(Value::Null);
+                let (caveat_words, preview) = views::caveat_words(&signed);
+                Ok(IssuedView {
+                    sent_to_agent: true,
+                    token: None,
+                    caveats: signed,
+                    caveat_words,
+                    preview,
+                    warnings: Vec::new(),
+                })
+            }
+            _ => Err("The request was not issued.".into()),
+        };
+    }
+    let issued = timed(
+        "issuing the grant",
+        core.engine
+            .issue_grant(&agent, &caveats, principal.as_ref(), note.as_deref()),
+    )
+    .await?
+    .map_err(|e| match e {
+        IssueError::Rejected(r) => format!("The grant is not valid: {}", r.message),
+        e => e.to_string(),
+    })?;
+    let (caveat_words, _) = views::caveat_words(&issued.caveats);
+    let _ = window.emit("status-changed", ());
+    Ok(IssuedView {
+        sent_to_agent: false,
+        token: Some(issued.token),
+        caveats: issued.caveats,
+        caveat_words,
+        preview: issued.review.preview,
+        warnings: issued.review.warnings,
+    })
+}
+
+/// Audit view filters.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuditFilter {
+    /// Kinds (names as stored); empty: all.
+    pub kinds: Vec<String>,
+    /// Exactly this agent key.
+    pub agent: Option<String>,
+    /// Exactly this service.
+    pub service: Option<String>,
+    /// From (unix seconds, inclusive).
+    pub since: Option<i64>,
+    /// Until (inclusive).
+    pub until: Option<i64>,
+    /// At most this many rows.
+    pub limit: Option<u32>,
+}
+
+impl AuditFilter {
+    fn query(&self) -> R<Query> {
+        let kinds = self
+            .kinds
+            .iter()
+            .map(|k| k.parse::<EventKind>().map_err(|e| e.to_string()))
+            .collect::<R<Vec<_>>>()?;
+        let text = |o: &Option<String>| {
+            o.as_deref()
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+        };
+        Ok(Query {
+            since: self.since,
+            until: self.until,
+            agent: text(&self.agent),
+            service: text(&self.service),
+            kinds,
+            live_at: None,
+            limit: Some(self.limit.unwrap_or(500).clamp(1, audit::MAX_LIMIT)),
+        })
+    }
+}
+
+/// The audit view.
+#[derive(Debug, Serialize)]
+pub struct AuditView {
+    /// Matching events, newest first.
+    pub events: Vec<EventView>,
+    /// Whether more matched than were returned.
+    pub truncated: bool,
+    /// Grants and consents still live now, newest first.
+    pub live: Vec<EventView>,
+    /// The chain check of the whole log.
+    pub verify: VerifyReport,
+    /// When this was read.
+    pub now: i64,
+}
+
+/// Events, live grants and the chain's state.
+#[tauri::command(rename_all = "snake_case")]
+pub async fn audit_query(state: State<'_, AppState>, filter: AuditFilter) -> R<AuditView> {
+    let core = state.core()?;
+    let mut q = filter.query()?;
+    let limit = q.limit.unwrap_or(500);
+    q.limit = Some((limit + 1).min(audit::MAX_LIMIT));
+    let e = core.engine.clone();
+    let now = unix_now();
+    let (mut rows, live, verify) = blocking("reading the audit log", move || {
+        e.with_audit(|a| {
+            let rows = a.query(&q)?;
+            let live = a.query(&Query {
+                live_at: Some(now),
+                limit: Some(1000),
+                ..Default::default()
+            })?;
+            let verify = a.verify()?;
+            Ok::<_, audit::AuditError>((rows, live, verify))
+        })
+        .map_err(|e| e.to_string())
+    })
+    .await?;
+    let truncated = rows.len() > limit as usize;
+    rows.truncate(limit as usize);
+    let label = |k: &str| state.agent_label(k);
+    Ok(AuditView {
+        events: rows.iter().map(|r| EventView::new(r, label)).collect(),
+        truncated,
+        live: live.iter().map(|r| EventView::new(r, label)).collect(),
+        verify,
+        now,
+    })
+}
+
+/// Where an export went.
+#[derive(Debug, Serialize)]
+pub struct ExportView {
+    /// The file written.
+    pub path: String,
+    /// Events in it.
+    pub rows: usize,
+}
+
+/// Exports the filtered events, exactly as stored, to a new file in the
+/// Downloads folder (else the data directory): JSON Lines or CSV.
+#[tauri::command(rename_all = "snake_case")]
+pub async fn audit_export(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    format: String,
+    filter: AuditFilter,
+) -> R<ExportView> {
+    use tauri::Manager;
+    let core = state.core()?;
+    let csv = match format.as_str() {
+        "csv" => true,
+        "jsonl" => false,
+        _ => return Err("export as jsonl or csv".into()),
+    };
+    let mut q = filter.query()?;
+    q.limit = Some(audit::MAX_LIMIT);
+    let dir = app
+        .path()
+        .download_dir()
+        .ok()
+        .filter(|d| d.is_absolute())
+        .unwrap_or_else(|| core.data_dir.join("exports"));
+    let stamp = parley_core::lens::time(unix_now()).replace(':', "-");
+    let ext = if csv { "csv" } else { "jsonl" };
+    let e = core.engine.clone();
+    let (rows, path) = blocking("exporting the audit log", move || {
+        let rows = e.with_audit(|a| a.query(&q)).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        // A new file every time (never overwritten), readable by the user only.
+        let mut n = 1;
+        let (file, out) = loop {
+            let name = match n {
+                1 => format!("parley-audit-{stamp}.{ext}"),
+                n => format!("parley-audit-{stamp}-{n}.{ext}"),
+            };
+            let out: PathBuf = dir.join(name);
+            let mut opts = std::fs::OpenOptions::new();
+            opts.write(true).create_new(true);
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::OpenOptionsExt;
+                opts.mode(0o600);
+            }
+            match opts.open(&out) {
+                Ok(f) => break (f, out),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 100 => n += 1,
+                Err(e) => return Err(format!("{}: {e}", out.display())),
+            }
+        };
+        let w = std::io::BufWriter::new(file);
+        if csv {
+            audit::export_csv(&rows, w)
+        } else {
+            audit::export_jsonl(&rows, w)
+        }
+        .map_err(|e| format!("{}: {e}", out.display()))?;
+        Ok((rows.len(), out))
+    })
+    .await?;
+    Ok(ExportView {
+        path: path.display().to_string(),
+        rows,
+    })
+}
+
+/// The key list.
+#[derive(Debug, Serialize)]
+pub struct KeysView {
+    /// Where the keys are.
+    pub store: String,
+    /// The keys.
+    pub keys: Vec<KeyView>,
+}
+
+/// The principal keys (public halves only).
+#[tauri::command(rename_all = "snake_case")]
+pub async fn keys_list(state: State<'_, AppState>) -> R<KeysView> {
+    let core = state.core()?;
+    let e = core.engine.clone();
+    let keys = blocking("listing keys", move || {
+        e.keystore().list().map_err(|e| e.to_string())
+    })
+    .await?;
+    Ok(KeysView {
+        store: views::store_words(&core.store),
+        keys: keys.into_iter().map(KeyView::from).collect(),
+    })
+}
+
+async fn log_key_event(state: &AppState, kind: EventKind, key: &str, reason: String) -> R<()> {
+    let e = state.core()?.engine.clone();
+    let mut ev = NewEvent::new(kind, unix_now());
+    ev.principal = Some(key.to_string());
+    ev.reason = Some(reason);
+    blocking("writing the audit log", move || {
+        e.with_audit(|a| a.append(&ev).map(|_| ())).map_err(|e| {
+            format!("the key operation was done, but the audit log could not record it: {e}")
+        })
+    })
+    .await
+}
+
+async fn key_view(state: &AppState, public: String) -> R<KeyView> {
+    let core = state.core()?;
+    let e = core.engine.clone();
+    let keys = blocking("listing keys", move || {
+        e.keystore().list().map_err(|e| e.to_string())
+    })
+    .await?;
+    keys.into_iter()
+        .find(|k| k.public.to_string() == public)
+        .map(KeyView::from)
+        .ok_or_else(|| "the key was stored but is not listed; check the keychain".into())
+}
+
+/// Creates a principal key in the OS keychain.
+#[tauri::command(rename_all = "snake_case")]
+pub async fn key_create(app: AppHandle, state: State<'_, AppState>, label: String) -> R<KeyView> {
+    let core = state.core()?;
+    let e = core.engine.clone();
+    let l = label.clone();
+    let public = blocking("creating the key", move || {
+        e.keystore().create(l.trim()).map_err(|e| e.to_string())
+    })
+    .await?
+    .to_string();
+    log_key_event(
+        &state,
+        EventKind::KeyCreated,
+        &public,
+        format!("created in the app: {}", label.trim()),
+    )
+    .await?;
+    let _ = app.emit("status-changed", ());
+    key_view(&state, public).await
+}
+
+fn expand_home(path: &str) -> PathBuf {
+    match path.strip_prefix("~/") {
+        Some(rest) => std::env::var_os("HOME")
+            .map(|h| PathBuf::from(h).join(rest))
+            .unwrap_or_else(|| PathBuf::from(path)),
+        None => PathBuf::from(path),
+    }
+}
+
+/// Imports an upstream `principal.key` into the keychain (once).
+#[tauri::command(rename_all = "snake_case")]
+pub async fn key_import(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    path: String,
+    label: String,
+) -> R<KeyView> {
+    let core = state.core()?;
+    let file = expand_home(path.trim());
+    if !file.is_absolute() {
+        return Err(
+            "give the full path of the key file (for example ~/.parley/principal.key)".into(),
+        );
+    }
+    let e = core.engine.clone();
+    let (f, l) = (file.clone(), label.clone());
+    let public = blocking("importing the key", move || {
+        e.keystore()
+            .import_seed_file(&f, l.trim())
+            .map_err(|e| e.to_string())
+    })
+    .await?
+    .to_string();
+    if let Ok(mut m) = state.imported.lock() {
+        m.insert(file.clone(), public.clone());
+    }
+    log_key_event(
+        &state,
+        EventKind::KeyImported,
+        &public,
+        format!("imported in the app from {}", file.display()),
+    )
+    .await?;
+    let _ = app.emit("status-changed", ());
+    key_view(&state, public).await
+}
+
+/// Overwrites and deletes a seed file imported in this session.
+#[tauri::command(rename_all = "snake_case")]
+pub async fn key_shred(state: State<'_, AppState>, path: String) -> R<()> {
+    let file = expand_home(path.trim());
+    let known = state
+        .imported
+        .lock()
+        .map(|m| m.contains_key(&file))
+        .unwrap_or(false);
+    if !known {
+        return Err("only a key file imported in this session can be shredded here".into());
+    }
+    let f = file.clone();
+    blocking("shredding the key file", move || {
+        parley_custody::keystore::shred_file(&f).map_err(|e| e.to_string())
+    })
+    .await?;
+    if let Ok(mut m) = state.imported.lock() {
+        m.remove(&file);
+    }
+    Ok(())
+}
+
+/// Deletes a principal key for good; `confirm` must repeat the full key.
+#[tauri::command(rename_all = "snake_case")]
+pub async fn key_delete(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    public: String,
+    confirm: String,
+) -> R<()> {
+    let core = state.core()?;
+    let pk: PublicKey = public.parse().map_err(|e| format!("not a key: {e}"))?;
+    let e = core.engine.clone();
+    let (p, c) = (pk.clone(), confirm.trim().to_string());
+    blocking("deleting the key", move || {
+        e.keystore().delete(&p, &c).map_err(|e| e.to_string())
+    })
+    .await?;
+    log_key_event(
+        &state,
+        EventKind::KeyDeleted,
+        &pk.to_string(),
+        "deleted in the app".into(),
+    )
+    .await?;
+    let _ = app.emit("status-changed", ());
+    Ok(())
+}
+
+/// The settings view.
+#[derive(Debug, Serialize)]
+pub struct SettingsView {
+    /// As saved.
+    pub settings: Settings,
+    /// In force (the socket was started with these).
+    pub running: Option<Settings>,
+    /// Saved changes that wait for a restart.
+    pub restart_needed: Vec<&'static str>,
+    /// The data directory (settings.json is there).
+    pub data_dir: Option<String>,
+    /// The socket.
+    pub socket: Option<SocketStatus>,
+    /// The peer policy in force.
+    pub policy: Option<PolicyView>,
+}
+
+fn settings_view(state: &AppState) -> SettingsView {
+    let settings = state.settings.lock().map(|s| s.clone()).unwrap_or_default();
+    let core = state.core.as_ref().ok();
+    SettingsView {
+        restart_needed: core
+            .map(|c| settings.restart_needed(&c.running))
+            .unwrap_or_default(),
+        running: core.map(|c| c.running.clone()),
+        data_dir: core.map(|c| c.data_dir.display().to_string()),
+        socket: core.map(|c| c.socket.clone()),
+        policy: core.map(|c| c.policy.clone()),
+        settings,
+    }
+}
+
+/// The settings.
+#[tauri::command(rename_all = "snake_case")]
+pub async fn settings_get(state: State<'_, AppState>) -> R<SettingsView> {
+    Ok(settings_view(&state))
+}
+
+/// Saves the settings; the view says which changes wait for a restart.
+#[tauri::command(rename_all = "snake_case")]
+pub async fn settings_save(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    settings: Settings,
+) -> R<SettingsView> {
+    let core = state.core()?;
+    // Agent labels are changed one at a time (agent_label_set), never by a
+    // settings form that may have been open since before a label was added.
+    let mut settings = settings;
+    settings.agent_labels = state
+        .settings
+        .lock()
+        .map(|s| s.agent_labels.clone())
+        .unwrap_or_default();
+    settings.validate().map_err(|e| e.to_string())?;
+    let dir = core.data_dir.clone();
+    let s = settings.clone();
+    blocking("saving the settings", move || {
+        s.save(&dir).map_err(|e| e.to_string())
+    })
+    .await?;
+    if let Ok(mut cur) = state.settings.lock() {
+        *cur = settings;
+    }
+    let _ = app.emit("status-changed", ());
+    Ok(settings_view(&state))
+}
+
+/// Sets (or, with no label, removes) the human's label for an agent key.
+#[tauri::command(rename_all = "snake_case")]
+pub async fn agent_label_set(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    agent: String,
+    label: Option<String>,
+) -> R<()> {
+    let core = state.core()?;
+    let key: PublicKey = agent
+        .trim()
+        .parse()
+        .map_err(|e| format!("not an agent key: {e}"))?;
+    let mut next = state
+        .settings
+        .lock()
+        .map(|s| s.clone())
+        .map_err(|_| "settings unavailable".to_string())?;
+    match label.as_deref().map(str::trim).filter(|l| !l.is_empty()) {
+        Some(l) => {
+            settings::check_agent_label(&key.to_string(), l).map_err(|e| e.message)?;
+            next.agent_labels.insert(key.to_string(), l.to_string());
+        }
+        None => {
+            next.agent_labels.remove(&key.to_string());
+        }
+    }
+    let dir = core.data_dir.clone();
+    let s = next.clone();
+    blocking("saving the settings", move || {
+        s.save(&dir).map_err(|e| e.to_string())
+    })
+    .await?;
+    if let Ok(mut cur) = state.settings.lock() {
+        *cur = next;
+    }
+    let _ = app.emit("pending-changed", ());
+    crate::tray::refresh(&app);
+    Ok(())
+}
+
+/// Restarts the app so that saved settings take effect (pending requests are
+/// dropped; their agents see the connection close and may ask again).
+#[tauri::command(rename_all = "snake_case")]
+pub async fn app_restart(app: AppHandle, state: State<'_, AppState>) -> R<()> {
+    state.stop().await;
+    app.restart()
+}

@@ -1,0 +1,314 @@
+// End to end through the real app binary: tauri-driver + WebKitWebDriver
+// drive its real windows under Xvfb; a real agent (this process) talks to its
+// real socket with custody-protocol frames; keys are in a real (private)
+// gnome-keyring; notifications go to a real dunst; tokens are checked with
+// the real `parley verify`. scripts/test-app.sh sets all of that up.
+//
+// The steps depend on each other (one app, one keychain, one audit log), so
+// they run in order in one file.
+
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { execFileSync, spawnSync } from 'node:child_process'
+import { mkdirSync, readFileSync, readdirSync, existsSync } from 'node:fs'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { WebDriver } from './webdriver.mjs'
+import { Agent, agentKey, proposal, consentRequest } from './agent.mjs'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const repo = resolve(here, '..', '..', '..')
+const APP = process.env.PARLEY_APP ?? join(repo, 'target', 'debug', 'parley-custody')
+const PARLEY = process.env.PARLEY_CLI ?? join(repo, 'target', 'debug', 'parley')
+const SOCKET = process.env.PARLEY_CUSTODY_SOCKET
+const SHOTS = process.env.SCREENSHOTS ?? join(repo, 'docs', 'screenshots')
+const tid = (id) => `[data-testid="${id}"]`
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+
+const wd = new WebDriver(process.env.WEBDRIVER_URL ?? 'http://127.0.0.1:4444')
+let main
+let principal
+let agent
+const agentPub = agentKey()
+
+function verify(token, args) {
+  const r = spawnSync(PARLEY, ['verify', token, '--trust', principal, ...args], { encoding: 'utf8' })
+  return { code: r.status, out: `${r.stdout}${r.stderr}`.trim() }
+}
+
+/** Pixel of the current tray icon (tray-icon writes it under $XDG_RUNTIME_DIR/tray-icon). */
+function trayBadgePixel() {
+  const dir = join(process.env.XDG_RUNTIME_DIR, 'tray-icon')
+  const files = readdirSync(dir).filter((f) => f.startsWith('tray-icon-parley-custody'))
+  if (files.length !== 1) return null
+  const file = join(dir, files[0])
+  const size = execFileSync('identify', ['-format', '%w', file], { encoding: 'utf8' })
+  const w = Number(size)
+  const r = Math.floor((w * 30) / 100)
+  const [x, y] = [w - r - 1, r + 1 + Math.floor(r * 0.85)]
+  return execFileSync('convert', [file, '-format', `%[pixel:p{${x},${y}}]`, 'info:'], { encoding: 'utf8' })
+}
+
+/** Opens, from the home window, the review window of the request that arrived
+ *  after the ones already opened (custody numbers requests q1, q2, …). */
+const opened = new Set()
+async function openNewestReview() {
+  await wd.switchTo(main)
+  const id = await wd.until(async () => {
+    const ids = await wd.exec(`return [...document.querySelectorAll('[data-testid^="review-q"]')].map(e => e.dataset.testid.slice(7))`)
+    return ids.filter((i) => !opened.has(i)).sort((a, b) => Number(a.slice(1)) - Number(b.slice(1))).at(-1)
+  }, 'a new pending request in the home window')
+  opened.add(id)
+  await wd.click(tid(`review-${id}`))
+  await wd.switchToWindow(new RegExp(`review\\.html#${id}$`))
+  await wd.$(tid('approve'))
+  return id
+}
+
+/** The Notify calls seen on the session bus (scripts/test-app.sh runs dbus-monitor). */
+function notified() {
+  try {
+    return readFileSync(process.env.NOTIFY_LOG, 'utf8')
+  } catch {
+    return ''
+  }
+}
+
+/** Clicks a button that closes its own window (the click may report the window gone). */
+async function closeByButton(id) {
+  await wd.click(tid(id)).catch((e) => {
+    if (e.code !== 'no such window') throw e
+  })
+}
+
+async function backToMain() {
+  await wd.switchTo(main)
+}
+
+before(async () => {
+  assert.ok(SOCKET, 'PARLEY_CUSTODY_SOCKET must be set (scripts/test-app.sh does)')
+  mkdirSync(SHOTS, { recursive: true })
+  await wd.start(APP)
+  main = await wd.handle()
+})
+
+after(async () => {
+  agent?.close()
+  await wd.quit()
+})
+
+test('newcomer: with no principal key, the app offers to create one', async () => {
+  await wd.$(tid('welcome'))
+  assert.match(await wd.text(tid('welcome')), /First, your principal key/)
+  await wd.screenshot(join(SHOTS, 'first-run.png'))
+  await wd.type(tid('key-label'), 'Ana (personal)')
+  await wd.click(tid('create-key'))
+  principal = await wd.until(async () => {
+    const t = await wd.text(tid('principal-key'))
+    return /^ed25519:[A-Za-z0-9_-]{43}$/.test(t) ? t : null
+  }, 'the new principal key')
+  agent = await Agent.connect(SOCKET)
+  agent.send({ custody: 1, id: 'h1', op: 'hello' })
+  const hello = await agent.final('h1')
+  assert.equal(hello.kind, 'HELLO')
+  assert.deepEqual(hello.principals, [{ key: principal, label: 'Ana (personal)' }])
+  assert.equal(trayBadgePixel() === null || !/211,47,47/.test(trayBadgePixel()), true, 'no badge while nothing waits')
+})
+
+test('consent: the review shows the real effects; Approve signs exactly that proposal', async () => {
+  const p = proposal(PARLEY, { id: 'p_1', amount: 7136 })
+  agent.send(consentRequest('c1', { proposal: p, principal, agent: agentPub }))
+  const pending = await agent.next((f) => f.re === 'c1' && f.kind === 'PENDING')
+  assert.equal(pending.position, 1)
+  // A notification went out, in words, and the tray icon carries a badge.
+  await wd.until(() => notified().includes(`${agentPub.slice(0, 18)}… asks you to approve 71.36 USD at shop.example`), 'the notification', 20_000)
+  await wd.until(() => /211,47,47/.test(trayBadgePixel() ?? ''), 'the tray badge')
+
+  // The notification's action opens the review window (as a click on it does).
+  execFileSync('dunstctl', ['action', '0'])
+  await wd.switchToWindow(/review\.html#q\d+$/)
+  const id = (await wd.url()).split('#')[1]
+  opened.add(id)
+  await wd.$(tid('approve'))
+  const review = await wd.handle()
+  // Regaining focus re-arms the delay at once (the first delay may be over by now on a slow machine).
+  assert.equal(await wd.exec(`window.dispatchEvent(new Event('blur')); window.dispatchEvent(new Event('focus')); return document.querySelector('[data-testid="approve"]').disabled`), true, 'Approve waits after focus returns')
+  assert.equal(await wd.text(tid('service')), 'shop.example')
+  assert.equal(await wd.text(tid('capability')), 'shop.order')
+  assert.equal(await wd.text(tid('cost')), '71.36 USD')
+  assert.equal(await wd.text(tid('risk')), 'medium')
+  assert.equal(await wd.text(tid('undo')), 'can be undone within 30m')
+  const effects = await wd.exec(`return [...document.querySelectorAll('[data-testid="effects"] li')].map(e => e.textContent)`)
+  assert.deepEqual(effects, ['+ create order', '$ charge card ••42 — 71.36 USD'])
+  const requester = await wd.text(tid('requester'))
+  assert.match(requester, new RegExp(`pid ${process.pid}, `), 'the peer as the kernel reported it')
+  assert.match(requester, /node/)
+  assert.equal(await wd.text(tid('agent-key')), `${agentPub.slice(0, 18)}…`)
+  assert.equal(await wd.text(tid('hash')), `${p.hash.slice(0, 12)}…`)
+  assert.equal(await wd.text(tid('summary')), 'Order 3 items')
+  // Other windows cannot decide: the home window has no permission for it at all.
+  await wd.switchTo(main)
+  const refused = await wd.exec(`return window.__TAURI_INTERNALS__.invoke('review_decide', { id: arguments[0], approve: true, confirmed: true, reason: null }).then(() => 'accepted', (e) => String(e))`, id)
+  assert.match(refused, /not allowed|denied|permission/i, refused)
+  await wd.switchTo(review)
+  await wd.until(async () => (await wd.prop(tid('approve'), 'disabled')) === false, 'Approve after the delay')
+  await wd.screenshot(join(SHOTS, 'review.png'))
+  await wd.click(tid('approve'))
+
+  const fin = await agent.final('c1')
+  assert.equal(fin.kind, 'APPROVED', JSON.stringify(fin))
+  const token = fin.grant
+  const ok = verify(token, ['--svc', 'shop.example', '--verb', 'COMMIT', '--cap', 'shop.order', '--hash', p.hash, '--cost', '71.36USD', '--risk', 'medium'])
+  assert.equal(ok.code, 0, ok.out)
+  assert.match(ok.out, /^ok/)
+  const other = proposal(PARLEY, { id: 'p_other', amount: 7136 })
+  for (const [what, args] of [
+    ['another proposal', ['--svc', 'shop.example', '--verb', 'COMMIT', '--cap', 'shop.order', '--hash', other.hash, '--cost', '71.36USD', '--risk', 'medium']],
+    ['another service', ['--svc', 'evil.example', '--verb', 'COMMIT', '--cap', 'shop.order', '--hash', p.hash, '--cost', '71.36USD', '--risk', 'medium']],
+    ['another verb', ['--svc', 'shop.example', '--verb', 'UNDO', '--cap', 'shop.order']],
+  ]) {
+    const r = verify(token, args)
+    assert.notEqual(r.code, 0, `${what}: ${r.out}`)
+    assert.match(r.out, /forbidden/, what)
+  }
+  // The window closes itself after the decision; the badge goes away.
+  await wd.until(async () => (await wd.handles()).length === 1, `review window ${id} closed`)
+  await backToMain()
+  await wd.until(() => !/211,47,47/.test(trayBadgePixel() ?? ''), 'the badge cleared')
+})
+
+test('deny: an irreversible, high-risk proposal is denied with a reason; nothing is signed', async () => {
+  const p = proposal(PARLEY, {
+    id: 'p_2',
+    amount: 250000,
+    risk: 'high',
+    undo: null,
+    summary: 'Wire transfer',
+    effects: [{ op: 'send', target: 'wire to acct ••1234', detail: '2500.00 USD' }],
+  })
+  agent.send(consentRequest('c2', { proposal: p, principal, agent: agentPub }))
+  await agent.next((f) => f.re === 'c2' && f.kind === 'PENDING')
+  await openNewestReview()
+  assert.equal(await wd.text(tid('cost')), '2500.00 USD')
+  assert.equal(await wd.text(tid('risk')), 'high')
+  assert.equal(await wd.text(tid('undo')), 'IRREVERSIBLE — cannot be undone')
+  assert.equal(await wd.exec(`return document.activeElement.dataset.testid`), 'deny', 'Deny is the default')
+  await wd.type('#reason', 'not today')
+  await wd.click(tid('deny'))
+  const fin = await agent.final('c2')
+  assert.deepEqual([fin.kind, fin.reason], ['DENIED', 'not today'])
+  await backToMain()
+})
+
+test('grant request: the human narrows it in the form; the agent receives exactly that', async () => {
+  const exp = Math.floor(Date.now() / 1000) + 86400
+  agent.send({
+    custody: 1,
+    id: 'g1',
+    op: 'grant',
+    agent: agentPub,
+    reason: 'weekly groceries',
+    caveats: [{ svc: ['shop.example'] }, { verbs: ['ASK', 'INTENT', 'COMMIT'] }, { per: { max: 4000, currency: 'USD' } }, { exp }],
+  })
+  await agent.next((f) => f.re === 'g1' && f.kind === 'PENDING')
+  await openNewestReview()
+  assert.match(await wd.text(tid('preview')), /at shop\.example/)
+  assert.match(await wd.text(tid('warnings')), /splitting/)
+  await wd.click(tid('edit-grant'))
+  await wd.switchToWindow(/grant\.html#request=q\d+$/)
+  await wd.$(tid('request-banner'))
+  assert.equal(await wd.prop('#agent', 'value'), agentPub)
+  assert.equal(await wd.prop('#services', 'value'), 'shop.example')
+  assert.equal(await wd.prop('#per', 'value'), '40.00')
+  await wd.type('#spend', '100')
+  await wd.click('#exp-8h')
+  await wd.type('#agent-label', 'groceries bot')
+  const preview = await wd.text(tid('preview'))
+  assert.match(preview, /up to 40\.00 USD each, 100\.00 USD in total, until/)
+  await wd.exec(`document.querySelector('.preview-box').scrollIntoView({ block: 'end' })`)
+  await wd.screenshot(join(SHOTS, 'grant-form.png'))
+  await wd.click(tid('issue'))
+  const fin = await agent.final('g1')
+  assert.equal(fin.kind, 'ISSUED', JSON.stringify(fin))
+  assert.deepEqual(fin.caveats.slice(0, 4), [
+    { svc: ['shop.example'] },
+    { verbs: ['ASK', 'INTENT', 'COMMIT'] },
+    { per: { max: 4000, currency: 'USD' } },
+    { spend: { max: 10000, currency: 'USD' } },
+  ])
+  const grantExp = fin.caveats.at(-1).exp
+  assert.ok(Math.abs(grantExp - (Math.floor(Date.now() / 1000) + 8 * 3600)) < 120, 'the 8h the human chose, not the 24h asked')
+  await wd.until(async () => /sent to the waiting agent/.test(await wd.text(tid('status'))), 'the form says where the grant went')
+  const ask = verify(fin.grant, ['--svc', 'shop.example', '--verb', 'ASK', '--cap', 'shop.order'])
+  assert.equal(ask.code, 0, ask.out)
+  const small = verify(fin.grant, ['--svc', 'shop.example', '--verb', 'COMMIT', '--cap', 'shop.order', '--hash', 'h', '--cost', '30USD', '--risk', 'low'])
+  assert.equal(small.code, 0, small.out)
+  const big = verify(fin.grant, ['--svc', 'shop.example', '--verb', 'COMMIT', '--cap', 'shop.order', '--hash', 'h', '--cost', '50USD', '--risk', 'low'])
+  assert.match(big.out, /consent_required/, 'over the per-action cap: the human is asked')
+  await closeByButton('cancel')
+  await backToMain()
+})
+
+test('grant form with no request: the token is shown once, to copy', async () => {
+  const other = agentKey()
+  await backToMain()
+  await wd.click(tid('open-grant'))
+  await wd.switchToWindow(/grant\.html$/)
+  await wd.type('#agent', other)
+  await wd.type('#services', 'books.example')
+  await wd.click('#verb-COMMIT')
+  await wd.type('#per', '25')
+  await wd.type('#spend', '60')
+  await wd.click('#exp-1h')
+  await wd.type('#note', 'reading list')
+  await wd.click(tid('issue'))
+  const token = await wd.until(async () => {
+    const v = await wd.prop(tid('token'), 'value')
+    return v?.startsWith('pg1.') ? v : null
+  }, 'the token')
+  await wd.click(tid('copy-token'))
+  await wd.until(async () => /Copied\./.test(await wd.text(tid('copied'))), 'the token copied to the clipboard')
+  const r = verify(token, ['--svc', 'books.example', '--verb', 'ASK', '--cap', 'books.find'])
+  assert.equal(r.code, 0, r.out)
+  const holder = spawnSync(PARLEY, ['inspect', token, '--json'], { encoding: 'utf8' })
+  assert.ok(holder.stdout.includes(other), 'the grant is for the key typed in')
+  await closeByButton('cancel')
+  await backToMain()
+})
+
+test('audit view: every decision, live grants in words, a verified chain, export', async () => {
+  await backToMain()
+  await wd.click(tid('open-audit'))
+  await wd.switchToWindow(/audit\.html$/)
+  await wd.$(tid('event-row'))
+  const kinds = await wd.exec(`return [...document.querySelectorAll('[data-testid="event-row"]')].map(r => r.dataset.kind)`)
+  for (const k of ['key_created', 'consent_approved', 'consent_denied', 'grant_issued']) assert.ok(kinds.includes(k), `${k} in ${kinds}`)
+  assert.equal(kinds[0], 'grant_issued', 'newest first')
+  assert.equal(kinds.at(-1), 'key_created')
+  assert.equal(kinds.filter((k) => k === 'grant_issued').length, 2)
+  assert.match(await wd.text(tid('chain')), /Chain verified: all \d+ events are intact/)
+  const live = await wd.exec(`return [...document.querySelectorAll('[data-testid="live-row"]')].map(r => r.textContent)`)
+  assert.equal(live.length, 3, live.join('\n'))
+  assert.ok(live.some((l) => /one COMMIT of shop\.order for 71\.36 USD/.test(l)))
+  assert.ok(live.some((l) => /books\.example/.test(l) && /up to 25\.00 USD each/.test(l)))
+  const denied = await wd.exec(`return document.querySelector('[data-kind="consent_denied"]').textContent`)
+  assert.match(denied, /not today/)
+  assert.match(denied, /2500\.00 USD/)
+  await wd.screenshot(join(SHOTS, 'audit.png'))
+  await wd.click(tid('export-jsonl'))
+  const msg = await wd.until(async () => {
+    const t = await wd.text(tid('status'))
+    return /Exported/.test(t) ? t : null
+  }, 'the export')
+  const path = msg.replace(/^Exported \d+ events? to /, '')
+  assert.ok(existsSync(path), path)
+  const lines = readFileSync(path, 'utf8').trim().split('\n').map((l) => JSON.parse(l))
+  assert.deepEqual(lines.map((l) => l.kind), kinds)
+  // Filter by kind.
+  await wd.exec(`const s = document.querySelector('#f-kind'); s.value = 'consent_denied'; s.dispatchEvent(new Event('change'))`)
+  await wd.until(async () => {
+    const k = await wd.exec(`return [...document.querySelectorAll('[data-testid="event-row"]')].map(r => r.dataset.kind)`)
+    return k.length === 1 && k[0] === 'consent_denied'
+  }, 'the filtered view')
+  await sleep(100)
+})

@@ -1,0 +1,115 @@
+// The real app in a desktop session with no notification daemon (and a bus
+// that starts none on demand): it still works — each new request opens its
+// review window by itself — and it says so, once, in the home window.
+
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { WebDriver } from './webdriver.mjs'
+import { Agent, agentKey, proposal, consentRequest } from './agent.mjs'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const repo = resolve(here, '..', '..', '..')
+const APP = process.env.PARLEY_APP ?? join(repo, 'target', 'debug', 'parley-custody')
+const PARLEY = process.env.PARLEY_CLI ?? join(repo, 'target', 'debug', 'parley')
+const tid = (id) => `[data-testid="${id}"]`
+
+const wd = new WebDriver(process.env.WEBDRIVER_URL ?? 'http://127.0.0.1:4444')
+let main
+let agent
+
+before(async () => {
+  await wd.start(APP)
+  main = await wd.handle()
+})
+
+after(async () => {
+  agent?.close()
+  await wd.quit()
+})
+
+test('without a notification daemon, requests open their review window and the app says so once', async () => {
+  await wd.$(tid('welcome'))
+  await wd.click(tid('create-key'))
+  const principal = await wd.until(async () => {
+    const t = await wd.text(tid('principal-key'))
+    return t.startsWith('ed25519:') ? t : null
+  }, 'the principal key')
+  agent = await Agent.connect(process.env.PARLEY_CUSTODY_SOCKET)
+  const me = agentKey()
+  for (const [i, amount] of [[1, 1999], [2, 2999]]) {
+    const p = proposal(PARLEY, { id: `p_${i}`, amount })
+    agent.send(consentRequest(`c${i}`, { proposal: p, principal, agent: me }))
+    await agent.next((f) => f.re === `c${i}` && f.kind === 'PENDING')
+    // Nobody clicked anything: the window is there.
+    await wd.switchToWindow(new RegExp(`review\\.html#q${i}$`), 20_000)
+    assert.equal(await wd.text(tid('cost')), `${(amount / 100).toFixed(2)} USD`)
+    await wd.click(tid('deny'))
+    const fin = await agent.final(`c${i}`)
+    assert.equal(fin.kind, 'DENIED')
+    await wd.switchTo(main)
+    const banners = await wd.until(async () => {
+      const b = await wd.exec(`return [...document.querySelectorAll('[data-testid="no-notifications"]')].map(e => e.textContent)`)
+      return b.length ? b : null
+    }, 'the notice in the home window')
+    assert.equal(banners.length, 1, 'said once')
+    assert.match(banners[0], /Desktop notifications are not available .*still works/)
+  }
+})
+
+test('settings: a limit that needs a restart says so, Restart applies it, and a second start does not run twice', async () => {
+  await wd.switchTo(main)
+  await wd.click(tid('open-settings'))
+  await wd.switchToWindow(/settings\.html$/)
+  await wd.type(tid('s-rate'), '2')
+  await wd.click(tid('s-save'))
+  await wd.$(tid('s-restart'))
+  assert.match(await wd.text(tid('s-status')), /after a restart of the socket: rate limit/)
+  const saved = JSON.parse(readFileSync(join(process.env.PARLEY_CUSTODY_DATA, 'settings.json'), 'utf8'))
+  assert.equal(saved.rate_per_minute, 2)
+  agent.close()
+  // The click ends this process (and with it the WebDriver session's window): an error is expected.
+  await wd.click(tid('s-restart')).catch(() => {})
+  // The app is now a new process (outside the WebDriver session): reach it over its socket.
+  const fresh = await waitFor(async () => {
+    const a = await Agent.connect(process.env.PARLEY_CUSTODY_SOCKET)
+    a.send({ custody: 1, id: 'h', op: 'hello' })
+    const h = await a.final('h', 2000)
+    return h.kind === 'HELLO' ? a : null
+  }, 'the restarted app on its socket')
+  try {
+    const replies = []
+    for (const i of [1, 2, 3]) {
+      fresh.send({ custody: 1, id: `r${i}`, op: 'grant', agent: 'not-a-key', caveats: [] })
+      const f = await fresh.final(`r${i}`)
+      replies.push(f.code ? `${f.kind} ${f.code}` : f.kind)
+    }
+    assert.deepEqual(replies, ['REJECTED agent_key', 'REJECTED agent_key', 'ERROR rate_limited'], 'the new limit (2 a minute) is in force')
+    // A second start does not run a second custody: it hands over to this one and exits.
+    const second = spawn(APP, [], { stdio: 'ignore' })
+    const code = await new Promise((r) => second.on('exit', (c) => r(c)))
+    assert.equal(code, 0)
+    fresh.send({ custody: 1, id: 'h2', op: 'hello' })
+    assert.equal((await fresh.final('h2')).kind, 'HELLO', 'the first one still serves')
+  } finally {
+    fresh.close()
+  }
+})
+
+async function waitFor(f, what, ms = 30_000) {
+  const deadline = Date.now() + ms
+  let last
+  for (;;) {
+    try {
+      const v = await f()
+      if (v) return v
+    } catch (e) {
+      last = e
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${last?.message ?? ''}`)
+    await new Promise((r) => setTimeout(r, 300))
+  }
+}

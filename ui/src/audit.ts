@@ -1,0 +1,221 @@
+// The audit view: every event, newest first, with filters; the grants and
+// consents still live, in plain words; the chain's verification; export.
+// Rows are evidence stored exactly as received: the backend makes them
+// display-safe, and they are rendered as text only.
+
+import './style.css'
+import { api, on, errorText, type AuditFilter, type AuditView, type EventView, type EventKind } from './ipc'
+import { h, replace, byId, say, setText } from './dom'
+import { fullTime, localTime, span, fromLocalInput } from './format'
+
+export const KIND_WORDS: Record<EventKind, string> = {
+  grant_issued: 'Grant issued',
+  grant_denied: 'Grant denied',
+  consent_approved: 'Consent approved',
+  consent_denied: 'Consent denied',
+  request_rejected: 'Request rejected (never shown)',
+  request_expired: 'Request expired',
+  request_cancelled: 'Request withdrawn',
+  key_created: 'Key created',
+  key_imported: 'Key imported',
+  key_deleted: 'Key deleted',
+}
+
+const app = byId('app')
+
+function agentCell(e: EventView): HTMLElement | string {
+  if (!e.agent) return ''
+  return h(
+    'span',
+    null,
+    h('code', { title: e.agent }, e.agent_short ?? e.agent),
+    e.agent_label ? h('span', { class: 'label' }, ` “${e.agent_label}”`) : null,
+  )
+}
+
+function details(e: EventView): HTMLElement {
+  const parts: (HTMLElement | null)[] = []
+  if (e.cost) parts.push(h('div', { class: 'cost-small' }, e.cost))
+  if (e.capability) parts.push(h('div', null, h('span', { class: 'muted' }, 'capability '), e.capability))
+  if (e.risk || e.undo) parts.push(h('div', { class: 'muted' }, [e.risk ? `risk ${e.risk}` : '', e.undo ? (e.undo === 'irreversible' ? 'irreversible' : `undo ${e.undo}`) : ''].filter(Boolean).join(' · ')))
+  if (e.hash) parts.push(h('div', null, h('span', { class: 'muted' }, 'hash '), h('code', { title: e.hash }, `${e.hash.slice(0, 12)}…`)))
+  if (e.preview) parts.push(h('div', null, e.preview))
+  if (e.caveat_words.length) parts.push(h('details', null, h('summary', null, 'caveats'), h('ul', null, ...e.caveat_words.map((w) => h('li', null, w))), e.caveats ? h('code', { class: 'json' }, e.caveats) : null))
+  if (e.expires && (e.kind === 'grant_issued' || e.kind === 'consent_approved')) parts.push(h('div', { class: 'muted' }, `until ${fullTime(e.expires)}`))
+  if (e.reason) parts.push(h('div', { class: 'reason-text' }, e.reason))
+  if (e.principal && e.kind.startsWith('key_')) parts.push(h('code', null, e.principal))
+  return h('div', { class: 'details' }, ...parts)
+}
+
+function peer(e: EventView): string {
+  if (e.peer_uid === null && e.peer_pid === null) return ''
+  return `uid ${e.peer_uid ?? '?'}, pid ${e.peer_pid ?? '?'}${e.peer_exe ? `, ${e.peer_exe}` : ''}`
+}
+
+function render(view: AuditView, filter: AuditFilter) {
+  const v = view.verify
+  setText(
+    chain,
+    v.ok
+      ? `Chain verified: all ${v.rows} events are intact and in order.`
+      : `The audit log does NOT verify: ${v.problem ?? 'unknown problem'}${v.first_bad_seq !== null ? ` (first bad event #${v.first_bad_seq})` : ''}. It was damaged or tampered with.`,
+  )
+  chain.className = v.ok ? 'msg msg-ok' : 'msg msg-error'
+  chain.dataset.ok = String(v.ok)
+
+  replace(
+    live,
+    view.live.length
+      ? h(
+          'table',
+          { class: 'table', testid: 'live-table' },
+          h('thead', null, h('tr', null, h('th', null, 'What'), h('th', null, 'Agent'), h('th', null, 'Where'), h('th', null, 'Allows'), h('th', null, 'Until'))),
+          h(
+            'tbody',
+            null,
+            ...view.live.map((e) =>
+              h(
+                'tr',
+                { testid: 'live-row' },
+                h('td', null, e.kind === 'grant_issued' ? 'Grant' : 'Consent'),
+                h('td', null, agentCell(e)),
+                h('td', null, e.service ?? ''),
+                h('td', null, e.kind === 'consent_approved' ? `one COMMIT of ${e.capability ?? '?'}${e.cost ? ` for ${e.cost}` : ''} (proposal ${e.hash?.slice(0, 12) ?? '?'}…)` : e.preview ?? '', e.caveat_words.length && e.kind === 'grant_issued' ? h('ul', { class: 'words' }, ...e.caveat_words.map((w) => h('li', null, w))) : null),
+                h('td', null, e.expires ? `${localTime(e.expires)} (in ${span(e.expires - view.now)})` : ''),
+              ),
+            ),
+          ),
+        )
+      : h('p', { class: 'muted', testid: 'no-live' }, 'No live grants or consents.'),
+  )
+
+  replace(
+    events,
+    view.events.length
+      ? h(
+          'table',
+          { class: 'table', testid: 'events-table' },
+          h('thead', null, h('tr', null, h('th', null, '#'), h('th', null, 'When'), h('th', null, 'What'), h('th', null, 'Agent'), h('th', null, 'Service'), h('th', null, 'Details'), h('th', null, 'Asked by'))),
+          h(
+            'tbody',
+            null,
+            ...view.events.map((e) =>
+              h(
+                'tr',
+                { class: `kind-${e.kind}`, testid: 'event-row', attrs: { 'data-kind': e.kind } },
+                h('td', null, String(e.seq)),
+                h('td', { class: 'when', title: String(e.at) }, fullTime(e.at)),
+                h('td', { class: 'kind' }, KIND_WORDS[e.kind] ?? e.kind),
+                h('td', null, agentCell(e)),
+                h('td', null, e.service ?? ''),
+                h('td', null, details(e)),
+                h('td', { class: 'muted' }, peer(e)),
+              ),
+            ),
+          ),
+        )
+      : h('p', { class: 'muted', testid: 'no-events' }, 'No events match.'),
+  )
+  setText(count, `${view.events.length}${view.truncated ? '+' : ''} event${view.events.length === 1 ? '' : 's'} shown, newest first${filterWords(filter)}.${view.truncated ? ' Narrow the filter to see older ones.' : ''}`)
+}
+
+function filterWords(f: AuditFilter): string {
+  const w: string[] = []
+  if (f.kinds?.length) w.push(f.kinds.map((k) => KIND_WORDS[k as EventKind] ?? k).join(', '))
+  if (f.agent) w.push(`agent ${f.agent.slice(0, 20)}…`)
+  if (f.service) w.push(`service ${f.service}`)
+  if (f.since) w.push(`from ${fullTime(f.since)}`)
+  if (f.until) w.push(`until ${fullTime(f.until)}`)
+  return w.length ? ` (${w.join('; ')})` : ''
+}
+
+// Page skeleton.
+const chain = h('p', { class: 'msg', testid: 'chain' }, 'Verifying the chain…')
+const live = h('div', { class: 'table-wrap', testid: 'live' })
+const events = h('div', { class: 'table-wrap', testid: 'events' })
+const count = h('p', { class: 'muted', testid: 'count' })
+const kind = h('select', { id: 'f-kind', testid: 'f-kind', attrs: { 'aria-label': 'Kind' } }, h('option', { attrs: { value: '' } }, 'Every kind'), ...Object.entries(KIND_WORDS).map(([k, w]) => h('option', { attrs: { value: k } }, w)))
+const agent = h('input', { id: 'f-agent', testid: 'f-agent', attrs: { type: 'text', placeholder: 'agent key (ed25519:…)', spellcheck: 'false' } })
+const service = h('input', { id: 'f-service', testid: 'f-service', attrs: { type: 'text', placeholder: 'service id', spellcheck: 'false' } })
+const since = h('input', { id: 'f-since', testid: 'f-since', attrs: { type: 'datetime-local', 'aria-label': 'From' } })
+const until = h('input', { id: 'f-until', testid: 'f-until', attrs: { type: 'datetime-local', 'aria-label': 'Until' } })
+const apply = h('button', { class: 'btn', testid: 'f-apply', attrs: { type: 'submit' } }, 'Filter')
+const reset = h('button', { class: 'btn btn-default', testid: 'f-reset', attrs: { type: 'button' } }, 'Clear')
+const exportJsonl = h('button', { class: 'btn', testid: 'export-jsonl', attrs: { type: 'button' } }, 'Export JSONL')
+const exportCsv = h('button', { class: 'btn', testid: 'export-csv', attrs: { type: 'button' } }, 'Export CSV')
+const status = h('p', { class: 'msg', testid: 'status', attrs: { role: 'status' } })
+status.hidden = true
+
+function filter(): AuditFilter {
+  return {
+    kinds: kind.value ? [kind.value] : [],
+    agent: agent.value.trim() || null,
+    service: service.value.trim() || null,
+    since: fromLocalInput(since.value),
+    until: fromLocalInput(until.value) !== null ? (fromLocalInput(until.value) as number) + 59 : null,
+    limit: 500,
+  }
+}
+
+let loading = false
+let again = false
+async function load() {
+  if (loading) {
+    again = true
+    return
+  }
+  loading = true
+  const f = filter()
+  try {
+    render(await api.auditQuery(f), f)
+  } catch (e) {
+    say(status, 'error', errorText(e))
+  } finally {
+    loading = false
+    if (again) {
+      again = false
+      void load()
+    }
+  }
+}
+
+async function exportAs(format: 'jsonl' | 'csv') {
+  try {
+    const r = await api.auditExport(format, filter())
+    say(status, 'ok', `Exported ${r.rows} event${r.rows === 1 ? '' : 's'} to ${r.path}`)
+  } catch (e) {
+    say(status, 'error', errorText(e))
+  }
+}
+
+replace(
+  app,
+  h('h1', null, 'Audit log'),
+  chain,
+  h('section', null, h('h2', null, 'Live grants and consents'), live),
+  h(
+    'section',
+    null,
+    h('h2', null, 'Events'),
+    h('form', { class: 'filters', on: { submit: (e: Event) => { e.preventDefault(); void load() } } }, kind, agent, service, h('label', null, 'from ', since), h('label', null, 'until ', until), apply, reset),
+    h('div', { class: 'actions' }, exportJsonl, exportCsv),
+    status,
+    count,
+    events,
+  ),
+)
+reset.addEventListener('click', () => {
+  kind.value = ''
+  agent.value = ''
+  service.value = ''
+  since.value = ''
+  until.value = ''
+  void load()
+})
+kind.addEventListener('change', () => void load())
+exportJsonl.addEventListener('click', () => void exportAs('jsonl'))
+exportCsv.addEventListener('click', () => void exportAs('csv'))
+void on('pending-changed', () => void load())
+void on('status-changed', () => void load())
+setInterval(() => void load(), 30_000)
+void load()

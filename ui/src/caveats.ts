@@ -1,0 +1,280 @@
+// The grant form's logic, without the DOM: the form's values become the
+// exact caveats (Parley §6.3) that will be signed, a plain-language preview,
+// errors per field and warnings. The engine checks the caveats again before
+// signing (custody/src/review.rs), so this is for the human, not the guard.
+
+import { money, parseAmount, isCurrency, localTime, fromLocalInput, toLocalInput, span } from './format'
+
+/** The verbs a grant can name (Parley §4). */
+export const VERBS = ['HELLO', 'ASK', 'INTENT', 'COMMIT', 'UNDO', 'EXPAND'] as const
+
+/** What each verb lets the agent do, in words. */
+export const VERB_WORDS: Record<string, string> = {
+  HELLO: 'connect',
+  ASK: 'ask for offers',
+  INTENT: 'state intents',
+  COMMIT: 'commit (place orders, book, pay)',
+  UNDO: 'undo',
+  EXPAND: 'expand results',
+}
+
+/** Expiry presets, seconds from now. */
+export const PRESETS: Record<string, number> = { '1h': 3600, '8h': 8 * 3600, '24h': 86400, '7d': 7 * 86400 }
+
+export type Risk = '' | 'low' | 'medium' | 'high'
+export type Field =
+  | 'agent'
+  | 'services'
+  | 'verbs'
+  | 'capabilities'
+  | 'currency'
+  | 'per'
+  | 'spend'
+  | 'expiry'
+  | 'notBefore'
+
+export interface GrantFormValues {
+  agent: string
+  services: string
+  verbs: string[]
+  capabilities: string
+  risk: Risk
+  currency: string
+  per: string
+  spend: string
+  expiry: string // a PRESETS key or 'custom'
+  customExpiry: string // datetime-local
+  notBefore: string // datetime-local, or ''
+  /** Caveats of a request that the form has no field for: kept verbatim (dropping one would widen the grant). */
+  extra: unknown[]
+}
+
+export type Caveat = Record<string, unknown>
+
+export interface GrantPlan {
+  caveats: Caveat[]
+  errors: Partial<Record<Field, string>>
+  warnings: string[]
+  preview: string
+  exp: number | null
+  ok: boolean
+}
+
+export const AGENT_KEY = /^ed25519:[A-Za-z0-9_-]{43}$/
+const CAPABILITY = /^(\*|[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*(\.\*)?)$/
+
+/** Splits a list typed by a person (commas, spaces or new lines), dropping duplicates. */
+export function splitList(s: string): string[] {
+  const out: string[] = []
+  for (const part of s.split(/[\s,]+/)) {
+    if (part && !out.includes(part)) out.push(part)
+  }
+  return out
+}
+
+function isPrintableAscii(s: string): boolean {
+  return /^[\x21-\x7e]+$/.test(s)
+}
+
+function joinWords(list: string[]): string {
+  if (list.length <= 1) return list.join('')
+  return `${list.slice(0, -1).join(', ')} and ${list[list.length - 1]}`
+}
+
+/** Turns the form into caveats, errors, warnings and a preview. `now` in unix seconds. */
+export function plan(v: GrantFormValues, now: number, maxLifetime: number): GrantPlan {
+  const errors: Partial<Record<Field, string>> = {}
+  const warnings: string[] = []
+  const caveats: Caveat[] = []
+
+  const agent = v.agent.trim()
+  if (agent === '') errors.agent = 'paste the agent’s key (ed25519:…) or pick a known agent'
+  else if (!AGENT_KEY.test(agent)) errors.agent = 'an agent key looks like ed25519: followed by 43 letters, digits, - or _'
+
+  const services = splitList(v.services)
+  if (services.length === 0) errors.services = 'name at least one service (a grant without one works everywhere)'
+  for (const s of services) {
+    if (s.length > 253) errors.services = 'a service id has at most 253 characters'
+    else if (Array.from(s).some((ch) => (ch.codePointAt(0) ?? 0) <= 0x20 || ch === '\u007f'))
+      errors.services = 'a service id has no spaces or control characters'
+  }
+  if (services.some((s) => !isPrintableAscii(s))) {
+    warnings.push('A service id contains non-ASCII characters: check it for look-alike letters.')
+  }
+  if (services.length) caveats.push({ svc: services })
+
+  const verbs = VERBS.filter((x) => v.verbs.includes(x))
+  if (verbs.length === 0) errors.verbs = 'choose at least one verb'
+  else caveats.push({ verbs: [...verbs] })
+
+  const caps = splitList(v.capabilities)
+  for (const c of caps) {
+    if (!CAPABILITY.test(c)) errors.capabilities = `“${c.slice(0, 40)}” is not a pattern: use an exact name (shop.order), * or a prefix ending in .* (shop.*)`
+  }
+  if (caps.length) caveats.push({ can: caps })
+  if (caps.includes('*')) warnings.push('The capability pattern * allows every capability.')
+
+  const currency = v.currency.trim().toUpperCase()
+  const wantsMoney = v.per.trim() !== '' || v.spend.trim() !== ''
+  if (wantsMoney && !isCurrency(currency)) errors.currency = 'a three-letter currency code, like USD'
+  let per: number | undefined
+  let spend: number | undefined
+  if (v.per.trim() !== '') {
+    const r = parseAmount(v.per, currency)
+    if (r.error) errors.per = r.error
+    else per = r.amount
+  }
+  if (v.spend.trim() !== '') {
+    const r = parseAmount(v.spend, currency)
+    if (r.error) errors.spend = r.error
+    else spend = r.amount
+  }
+  if (per !== undefined && isCurrency(currency)) caveats.push({ per: { max: per, currency } })
+  if (spend !== undefined && isCurrency(currency)) caveats.push({ spend: { max: spend, currency } })
+  if (per !== undefined && spend === undefined && !errors.spend) {
+    warnings.push('A per-action cap without a total (spend) can be dodged by splitting a purchase: add a total.')
+  }
+  if (per !== undefined && spend !== undefined && spend < per) {
+    warnings.push('The total is lower than the per-action cap: no single action can reach the cap.')
+  }
+  if (v.risk) caveats.push({ risk: v.risk })
+  if (verbs.includes('COMMIT') && per === undefined && spend === undefined && !v.risk) {
+    warnings.push('COMMIT with no spending limit and no risk ceiling: the agent can commit anything these services offer without asking you.')
+  }
+
+  let exp: number | null = null
+  if (v.expiry === 'custom') {
+    const t = fromLocalInput(v.customExpiry)
+    if (t === null) errors.expiry = 'choose the date and time the grant ends'
+    else if (t <= now) errors.expiry = 'the end is in the past'
+    else exp = t
+  } else if (PRESETS[v.expiry] !== undefined) {
+    exp = now + PRESETS[v.expiry]
+  } else {
+    errors.expiry = 'choose when the grant ends (a grant always expires)'
+  }
+  if (exp !== null && exp > now + maxLifetime) {
+    errors.expiry = `at most ${span(maxLifetime)} from now (the limit set in Settings)`
+    exp = null
+  }
+  let nbf: number | null = null
+  if (v.notBefore.trim() !== '') {
+    nbf = fromLocalInput(v.notBefore)
+    if (nbf === null) errors.notBefore = 'a date and time, or leave it empty'
+    else if (exp !== null && nbf >= exp) errors.notBefore = 'must be before the end'
+  }
+  if (nbf !== null && !errors.notBefore) caveats.push({ nbf })
+  for (const x of v.extra) caveats.push(x as Caveat)
+  if (exp !== null) caveats.push({ exp })
+
+  // The preview: one sentence a person can check.
+  const parts: string[] = []
+  parts.push(`may ${verbs.length ? joinWords(verbs.map((x) => VERB_WORDS[x])) : '(no verbs)'}`)
+  parts.push(services.length ? `at ${joinWords(services)}` : 'at (no service)')
+  if (caps.length) parts.push(`for ${joinWords(caps)}`)
+  const limits: string[] = []
+  if (per !== undefined && isCurrency(currency)) limits.push(`up to ${money(per, currency)} each`)
+  if (spend !== undefined && isCurrency(currency)) limits.push(`${money(spend, currency)} in total`)
+  if (v.risk) limits.push(`risk up to ${v.risk}`)
+  if (nbf !== null) limits.push(`from ${localTime(nbf, now)}`)
+  limits.push(exp !== null ? `until ${localTime(exp, now)}` : 'until (no end chosen)')
+  if (v.extra.length) limits.push(`and ${v.extra.length} more condition${v.extra.length > 1 ? 's' : ''} kept from the request`)
+  const preview = `${parts.join(' ')}, ${limits.join(', ')}`
+
+  return { caveats, errors, warnings, preview, exp, ok: Object.keys(errors).length === 0 }
+}
+
+/** Fills the form from requested caveats. The first caveat of each kind fills
+ *  its field; anything else is kept verbatim in `extra` (never dropped). */
+export function fromCaveats(list: unknown[]): Partial<GrantFormValues> {
+  const out: Partial<GrantFormValues> = { extra: [] }
+  const seen = new Set<string>()
+  const strings = (x: unknown): string[] | null =>
+    Array.isArray(x) && x.every((s) => typeof s === 'string') ? (x as string[]) : null
+  for (const c of list) {
+    const keep = () => out.extra!.push(c)
+    if (typeof c !== 'object' || c === null || Array.isArray(c) || Object.keys(c).length !== 1) {
+      keep()
+      continue
+    }
+    const [name, value] = Object.entries(c as Record<string, unknown>)[0]
+    if (seen.has(name)) {
+      keep()
+      continue
+    }
+    switch (name) {
+      case 'svc':
+      case 'verbs':
+      case 'can': {
+        const l = strings(value)
+        if (!l) {
+          keep()
+          break
+        }
+        seen.add(name)
+        if (name === 'svc') out.services = l.join(', ')
+        else if (name === 'verbs') out.verbs = l
+        else out.capabilities = l.join(', ')
+        break
+      }
+      case 'per':
+      case 'spend': {
+        const m = value as { max?: unknown; currency?: unknown }
+        const cur = typeof m?.currency === 'string' ? m.currency : null
+        if (
+          typeof m !== 'object' ||
+          !Number.isSafeInteger(m.max) ||
+          !cur ||
+          (out.currency !== undefined && out.currency !== cur)
+        ) {
+          keep()
+          break
+        }
+        seen.add(name)
+        out.currency = cur
+        out[name] = money(m.max as number, cur).split(' ')[0]
+        break
+      }
+      case 'risk':
+        if (value === 'low' || value === 'medium' || value === 'high') {
+          seen.add(name)
+          out.risk = value
+        } else keep()
+        break
+      case 'exp':
+        if (Number.isSafeInteger(value)) {
+          seen.add(name)
+          out.expiry = 'custom'
+          out.customExpiry = toLocalInput(value as number)
+        } else keep()
+        break
+      case 'nbf':
+        if (Number.isSafeInteger(value)) {
+          seen.add(name)
+          out.notBefore = toLocalInput(value as number)
+        } else keep()
+        break
+      default:
+        keep()
+    }
+  }
+  return out
+}
+
+/** An empty form: 8 hours, ASK and INTENT, no money. */
+export function emptyForm(): GrantFormValues {
+  return {
+    agent: '',
+    services: '',
+    verbs: ['ASK', 'INTENT'],
+    capabilities: '',
+    risk: '',
+    currency: 'USD',
+    per: '',
+    spend: '',
+    expiry: '8h',
+    customExpiry: '',
+    notBefore: '',
+    extra: [],
+  }
+}

@@ -1,0 +1,281 @@
+// The grant form: a time-boxed grant for an agent key, as exact caveats,
+// with a plain-language preview. Issued to the agent that asked for it (a
+// pending grant request) or, with no request, shown once for the human to copy.
+
+import './style.css'
+import { api, on, errorText, type GrantContext, type IssuedView } from './ipc'
+import { h, replace, byId, say, setText, copyText, visible } from './dom'
+import { emptyForm, fromCaveats, plan, PRESETS, VERBS, VERB_WORDS, type Field, type GrantFormValues } from './caveats'
+import { localTime } from './format'
+
+const app = byId('app')
+const params = new URLSearchParams(location.hash.replace(/^#/, ''))
+const requestId = params.get('request')
+const agentParam = params.get('agent')
+
+function field(label: string, control: HTMLElement, name: Field | null, help?: string): HTMLElement {
+  const err = h('p', { class: 'field-error', testid: name ? `err-${name}` : undefined })
+  err.hidden = true
+  if (name) err.id = `err-${name}`
+  return h('div', { class: 'field' }, h('label', null, h('span', { class: 'field-label' }, label), control), help ? h('p', { class: 'help' }, help) : null, err)
+}
+
+function input(id: string, attrs: Record<string, string> = {}): HTMLInputElement {
+  return h('input', { id, testid: id, attrs: { type: 'text', autocomplete: 'off', spellcheck: 'false', ...attrs } })
+}
+
+async function main() {
+  let ctx: GrantContext
+  try {
+    ctx = await api.grantContext(requestId)
+  } catch (e) {
+    replace(app, h('h1', null, 'Issue a grant'), h('p', { class: 'msg msg-error', testid: 'status' }, errorText(e)))
+    return
+  }
+  const req = ctx.request
+  let values: GrantFormValues = emptyForm()
+  if (req) {
+    values = { ...values, ...fromCaveats(req.review.caveats.map((c) => c.json)), agent: req.review.agent.key }
+    if (!req.review.caveats.some((c) => typeof c.json === 'object' && c.json !== null && 'verbs' in c.json)) {
+      values.verbs = []
+    }
+  } else if (agentParam) {
+    values.agent = agentParam
+  }
+
+  // Controls.
+  const agent = input('agent', { placeholder: 'ed25519:…', 'aria-describedby': 'err-agent' })
+  agent.value = values.agent
+  agent.readOnly = !!req
+  const known = h('select', { id: 'known', testid: 'known-agents', attrs: { 'aria-label': 'Known agents' } }, h('option', { attrs: { value: '' } }, 'Pick a known agent…'))
+  for (const a of ctx.known_agents) {
+    const o = h('option', { attrs: { value: a.key } }, `${a.label ? `${a.label} — ` : ''}${a.short}${a.waiting ? ' (waiting now)' : ''}${a.last_seen ? ` (last seen ${localTime(a.last_seen)})` : ''}`)
+    known.append(o)
+  }
+  known.disabled = !!req || ctx.known_agents.length === 0
+  const label = input('agent-label', { placeholder: 'e.g. shopping assistant', maxlength: '64' })
+  const existing = ctx.known_agents.find((a) => a.key === values.agent)
+  if (existing?.label) label.value = existing.label
+  const principal = h('select', { id: 'principal', testid: 'principal', attrs: { 'aria-label': 'Principal key' } })
+  for (const k of ctx.principals) principal.append(h('option', { attrs: { value: k.public } }, `${k.label} — ${k.short}`))
+  if (req) {
+    principal.value = req.review.principal
+    principal.disabled = true
+  }
+  const services = input('services', { placeholder: 'shop.example' })
+  services.value = values.services
+  const verbBoxes = VERBS.map((v) => {
+    const box = h('input', { id: `verb-${v}`, testid: `verb-${v}`, attrs: { type: 'checkbox', value: v } })
+    box.checked = values.verbs.includes(v)
+    return { v, box, el: h('label', { class: 'check' }, box, h('span', null, ` ${v} `), h('span', { class: 'muted' }, VERB_WORDS[v])) }
+  })
+  const caps = input('capabilities', { placeholder: 'shop.order, shop.* (empty: all)' })
+  caps.value = values.capabilities
+  const risk = h('select', { id: 'risk', testid: 'risk' }, ...['', 'low', 'medium', 'high'].map((r) => h('option', { attrs: { value: r } }, r ? `up to ${r}` : 'no ceiling')))
+  risk.value = values.risk
+  const currency = input('currency', { maxlength: '3', size: '4' })
+  currency.value = values.currency
+  const per = input('per', { inputmode: 'decimal', placeholder: '40.00' })
+  per.value = values.per
+  const spend = input('spend', { inputmode: 'decimal', placeholder: '100.00' })
+  spend.value = values.spend
+  const presetBoxes = [...Object.keys(PRESETS), 'custom'].map((p) => {
+    const r = h('input', { id: `exp-${p}`, testid: `exp-${p}`, attrs: { type: 'radio', name: 'expiry', value: p } })
+    r.checked = values.expiry === p
+    return { p, r, el: h('label', { class: 'check' }, r, h('span', null, p === 'custom' ? ' until…' : ` ${p}`)) }
+  })
+  const custom = h('input', { id: 'exp-at', testid: 'exp-at', attrs: { type: 'datetime-local' } })
+  custom.value = values.customExpiry
+  const nbf = h('input', { id: 'nbf', testid: 'nbf', attrs: { type: 'datetime-local' } })
+  nbf.value = values.notBefore
+  const note = input('note', { maxlength: '200', placeholder: 'why, for the audit log (optional)' })
+
+  const preview = h('p', { class: 'preview', testid: 'preview' })
+  const warnings = h('ul', { class: 'warnings', testid: 'form-warnings' })
+  const exact = h('pre', { class: 'json', testid: 'caveats-json' })
+  const issue = h('button', { class: 'btn btn-approve', testid: 'issue', attrs: { type: 'button' } }, req ? 'Issue and send to the agent' : 'Issue grant')
+  const cancel = h('button', { class: 'btn btn-default', testid: 'cancel', attrs: { type: 'button' } }, 'Cancel')
+  const status = h('p', { class: 'msg', testid: 'status', attrs: { role: 'status' } })
+  status.hidden = true
+  const result = h('section', { class: 'result', testid: 'result' })
+  result.hidden = true
+
+  const requestBanner = req
+    ? h(
+        'div',
+        { class: 'banner', testid: 'request-banner' },
+        h('p', null, 'Answering a grant request from ', h('code', { title: req.review.agent.key }, req.review.agent.short), req.review.agent.label ? ` “${req.review.agent.label}”` : '', ` (user ${req.review.requester.user}, pid ${req.review.requester.pid ?? 'unknown'}).`),
+        h('p', null, `It asked: ${req.review.preview}.`),
+        req.review.their_words ? h('p', null, 'Its reason (its words): ', h('q', null, req.review.their_words)) : null,
+        values.extra.length ? h('p', { class: 'warn' }, `${values.extra.length} requested condition(s) have no field here and are kept as requested (see the exact caveats).`) : null,
+      )
+    : null
+
+  replace(
+    app,
+    h('h1', null, 'Issue a grant'),
+    requestBanner,
+    h(
+      'form',
+      { class: 'grant-form', attrs: { novalidate: '' }, on: { submit: (e: Event) => e.preventDefault() } },
+      field('Agent key', h('div', { class: 'inline' }, agent, known), 'agent', 'The agent’s holder key: the grant is for this key only.'),
+      field('Your label for this agent', label, null),
+      ctx.principals.length > 1 ? field('Signed by', principal, null) : null,
+      field('Services', services, 'services', 'Service ids, separated by commas.'),
+      h('fieldset', { class: 'field' }, h('legend', null, 'Verbs'), h('div', { class: 'checks' }, ...verbBoxes.map((b) => b.el)), h('p', { class: 'field-error', testid: 'err-verbs', attrs: { hidden: '' } })),
+      field('Capabilities', caps, 'capabilities', 'Exact names, or prefixes like shop.*; empty allows every capability of these services.'),
+      field('Risk ceiling', risk, null, 'Commits above it need your consent.'),
+      h(
+        'fieldset',
+        { class: 'field' },
+        h('legend', null, 'Spending'),
+        h('div', { class: 'money' }, h('label', null, 'Currency ', currency), h('label', null, 'Per action ', per), h('label', null, 'In total ', spend)),
+        h('p', { class: 'field-error', testid: 'err-currency', attrs: { hidden: '' } }),
+        h('p', { class: 'field-error', testid: 'err-per', attrs: { hidden: '' } }),
+        h('p', { class: 'field-error', testid: 'err-spend', attrs: { hidden: '' } }),
+      ),
+      h('fieldset', { class: 'field' }, h('legend', null, 'Expires (a grant always expires)'), h('div', { class: 'checks' }, ...presetBoxes.map((b) => b.el), custom), h('p', { class: 'field-error', testid: 'err-expiry', attrs: { hidden: '' } })),
+      field('Not before (optional)', nbf, 'notBefore'),
+      req ? null : field('Note (optional)', note, null),
+    ),
+    h('section', { class: 'preview-box' }, h('h2', null, 'This grant'), preview, warnings, h('h3', null, 'Exact caveats that will be signed'), exact),
+    h('div', { class: 'actions' }, cancel, issue),
+    status,
+    result,
+  )
+
+  const read = (): GrantFormValues => ({
+    agent: agent.value,
+    services: services.value,
+    verbs: verbBoxes.filter((b) => b.box.checked).map((b) => b.v),
+    capabilities: caps.value,
+    risk: risk.value as GrantFormValues['risk'],
+    currency: currency.value,
+    per: per.value,
+    spend: spend.value,
+    expiry: presetBoxes.find((b) => b.r.checked)?.p ?? '',
+    customExpiry: custom.value,
+    notBefore: nbf.value,
+    extra: values.extra,
+  })
+
+  let issued = false
+  let issuing = false
+  function refresh() {
+    const pl = plan(read(), Math.floor(Date.now() / 1000), ctx.max_grant_lifetime_secs)
+    setText(preview, pl.ok || pl.caveats.length ? `This grant ${pl.preview}.` : '')
+    replace(warnings, ...pl.warnings.map((w) => h('li', null, w)))
+    warnings.hidden = pl.warnings.length === 0
+    // One caveat per line; each line made visible on its own (the line breaks are ours).
+    exact.textContent = pl.caveats.length ? `[\n${pl.caveats.map((c) => `  ${visible(JSON.stringify(c))}`).join(',\n')}\n]` : '[]'
+    for (const el of app.querySelectorAll<HTMLElement>('.field-error')) {
+      const name = el.dataset.testid?.replace(/^err-/, '') as Field
+      const msg = pl.errors[name]
+      el.hidden = !msg
+      setText(el, msg ?? '')
+    }
+    issue.disabled = !pl.ok || issued || ctx.principals.length === 0
+    return pl
+  }
+  if (ctx.principals.length === 0) {
+    say(status, 'error', 'There is no principal key to sign with yet: create one in Settings first.')
+  }
+
+  app.addEventListener('input', () => refresh())
+  app.addEventListener('change', () => refresh())
+  known.addEventListener('change', () => {
+    if (known.value) {
+      agent.value = known.value
+      const a = ctx.known_agents.find((x) => x.key === known.value)
+      label.value = a?.label ?? ''
+    }
+    refresh()
+  })
+  const pickCustom = () => {
+    const b = presetBoxes.find((x) => x.p === 'custom')
+    if (b) b.r.checked = true
+    refresh()
+  }
+  custom.addEventListener('focus', pickCustom)
+  custom.addEventListener('input', pickCustom)
+  cancel.addEventListener('click', () => void api.windowClose().catch(() => {}))
+  issue.addEventListener('click', async () => {
+    const pl = refresh()
+    if (!pl.ok || issued) return
+    issue.disabled = true
+    issuing = true
+    say(status, 'info', 'Signing…')
+    try {
+      const r: IssuedView = await api.grantIssue({
+        agent: agent.value.trim(),
+        caveats: pl.caveats,
+        principal: req ? null : principal.value || null,
+        note: req ? null : note.value.trim() || null,
+        request: req ? req.id : null,
+      })
+      issued = true
+      const wanted = label.value.trim()
+      const had = ctx.known_agents.find((a) => a.key === agent.value.trim())?.label ?? ''
+      if (wanted !== had) {
+        await api.agentLabelSet(agent.value.trim(), wanted || null).catch((e) => say(status, 'warn', `Label not saved: ${errorText(e)}`))
+      }
+      showResult(r)
+    } catch (e) {
+      say(status, 'error', errorText(e))
+      issue.disabled = false
+    } finally {
+      issuing = false
+    }
+  })
+
+  function showResult(r: IssuedView) {
+    for (const el of app.querySelectorAll<HTMLInputElement | HTMLSelectElement | HTMLButtonElement>('form input, form select')) el.disabled = true
+    issue.disabled = true
+    setText(cancel, 'Close')
+    const words = h('ul', null, ...r.caveat_words.map((w) => h('li', null, w)))
+    if (r.sent_to_agent) {
+      say(status, 'ok', 'Issued and sent to the waiting agent.')
+      replace(result, h('h2', null, 'Issued'), h('p', { testid: 'issued-preview' }, `The grant ${r.preview}.`), words)
+    } else {
+      say(status, 'ok', 'Issued. Give this token to the agent; it is shown only now (the audit log keeps its id).')
+      const token = h('textarea', { class: 'token', testid: 'token', attrs: { readonly: '', rows: '4', 'aria-label': 'Grant token' } })
+      token.value = r.token ?? ''
+      const copied = h('span', { class: 'muted', testid: 'copied' })
+      const copy = h('button', { class: 'btn', testid: 'copy-token', attrs: { type: 'button' } }, 'Copy token')
+      copy.addEventListener('click', async () => {
+        token.select()
+        setText(copied, (await copyText(token.value)) ? ' Copied.' : ' Select the token and copy it.')
+      })
+      replace(
+        result,
+        h('h2', null, 'Issued'),
+        h('p', { testid: 'issued-preview' }, `The grant ${r.preview}.`),
+        words,
+        r.warnings.length ? h('ul', { class: 'warnings' }, ...r.warnings.map((w) => h('li', null, w))) : null,
+        token,
+        h('div', { class: 'actions' }, copy, copied),
+      )
+    }
+    result.append(
+      h('div', { class: 'actions' }, h('button', { class: 'btn', testid: 'new-grant', attrs: { type: 'button' }, on: { click: () => { location.hash = ''; location.reload() } } }, 'Issue another grant')),
+    )
+    result.hidden = false
+  }
+
+  refresh()
+  setInterval(() => {
+    if (!issued) refresh()
+  }, 30_000)
+  if (req) {
+    void on<string>('pending-withdrawn', (wid) => {
+      if (wid === req.id && !issued && !issuing) {
+        issued = true
+        issue.disabled = true
+        say(status, 'warn', 'This request is no longer waiting: it was decided in its review window, expired, or the agent withdrew it. Nothing was issued from this form.')
+      }
+    })
+  }
+  ;(req ? services : agent.value ? services : agent).focus()
+}
+
+void main()

@@ -1,0 +1,157 @@
+// The home window: custody's state, the first-run flow (create a principal
+// key), the requests waiting for a decision, and the way to every other window.
+
+import './style.css'
+import { api, on, errorText, type PendingView, type StatusView } from './ipc'
+import { h, replace, byId, say, copyText, setText } from './dom'
+import { localTime, span } from './format'
+
+const app = byId('app')
+
+export function describe(p: PendingView): string {
+  const r = p.review
+  const who = r.agent.label ?? r.agent.short
+  if (r.kind === 'consent') {
+    return r.cost_money ? `${who} asks you to approve ${r.cost} at ${r.service}` : `${who} asks you to approve ${r.capability} at ${r.service} (no cost)`
+  }
+  return `${who} asks for a grant at ${r.service || 'every service'}`
+}
+
+const banners = h('div', { class: 'banners', testid: 'banners' })
+const welcome = h('section', { class: 'welcome', testid: 'welcome' })
+welcome.hidden = true
+const identity = h('section', { class: 'identity', testid: 'identity' })
+identity.hidden = true
+const pendingHead = h('h2', { testid: 'pending-head' }, 'Waiting for you')
+const pendingList = h('ul', { class: 'pending', testid: 'pending' })
+const status = h('p', { class: 'msg', testid: 'status', attrs: { role: 'status' } })
+status.hidden = true
+let pending: PendingView[] = []
+
+function nav(): HTMLElement {
+  const b = (text: string, kind: string, testid: string) =>
+    h('button', { class: 'btn', testid, attrs: { type: 'button' }, on: { click: () => void api.openWindow(kind).catch((e) => say(status, 'error', errorText(e))) } }, text)
+  return h('nav', { class: 'nav' }, b('Issue a grant…', 'grant', 'open-grant'), b('Audit log', 'audit', 'open-audit'), b('Settings', 'settings', 'open-settings'))
+}
+
+function renderStatus(s: StatusView) {
+  const items: HTMLElement[] = []
+  if (!s.running) items.push(h('p', { class: 'msg msg-error', testid: 'not-running' }, s.error ?? 'Custody is not running.'))
+  for (const w of s.warnings) items.push(h('p', { class: 'msg msg-warn' }, w))
+  if (s.socket) {
+    items.push(
+      s.socket.listening
+        ? h('p', { class: 'msg msg-info', testid: 'socket' }, `Agents connect at ${s.socket.path}`)
+        : h('p', { class: 'msg msg-error', testid: 'socket' }, `Agents cannot connect: ${s.socket.error ?? 'the socket is not listening'}`),
+    )
+    if (s.socket.unreachable_for_agents) {
+      items.push(h('p', { class: 'msg msg-warn' }, `Agents of the agents group cannot reach the socket: ${s.socket.unreachable_for_agents} is not searchable for them. Choose a socket path they can reach in Settings.`))
+    }
+  }
+  if (s.notifications.available === false && s.notifications.message) {
+    items.push(h('p', { class: 'msg msg-warn', testid: 'no-notifications' }, s.notifications.message))
+  }
+  if (s.restart_needed.length) {
+    items.push(
+      h(
+        'div',
+        { class: 'msg msg-warn', testid: 'restart-needed' },
+        `Saved settings take effect after a restart of the socket (${s.restart_needed.join(', ')}). Pending requests are dropped by a restart. `,
+        h('button', { class: 'btn', attrs: { type: 'button' }, on: { click: () => void api.appRestart().catch((e) => say(status, 'error', errorText(e))) } }, 'Restart now'),
+      ),
+    )
+  }
+  if (s.keys_error) items.push(h('p', { class: 'msg msg-error', testid: 'keys-error' }, `The keychain is not usable: ${s.keys_error}`))
+  replace(banners, ...items)
+
+  const present = s.keys.filter((k) => k.status === 'present')
+  welcome.hidden = !(s.running && !s.keys_error && present.length === 0)
+  if (!welcome.hidden && !welcome.dataset.built) buildWelcome(s)
+  if (present.length) {
+    const k = present[0]
+    const copied = h('span', { class: 'muted' })
+    replace(
+      identity,
+      h('h2', null, 'Signing as'),
+      h('p', null, h('strong', null, k.label), ' — ', h('code', { class: 'pubkey', testid: 'principal-key' }, k.public)),
+      h('p', { class: 'muted' }, 'Services must trust this public key. ', h('button', { class: 'btn btn-small', attrs: { type: 'button' }, on: { click: async () => setText(copied, (await copyText(k.public)) ? ' Copied.' : ' Select it and copy it.') } }, 'Copy'), copied),
+      present.length > 1 ? h('p', { class: 'muted' }, `and ${present.length - 1} more key${present.length > 2 ? 's' : ''} (see Settings)`) : null,
+    )
+    identity.hidden = false
+  } else {
+    identity.hidden = true
+  }
+}
+
+function buildWelcome(s: StatusView) {
+  welcome.dataset.built = '1'
+  const label = h('input', { id: 'key-label', testid: 'key-label', attrs: { type: 'text', maxlength: '128', value: 'principal', 'aria-label': 'Key label' } })
+  label.value = 'principal'
+  const create = h('button', { class: 'btn btn-approve', testid: 'create-key', attrs: { type: 'button' } }, 'Create my principal key')
+  const msg = h('p', { class: 'msg', testid: 'welcome-status' })
+  msg.hidden = true
+  create.addEventListener('click', async () => {
+    create.disabled = true
+    say(msg, 'info', 'Creating the key in the keychain…')
+    try {
+      const k = await api.keyCreate(label.value.trim() || 'principal')
+      say(msg, 'ok', `Created. Your principal key is ${k.public}. Give it to the services you use: they trust what it signs.`)
+      await refresh()
+    } catch (e) {
+      say(msg, 'error', errorText(e))
+      create.disabled = false
+    }
+  })
+  replace(
+    welcome,
+    h('h2', null, 'Welcome. First, your principal key'),
+    h('p', null, 'Parley Custody signs grants and consents for you with a principal key. It is created in ', s.store ?? 'the OS keychain', ' and never leaves it; services trust its public half. Agents never see it.'),
+    h('div', { class: 'inline' }, h('label', null, 'Label ', label), create),
+    h('p', { class: 'muted' }, 'Already have one from the Parley tooling (parley init)? ', h('button', { class: 'btn btn-small', attrs: { type: 'button' }, on: { click: () => void api.openWindow('settings') } }, 'Import principal.key in Settings')),
+    msg,
+  )
+}
+
+function renderPending() {
+  setText(pendingHead, pending.length ? `Waiting for you (${pending.length})` : 'Waiting for you')
+  replace(
+    pendingList,
+    ...(pending.length
+      ? pending.map((p) =>
+          h(
+            'li',
+            { class: `pending-item kind-${p.review.kind}`, testid: 'pending-item' },
+            h('div', { class: 'what' }, describe(p)),
+            h('div', { class: 'muted' }, `closes in ${span(p.closes_at - Date.now() / 1000)} (at ${localTime(p.closes_at)}) · from user ${p.review.requester.user}`),
+            h('button', { class: 'btn', testid: `review-${p.id}`, attrs: { type: 'button' }, on: { click: () => void api.openWindow('review', p.id).catch((e) => say(status, 'error', errorText(e))) } }, 'Review…'),
+          ),
+        )
+      : [h('li', { class: 'muted', testid: 'none-pending' }, 'Nothing is waiting. Agents ask over the socket; you get a notification and the request appears here.')]),
+  )
+}
+
+async function refresh() {
+  try {
+    const [s, p] = await Promise.all([api.status(), api.pendingList().catch(() => [] as PendingView[])])
+    pending = p
+    renderStatus(s)
+    renderPending()
+  } catch (e) {
+    say(status, 'error', errorText(e))
+  }
+}
+
+replace(
+  app,
+  h('header', { class: 'home-head' }, h('h1', null, 'Parley Custody'), nav()),
+  banners,
+  welcome,
+  identity,
+  h('section', null, pendingHead, pendingList),
+  status,
+)
+void on('pending-changed', () => void refresh())
+void on('status-changed', () => void refresh())
+setInterval(renderPending, 1000)
+setInterval(() => void refresh(), 15_000)
+void refresh()

@@ -1,0 +1,256 @@
+// The Tauri commands (src-tauri/src/commands.rs) and events, typed.
+// Every call has a timeout here too: a window never waits forever.
+
+import { invoke } from '@tauri-apps/api/core'
+import { listen, type UnlistenFn } from '@tauri-apps/api/event'
+
+export type ReviewKind = 'consent' | 'grant'
+
+export interface Requester {
+  user: string
+  uid: number
+  pid: number | null
+  exe: string | null
+}
+export interface AgentView {
+  key: string
+  short: string
+  label: string | null
+  known: boolean
+}
+export interface EffectView {
+  op: string
+  line: string
+}
+export interface CaveatView {
+  json: unknown
+  words: string
+}
+export interface Money {
+  amount: number
+  currency: string
+}
+export interface Review {
+  kind: ReviewKind
+  service: string
+  capability: string
+  cost: string
+  cost_money: Money | null
+  risk: string
+  undo: string
+  irreversible: boolean
+  effects: EffectView[]
+  expires: number
+  requester: Requester
+  agent: AgentView
+  their_words: string
+  summary_differs: boolean
+  hash: string
+  hash_short: string
+  principal: string
+  caveats: CaveatView[]
+  preview: string
+  warnings: string[]
+  needs_second_confirmation: boolean
+}
+export interface PendingView {
+  id: string
+  review: Review
+  received_at: number
+  closes_at: number
+}
+export interface KeyView {
+  public: string
+  short: string
+  label: string
+  created_at: number
+  source: 'created' | 'imported'
+  status: 'present' | 'missing'
+}
+export interface SocketStatus {
+  path: string
+  listening: boolean
+  error: string | null
+  unreachable_for_agents: string | null
+}
+export interface StatusView {
+  running: boolean
+  error: string | null
+  warnings: string[]
+  socket: SocketStatus | null
+  data_dir: string | null
+  store: string | null
+  keys: KeyView[]
+  keys_error: string | null
+  pending: number
+  notifications: { available: boolean | null; message: string | null }
+  restart_needed: string[]
+  version: string
+  approve_delay_ms: number
+}
+export interface DecisionView {
+  outcome: 'approved' | 'issued' | 'denied' | 'expired' | 'cancelled'
+  message: string
+}
+export interface KnownAgent {
+  key: string
+  short: string
+  label: string | null
+  last_seen: number | null
+  waiting: boolean
+}
+export interface GrantContext {
+  principals: KeyView[]
+  known_agents: KnownAgent[]
+  max_grant_lifetime_secs: number
+  request: PendingView | null
+}
+export interface IssuedView {
+  sent_to_agent: boolean
+  token: string | null
+  caveats: unknown[]
+  caveat_words: string[]
+  preview: string
+  warnings: string[]
+}
+export type EventKind =
+  | 'grant_issued'
+  | 'grant_denied'
+  | 'consent_approved'
+  | 'consent_denied'
+  | 'request_rejected'
+  | 'request_expired'
+  | 'request_cancelled'
+  | 'key_created'
+  | 'key_imported'
+  | 'key_deleted'
+export interface EventView {
+  seq: number
+  at: number
+  kind: EventKind
+  peer_uid: number | null
+  peer_pid: number | null
+  peer_exe: string | null
+  agent: string | null
+  agent_short: string | null
+  agent_label: string | null
+  service: string | null
+  capability: string | null
+  hash: string | null
+  cost: string | null
+  risk: string | null
+  undo: string | null
+  expires: number | null
+  token_id: string | null
+  caveats: string | null
+  caveat_words: string[]
+  preview: string | null
+  reason: string | null
+  principal: string | null
+}
+export interface AuditFilter {
+  kinds?: string[]
+  agent?: string | null
+  service?: string | null
+  since?: number | null
+  until?: number | null
+  limit?: number | null
+}
+export interface AuditView {
+  events: EventView[]
+  truncated: boolean
+  live: EventView[]
+  verify: { rows: number; ok: boolean; first_bad_seq: number | null; problem: string | null }
+  now: number
+}
+export interface Settings {
+  agents_group: string | null
+  extra_users: string[]
+  socket_path: string | null
+  max_consent_horizon_secs: number
+  max_grant_lifetime_secs: number
+  queue_size: number
+  rate_per_minute: number
+  agent_labels: Record<string, string>
+}
+export interface SettingsView {
+  settings: Settings
+  running: Settings | null
+  restart_needed: string[]
+  data_dir: string | null
+  socket: SocketStatus | null
+  policy: { own_uid: number; agents_group: string | null; extra_uids: number[] } | null
+}
+
+/** How long a command may take before the window says so (the backend has its own limits). */
+export const CALL_TIMEOUT_MS = 90_000
+
+/** Calls a command, with a timeout; errors are the backend's sentence. */
+export async function call<T>(cmd: string, args: Record<string, unknown> = {}): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`No answer from custody within ${CALL_TIMEOUT_MS / 1000} s.`)),
+      CALL_TIMEOUT_MS,
+    )
+  })
+  try {
+    return await Promise.race([invoke<T>(cmd, args), timeout])
+  } catch (e) {
+    throw new Error(errorText(e))
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/** A thrown value as one sentence. */
+export function errorText(e: unknown): string {
+  if (e instanceof Error) return e.message
+  if (typeof e === 'string') return e
+  try {
+    return JSON.stringify(e)
+  } catch {
+    return String(e)
+  }
+}
+
+/** Listens to a backend event; returns the unlisten function (no-op if listening failed). */
+export async function on<T>(event: string, f: (payload: T) => void): Promise<UnlistenFn> {
+  try {
+    return await listen<T>(event, (e) => f(e.payload))
+  } catch {
+    return () => {}
+  }
+}
+
+export const api = {
+  status: () => call<StatusView>('status'),
+  pendingList: () => call<PendingView[]>('pending_list'),
+  reviewGet: (id: string) => call<PendingView | null>('review_get', { id }),
+  reviewDecide: (id: string, approve: boolean, confirmed: boolean, reason: string | null) =>
+    call<DecisionView>('review_decide', { id, approve, confirmed, reason }),
+  openWindow: (kind: string, id: string | null = null, agent: string | null = null) =>
+    call<void>('open_window', { kind, id, agent }),
+  windowClose: () => call<void>('window_close'),
+  grantContext: (request: string | null) => call<GrantContext>('grant_context', { request }),
+  grantIssue: (a: {
+    agent: string
+    caveats: unknown[]
+    principal: string | null
+    note: string | null
+    request: string | null
+  }) => call<IssuedView>('grant_issue', a),
+  auditQuery: (filter: AuditFilter) => call<AuditView>('audit_query', { filter }),
+  auditExport: (format: 'jsonl' | 'csv', filter: AuditFilter) =>
+    call<{ path: string; rows: number }>('audit_export', { format, filter }),
+  keysList: () => call<{ store: string; keys: KeyView[] }>('keys_list'),
+  keyCreate: (label: string) => call<KeyView>('key_create', { label }),
+  keyImport: (path: string, label: string) => call<KeyView>('key_import', { path, label }),
+  keyShred: (path: string) => call<void>('key_shred', { path }),
+  keyDelete: (pub: string, confirm: string) => call<void>('key_delete', { public: pub, confirm }),
+  settingsGet: () => call<SettingsView>('settings_get'),
+  settingsSave: (settings: Settings) => call<SettingsView>('settings_save', { settings }),
+  agentLabelSet: (agent: string, label: string | null) =>
+    call<void>('agent_label_set', { agent, label }),
+  appRestart: () => call<void>('app_restart'),
+}

@@ -1,0 +1,298 @@
+// The review window: one request, shown in ARCHITECTURE.md's order, from the
+// engine's review (built from the proposal itself, re-verified, display-safe).
+//
+// Deny is the default (focused; Esc denies). Approve is enabled only after
+// APPROVE_DELAY_MS since the window appeared or regained focus, and is
+// disabled while the window is not focused (anti-clickjacking; the backend
+// checks the same delay). A high-risk or irreversible proposal needs a second,
+// explicit confirmation.
+
+import './style.css'
+import { api, on, errorText, type PendingView, type Review } from './ipc'
+import { h, replace, byId, row, say, setText } from './dom'
+import { fullTime, localTime, span } from './format'
+
+/** The delay after the window (re)gains focus before Approve is enabled. */
+export const APPROVE_DELAY_MS = 1500
+/** The delay before the second confirmation's button is enabled. */
+export const CONFIRM_DELAY_MS = 1000
+
+const app = byId('app')
+const id = decodeURIComponent(location.hash.replace(/^#/, ''))
+
+let closed = false
+let busy = false
+let armedAt = performance.now()
+let focused = true
+let confirmShownAt = 0
+
+function opSymbolClass(op: string): string {
+  return /^(create|update|delete|send|charge|other)$/.test(op) ? `op op-${op}` : 'op op-other'
+}
+
+function who(r: Review): HTMLElement {
+  const q = r.requester
+  return h(
+    'div',
+    { class: 'who' },
+    h('span', { testid: 'requester' }, `user ${q.user} (uid ${q.uid}), pid ${q.pid ?? 'unknown'}, ${q.exe ?? 'executable unknown'}`),
+    h('span', { class: 'muted' }, ' — executable not verified'),
+  )
+}
+
+function agent(r: Review): HTMLElement {
+  return h(
+    'div',
+    { class: 'agent' },
+    h('code', { testid: 'agent-key', title: r.agent.key }, r.agent.short),
+    r.agent.label ? h('span', { class: 'label', testid: 'agent-label' }, ` “${r.agent.label}”`) : null,
+    r.agent.known
+      ? h('span', { class: 'muted' }, ' — granted to before')
+      : h('span', { class: 'badge badge-warn', testid: 'agent-new' }, 'never granted to before'),
+  )
+}
+
+function render(p: PendingView): void {
+  const r = p.review
+  const consent = r.kind === 'consent'
+  document.title = consent
+    ? `Approve ${r.cost} at ${r.service}? — Parley Custody`
+    : `Grant for ${r.service || 'every service'}? — Parley Custody`
+
+  const facts = h('dl', { class: 'facts' })
+  if (consent) {
+    facts.append(
+      ...row('Service', h('span', { class: 'ident' }, r.service), 'service'),
+      ...row('Capability', h('span', { class: 'ident' }, r.capability), 'capability'),
+      ...row('Cost', r.cost, 'cost', 'cost'),
+      ...row('Risk', h('span', { class: `badge risk-${/^(low|medium|high)$/.test(r.risk) ? r.risk : 'high'}` }, r.risk), 'risk'),
+      ...row(
+        'Undo',
+        r.irreversible
+          ? h('strong', { class: 'irreversible' }, 'IRREVERSIBLE — cannot be undone')
+          : `can be undone within ${r.undo}`,
+        'undo',
+      ),
+    )
+  } else {
+    facts.append(
+      ...row('Services', h('span', { class: 'ident' }, r.service || '(every service)'), 'service'),
+      ...row('In words', r.preview, 'preview', 'preview'),
+      ...row('Grant ends', `${localTime(r.expires)} (${fullTime(r.expires)})`, 'grant-exp'),
+    )
+  }
+
+  const effects = consent
+    ? h(
+        'section',
+        { class: 'effects' },
+        h('h2', null, `What it does — every effect (${r.effects.length})`),
+        r.effects.length
+          ? h('ol', { testid: 'effects' }, ...r.effects.map((e) => h('li', { class: opSymbolClass(e.op) }, e.line)))
+          : h('p', { testid: 'effects', class: 'muted' }, 'The proposal lists no effects.'),
+      )
+    : h(
+        'section',
+        { class: 'effects' },
+        h('h2', null, 'Exactly what would be signed'),
+        h(
+          'ol',
+          { testid: 'caveats' },
+          ...r.caveats.map((c) => h('li', null, h('span', null, c.words), h('code', { class: 'json' }, JSON.stringify(c.json)))),
+        ),
+      )
+
+  const countdown = h('p', { class: 'countdown', testid: 'countdown' })
+  const their = r.their_words
+    ? h(
+        'section',
+        { class: 'their-words' },
+        h('h2', null, consent ? 'The service’s own summary (its words, not checked)' : 'The agent’s reason (its words, not checked)'),
+        h('blockquote', { testid: 'summary' }, r.their_words),
+        r.summary_differs ? h('p', { class: 'warn' }, 'This differs from the summary in the proposal itself.') : null,
+      )
+    : null
+  const hash = consent
+    ? h('p', { class: 'hash' }, 'Proposal hash ', h('code', { testid: 'hash', title: r.hash }, `${r.hash_short}…`))
+    : null
+  const warnings = r.warnings.length
+    ? h('ul', { class: 'warnings', testid: 'warnings' }, ...r.warnings.map((w) => h('li', null, w)))
+    : null
+
+  const deny = h('button', { id: 'deny', class: 'btn btn-default', testid: 'deny', attrs: { type: 'button', autofocus: '' } }, 'Deny')
+  const approve = h('button', { id: 'approve', class: 'btn btn-approve', testid: 'approve', attrs: { type: 'button' } }, consent ? 'Approve' : 'Approve as requested')
+  approve.disabled = true
+  const hint = h('span', { class: 'hint', testid: 'approve-hint' })
+  const edit = consent
+    ? null
+    : h('button', { class: 'btn', testid: 'edit-grant', attrs: { type: 'button' } }, 'Edit in grant form…')
+  const reason = h('input', { id: 'reason', attrs: { type: 'text', maxlength: '200', placeholder: 'Reason for the agent (optional)', 'aria-label': 'Reason for denying' } })
+
+  const confirmYes = h('button', { class: 'btn btn-approve', testid: 'confirm-approve', attrs: { type: 'button' } }, consent ? `Yes, approve ${r.cost}` : 'Yes, approve')
+  const confirmNo = h('button', { class: 'btn btn-default', testid: 'confirm-deny', attrs: { type: 'button' } }, 'No, deny')
+  const confirm = h(
+    'div',
+    { class: 'confirm', testid: 'confirm' },
+    h('p', null, r.irreversible && r.risk === 'high'
+      ? 'This is HIGH RISK and cannot be undone.'
+      : r.irreversible ? 'This cannot be undone.' : 'This is HIGH RISK.'),
+    h('p', null, 'Approve it anyway?'),
+    h('div', { class: 'actions' }, confirmNo, confirmYes),
+  )
+  confirm.hidden = true
+  const status = h('p', { class: 'msg', testid: 'status', attrs: { role: 'status' } })
+  status.hidden = true
+
+  replace(
+    app,
+    h(
+      'header',
+      { class: 'review-head' },
+      h('div', { class: 'kind' }, consent ? 'An agent asks for your consent' : 'An agent asks for a grant'),
+      h('h1', { testid: 'headline' }, consent ? `${r.cost} at ${r.service}` : r.preview),
+    ),
+    facts,
+    effects,
+    countdown,
+    h('section', { class: 'requested' }, h('h2', null, 'Asked by'), who(r), agent(r)),
+    their,
+    hash,
+    warnings,
+    h('div', { class: 'actions' }, deny, edit, approve, hint),
+    h('div', { class: 'reason' }, reason),
+    confirm,
+    status,
+  )
+  deny.focus()
+
+  const setBusy = (b: boolean) => {
+    busy = b
+    update()
+  }
+  const finish = (text: string, kind: 'ok' | 'warn' | 'error' | 'info') => {
+    closed = true
+    confirm.hidden = true
+    say(status, kind, text)
+    update()
+  }
+
+  async function decide(approveIt: boolean, confirmed: boolean) {
+    if (closed || busy) return
+    setBusy(true)
+    try {
+      const d = await api.reviewDecide(p.id, approveIt, confirmed, approveIt ? null : reason.value || null)
+      finish(d.message, d.outcome === 'approved' || d.outcome === 'issued' ? 'ok' : 'info')
+      setTimeout(() => void api.windowClose().catch(() => {}), 1500)
+    } catch (e) {
+      const msg = errorText(e)
+      if (/no longer waiting/.test(msg)) finish(msg, 'warn')
+      else say(status, 'error', msg)
+      if (approveIt) armedAt = performance.now()
+    } finally {
+      setBusy(false)
+    }
+  }
+
+  deny.addEventListener('click', () => void decide(false, false))
+  confirmNo.addEventListener('click', () => void decide(false, false))
+  approve.addEventListener('click', () => {
+    if (approve.disabled || closed || busy) return
+    if (r.needs_second_confirmation) {
+      confirm.hidden = false
+      confirmShownAt = performance.now()
+      confirmNo.focus()
+      update()
+      return
+    }
+    void decide(true, false)
+  })
+  confirmYes.addEventListener('click', () => {
+    if (confirmYes.disabled) return
+    void decide(true, true)
+  })
+  edit?.addEventListener('click', () => void api.openWindow('grant', p.id).catch((e) => say(status, 'error', errorText(e))))
+  document.addEventListener('keydown', (ev) => {
+    if (ev.key === 'Escape') {
+      ev.preventDefault()
+      void decide(false, false)
+    }
+  })
+
+  function update() {
+    const now = performance.now()
+    const left = APPROVE_DELAY_MS - (now - armedAt)
+    const secsLeft = p.closes_at - Date.now() / 1000
+    if (!closed && secsLeft <= 0) {
+      finish('Expired: the request closed itself. Nothing was signed.', 'warn')
+    }
+    approve.disabled = closed || busy || !focused || left > 0 || !confirm.hidden
+    approve.dataset.state = approve.disabled ? 'waiting' : 'ready'
+    if (closed) hint.textContent = ''
+    else if (!focused) hint.textContent = 'Approve is off while this window is not in front.'
+    else if (left > 0) hint.textContent = `Approve in ${(left / 1000).toFixed(1)} s`
+    else hint.textContent = ''
+    const confirmLeft = CONFIRM_DELAY_MS - (now - confirmShownAt)
+    confirmYes.disabled = closed || busy || !focused || confirmLeft > 0
+    deny.disabled = closed || busy
+    confirmNo.disabled = closed || busy
+    if (edit) edit.disabled = closed || busy
+    reason.disabled = closed
+    setText(
+      countdown,
+      closed
+        ? 'This request is closed.'
+        : `Closes in ${span(secsLeft)} (at ${localTime(p.closes_at)}); it closes itself then, and nothing is signed.`,
+    )
+  }
+  onRearm = () => update()
+  update()
+  setInterval(update, 100)
+
+  void on<string>('pending-withdrawn', (wid) => {
+    if (wid === p.id && !closed) {
+      finish('This request is no longer waiting: it was decided, expired, or the agent withdrew it.', 'warn')
+    }
+  })
+}
+
+let onRearm: () => void = () => {}
+function arm() {
+  armedAt = performance.now()
+  focused = true
+  onRearm()
+}
+function disarm() {
+  focused = false
+  onRearm()
+}
+window.addEventListener('focus', arm)
+window.addEventListener('blur', disarm)
+document.addEventListener('visibilitychange', () => (document.visibilityState === 'visible' ? arm() : disarm()))
+
+async function main() {
+  if (!/^q\d{1,22}$/.test(id)) {
+    replace(app, h('p', { class: 'msg msg-error' }, 'No request to show.'))
+    return
+  }
+  try {
+    const p = await api.reviewGet(id)
+    if (!p) {
+      closed = true
+      replace(
+        app,
+        h('h1', null, 'Nothing to review'),
+        h('p', { class: 'msg msg-warn', testid: 'status' }, 'This request is no longer waiting: it was decided, expired, or the agent withdrew it.'),
+        h('div', { class: 'actions' }, h('button', { class: 'btn', attrs: { type: 'button' }, on: { click: () => void api.windowClose() } }, 'Close')),
+      )
+      return
+    }
+    armedAt = performance.now()
+    // A window that opened behind another one is not armed until it is brought to the front.
+    focused = document.hasFocus()
+    render(p)
+  } catch (e) {
+    replace(app, h('p', { class: 'msg msg-error', testid: 'status' }, errorText(e)))
+  }
+}
+
+void main()

@@ -1,0 +1,251 @@
+// Settings: principal keys (create, import an upstream principal.key, copy
+// the public key services must trust, delete), the peer policy, limits, the
+// socket path and agent labels. Saved to settings.json in the custody data
+// directory; the page says which changes wait for a restart of the socket.
+
+import './style.css'
+import { api, errorText, type KeyView, type Settings, type SettingsView } from './ipc'
+import { h, replace, byId, say, setText, copyText } from './dom'
+import { fullTime } from './format'
+
+const app = byId('app')
+
+/** Reads `30m`, `8h`, `7d`, `1h30m` into seconds, or null. */
+export function parseDuration(text: string): number | null {
+  const t = text.trim()
+  if (!/^(\d{1,9}[smhdw])+$/.test(t)) return null
+  const unit: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400, w: 604800 }
+  let total = 0
+  for (const m of t.matchAll(/(\d+)([smhdw])/g)) total += Number(m[1]) * unit[m[2]]
+  return Number.isSafeInteger(total) && total > 0 ? total : null
+}
+
+/** Seconds as the largest exact unit: `86400` → `1d`, `5400` → `90m`. */
+export function durationText(secs: number): string {
+  for (const [u, n] of [['w', 604800], ['d', 86400], ['h', 3600], ['m', 60]] as const) {
+    if (secs % n === 0) return `${secs / n}${u}`
+  }
+  return `${secs}s`
+}
+
+const FIELD_WORDS: Record<string, string> = {
+  agents_group: 'agents group',
+  extra_users: 'allowed users',
+  socket_path: 'socket path',
+  max_consent_horizon_secs: 'consent horizon',
+  max_grant_lifetime_secs: 'grant lifetime',
+  queue_size: 'queue size',
+  rate_per_minute: 'rate limit',
+}
+
+const keysList = h('div', { testid: 'keys' })
+const keysStore = h('p', { class: 'muted', testid: 'store' })
+const keyMsg = h('p', { class: 'msg', testid: 'keys-status' })
+keyMsg.hidden = true
+
+function keyRow(k: KeyView): HTMLElement {
+  const copied = h('span', { class: 'muted' })
+  const confirm = h('input', { attrs: { type: 'text', placeholder: 'type the full key to confirm', spellcheck: 'false', 'aria-label': 'Confirm by typing the key' } })
+  const doDelete = h('button', { class: 'btn btn-danger', attrs: { type: 'button' } }, 'Delete this key for good')
+  const del = h('details', { class: 'danger-zone' }, h('summary', null, 'Delete…'), h('p', null, 'Deleting a principal key cannot be undone: grants it signed stay valid until they expire, but nothing new can be signed with it.'), confirm, doDelete)
+  doDelete.addEventListener('click', async () => {
+    try {
+      await api.keyDelete(k.public, confirm.value)
+      say(keyMsg, 'ok', `Deleted ${k.short}.`)
+      await loadKeys()
+    } catch (e) {
+      say(keyMsg, 'error', errorText(e))
+    }
+  })
+  return h(
+    'div',
+    { class: 'key', testid: 'key' },
+    h('p', null, h('strong', null, k.label), ` — ${k.source}, ${fullTime(k.created_at)}`, k.status === 'missing' ? h('span', { class: 'badge badge-warn' }, 'secret missing from the keychain') : null),
+    h('p', null, h('code', { class: 'pubkey', testid: 'pubkey' }, k.public)),
+    h('p', null, h('button', { class: 'btn btn-small', attrs: { type: 'button' }, on: { click: async () => setText(copied, (await copyText(k.public)) ? ' Copied.' : ' Select it and copy it.') } }, 'Copy public key'), copied, h('span', { class: 'muted' }, ' Services must trust this key.')),
+    del,
+  )
+}
+
+async function loadKeys() {
+  try {
+    const v = await api.keysList()
+    setText(keysStore, `Keys are in ${v.store}.`)
+    replace(keysList, ...(v.keys.length ? v.keys.map(keyRow) : [h('p', { class: 'muted', testid: 'no-keys' }, 'No principal key yet.')]))
+  } catch (e) {
+    say(keyMsg, 'error', errorText(e))
+  }
+}
+
+function keysSection(): HTMLElement {
+  const label = h('input', { testid: 'new-key-label', attrs: { type: 'text', maxlength: '128', placeholder: 'label, e.g. personal' } })
+  const create = h('button', { class: 'btn', testid: 'new-key', attrs: { type: 'button' } }, 'Create key')
+  create.addEventListener('click', async () => {
+    try {
+      const k = await api.keyCreate(label.value.trim())
+      say(keyMsg, 'ok', `Created ${k.public}.`)
+      label.value = ''
+      await loadKeys()
+    } catch (e) {
+      say(keyMsg, 'error', errorText(e))
+    }
+  })
+  const path = h('input', { testid: 'import-path', attrs: { type: 'text', spellcheck: 'false', placeholder: '~/.parley/principal.key' } })
+  path.value = '~/.parley/principal.key'
+  const ilabel = h('input', { testid: 'import-label', attrs: { type: 'text', maxlength: '128', placeholder: 'label' } })
+  ilabel.value = 'imported'
+  const imp = h('button', { class: 'btn', testid: 'import', attrs: { type: 'button' } }, 'Import')
+  const shredBox = h('div', { class: 'msg msg-warn', testid: 'shred-offer' })
+  shredBox.hidden = true
+  imp.addEventListener('click', async () => {
+    const file = path.value.trim()
+    try {
+      const k = await api.keyImport(file, ilabel.value.trim())
+      say(keyMsg, 'ok', `Imported ${k.public} into the keychain.`)
+      const shred = h('button', { class: 'btn btn-danger', testid: 'shred', attrs: { type: 'button' } }, 'Shred the file')
+      shred.addEventListener('click', async () => {
+        try {
+          await api.keyShred(file)
+          replace(shredBox, `${file} was overwritten and deleted.`)
+        } catch (e) {
+          say(keyMsg, 'error', errorText(e))
+        }
+      })
+      replace(shredBox, `${file} still holds the secret key in plain text; anyone who can read it can sign as you. `, shred)
+      shredBox.hidden = false
+      await loadKeys()
+    } catch (e) {
+      say(keyMsg, 'error', errorText(e))
+    }
+  })
+  return h(
+    'section',
+    null,
+    h('h2', null, 'Principal keys'),
+    keysStore,
+    keysList,
+    h('div', { class: 'inline' }, label, create),
+    h('h3', null, 'Import an upstream principal.key'),
+    h('p', { class: 'muted' }, 'A key made by the Parley tooling (parley init) can be imported into the keychain once.'),
+    h('div', { class: 'inline' }, path, ilabel, imp),
+    shredBox,
+    keyMsg,
+  )
+}
+
+function settingsSection(v: SettingsView): HTMLElement {
+  const s = v.settings
+  const group = h('input', { testid: 's-group', attrs: { type: 'text', placeholder: 'e.g. parley-agents' } })
+  group.value = s.agents_group ?? ''
+  const users = h('textarea', { testid: 's-users', attrs: { rows: '3', placeholder: 'one user name or uid per line' } })
+  users.value = s.extra_users.join('\n')
+  const socket = h('input', { testid: 's-socket', attrs: { type: 'text', spellcheck: 'false', placeholder: v.socket?.path ?? '' } })
+  socket.value = s.socket_path ?? ''
+  const horizon = h('input', { testid: 's-horizon', attrs: { type: 'text' } })
+  horizon.value = durationText(s.max_consent_horizon_secs)
+  const lifetime = h('input', { testid: 's-lifetime', attrs: { type: 'text' } })
+  lifetime.value = durationText(s.max_grant_lifetime_secs)
+  const queue = h('input', { testid: 's-queue', attrs: { type: 'number', min: '1', max: '1024' } })
+  queue.value = String(s.queue_size)
+  const rate = h('input', { testid: 's-rate', attrs: { type: 'number', min: '1', max: '600' } })
+  rate.value = String(s.rate_per_minute)
+  const labels = { ...s.agent_labels }
+  const labelList = h('ul', { class: 'labels', testid: 's-labels' })
+  const drawLabels = () =>
+    replace(
+      labelList,
+      ...(Object.keys(labels).length
+        ? Object.entries(labels).map(([k, l]) =>
+            h('li', null, h('strong', null, l), ' — ', h('code', null, k), ' ', h('button', { class: 'btn btn-small', testid: 'remove-label', attrs: { type: 'button' }, on: { click: () => void removeLabel(k) } }, 'Remove')),
+          )
+        : [h('li', { class: 'muted' }, 'No agent labels yet (set them in the grant form).')]),
+    )
+  const removeLabel = async (k: string) => {
+    try {
+      await api.agentLabelSet(k, null)
+      delete labels[k]
+      drawLabels()
+    } catch (e) {
+      say(msg, 'error', errorText(e))
+    }
+  }
+  drawLabels()
+  const save = h('button', { class: 'btn btn-approve', testid: 's-save', attrs: { type: 'button' } }, 'Save settings')
+  const msg = h('div', { class: 'msg', testid: 's-status' })
+  msg.hidden = true
+  const showRestart = (r: SettingsView) => {
+    if (r.restart_needed.length) {
+      replace(
+        msg,
+        `Saved. These changes take effect after a restart of the socket: ${r.restart_needed.map((f) => FIELD_WORDS[f] ?? f).join(', ')}. A restart drops pending requests. `,
+        h('button', { class: 'btn', testid: 's-restart', attrs: { type: 'button' }, on: { click: () => void api.appRestart().catch((e) => say(msg, 'error', errorText(e))) } }, 'Restart now'),
+      )
+      msg.className = 'msg msg-warn'
+      msg.hidden = false
+    }
+  }
+  save.addEventListener('click', async () => {
+    const h1 = parseDuration(horizon.value)
+    const l1 = parseDuration(lifetime.value)
+    if (h1 === null || l1 === null) {
+      say(msg, 'error', 'Write durations like 30m, 24h or 7d.')
+      return
+    }
+    const next: Settings = {
+      agents_group: group.value.trim() || null,
+      extra_users: users.value.split(/[\s,]+/).filter(Boolean),
+      socket_path: socket.value.trim() || null,
+      max_consent_horizon_secs: h1,
+      max_grant_lifetime_secs: l1,
+      queue_size: Number(queue.value),
+      rate_per_minute: Number(rate.value),
+      agent_labels: labels,
+    }
+    try {
+      const r = await api.settingsSave(next)
+      say(msg, 'ok', 'Saved.')
+      showRestart(r)
+    } catch (e) {
+      say(msg, 'error', errorText(e))
+    }
+  })
+  const policy = v.policy
+  const fieldRow = (label: string, control: HTMLElement, help: string) =>
+    h('div', { class: 'field' }, h('label', null, h('span', { class: 'field-label' }, label), control), h('p', { class: 'help' }, help))
+  const section = h(
+    'section',
+    null,
+    h('h2', null, 'Who may connect'),
+    policy
+      ? h('p', { class: 'muted', testid: 'policy' }, `In force: custody's own user (uid ${policy.own_uid})${policy.agents_group ? `, members of ${policy.agents_group}` : ''}${policy.extra_uids.length ? `, uids ${policy.extra_uids.join(', ')}` : ''}. Everyone else is refused before a byte is read.`)
+      : null,
+    fieldRow('Agents group', group, 'Agents should run as their own OS user in this group: they can reach the socket and nothing else of yours.'),
+    fieldRow('Other allowed users', users, 'User names or uids.'),
+    fieldRow('Socket path', socket, 'Empty: the default. --socket and $PARLEY_CUSTODY_SOCKET take precedence. With an agents group, use a directory its members can enter.'),
+    h('h2', null, 'Limits'),
+    fieldRow('Consent horizon', horizon, 'A consent may be asked for a proposal expiring at most this far ahead (e.g. 24h).'),
+    fieldRow('Longest grant', lifetime, 'Grants expire at most this long after they are issued (e.g. 7d).'),
+    fieldRow('Queue size', queue, 'Requests waiting for you at once, all agents together.'),
+    fieldRow('Rate limit', rate, 'New requests per minute from one OS user.'),
+    h('h2', null, 'Agent labels'),
+    labelList,
+    h('div', { class: 'actions' }, save),
+    msg,
+    h('p', { class: 'muted' }, `Stored in ${v.data_dir ?? '(unknown)'}/settings.json.`),
+  )
+  showRestart(v)
+  if (v.restart_needed.length) setText(msg.firstChild ?? msg, `These saved changes take effect after a restart of the socket: ${v.restart_needed.map((f) => FIELD_WORDS[f] ?? f).join(', ')}. A restart drops pending requests. `)
+  return section
+}
+
+async function main() {
+  replace(app, h('h1', null, 'Settings'), keysSection())
+  void loadKeys()
+  try {
+    app.append(settingsSection(await api.settingsGet()))
+  } catch (e) {
+    app.append(h('p', { class: 'msg msg-error' }, errorText(e)))
+  }
+}
+
+void main()

@@ -1,0 +1,120 @@
+// Fixture data shaped like the backend's views (src-tauri/src/commands.rs).
+
+export const now = () => Math.floor(Date.now() / 1000)
+
+export const AGENT = 'ed25519:gTl3Dqh9F19Wo1Rmw0x-zMuNipG07jeiXfYPW4_Js5Q'
+export const PRINCIPAL = 'ed25519:iojj3XQJ8ZX9UtstPLpdcspnCb8dlBIb83SIAbQPb1w'
+export const HASH = 'U3jkeF8dHXVIin2XSxui9IcSRxzU_q7H1WOAHqETJpc'
+
+export function consent(over = {}) {
+  const t = now()
+  const review = {
+    kind: 'consent',
+    service: 'shop.example',
+    capability: 'shop.order',
+    cost: '71.36 USD',
+    cost_money: { amount: 7136, currency: 'USD' },
+    risk: 'medium',
+    undo: '30m',
+    irreversible: false,
+    effects: [
+      { op: 'create', line: '+ create order' },
+      { op: 'charge', line: '$ charge card ••42 — 71.36 USD' },
+    ],
+    expires: t + 600,
+    requester: { user: 'agent', uid: 1001, pid: 4242, exe: '/usr/bin/python3.11' },
+    agent: { key: AGENT, short: 'ed25519:gTl3Dqh9F1…', label: null, known: false },
+    their_words: 'Order 3 items',
+    summary_differs: false,
+    hash: HASH,
+    hash_short: HASH.slice(0, 12),
+    principal: PRINCIPAL,
+    caveats: [
+      { json: { svc: ['shop.example'] }, words: 'only at the services "shop.example"' },
+      { json: { verbs: ['COMMIT'] }, words: 'only the verbs "COMMIT"' },
+    ],
+    preview: '',
+    warnings: [],
+    needs_second_confirmation: false,
+    ...(over.review ?? {}),
+  }
+  return { id: 'q1', received_at: t, closes_at: t + 600, ...over, review }
+}
+
+export function grantRequest(over = {}) {
+  const t = now()
+  const caveats = over.caveats ?? [
+    { svc: ['shop.example'] },
+    { verbs: ['ASK', 'INTENT', 'COMMIT'] },
+    { per: { max: 4000, currency: 'USD' } },
+    { exp: t + 3600 },
+  ]
+  return consent({
+    id: 'q7',
+    review: {
+      kind: 'grant',
+      service: 'shop.example',
+      capability: '',
+      cost: '',
+      cost_money: null,
+      risk: '',
+      undo: '',
+      effects: [],
+      hash: '',
+      hash_short: '',
+      their_words: 'weekly groceries',
+      caveats: caveats.map((c) => ({ json: c, words: `words for ${Object.keys(c)[0]}` })),
+      preview: 'may ASK, INTENT, COMMIT at shop.example, up to 40.00 USD each, until later',
+      warnings: ['A per-action cap without a total (spend) can be dodged by splitting a purchase.'],
+      expires: t + 3600,
+      ...(over.review ?? {}),
+    },
+  })
+}
+
+export function status(over = {}) {
+  return {
+    running: true,
+    error: null,
+    warnings: [],
+    socket: { path: '/run/user/1000/parley-custody/custody.sock', listening: true, error: null, unreachable_for_agents: null },
+    data_dir: '/home/me/.local/share/parley-custody',
+    store: 'the OS keychain (Secret Service), entries under "parley-custody"',
+    keys: [{ public: PRINCIPAL, short: 'ed25519:iojj3XQJ8Z…', label: 'principal', created_at: now() - 86400, source: 'created', status: 'present' }],
+    keys_error: null,
+    pending: 0,
+    notifications: { available: true, message: null },
+    restart_needed: [],
+    version: '0.1.0',
+    approve_delay_ms: 1500,
+    ...over,
+  }
+}
+
+export function event(over = {}) {
+  return {
+    seq: 1,
+    at: now() - 60,
+    kind: 'consent_approved',
+    peer_uid: 1001,
+    peer_pid: 4242,
+    peer_exe: '/usr/bin/python3.11',
+    agent: AGENT,
+    agent_short: 'ed25519:gTl3Dqh9F1…',
+    agent_label: null,
+    service: 'shop.example',
+    capability: 'shop.order',
+    hash: HASH,
+    cost: '71.36 USD',
+    risk: 'medium',
+    undo: '30m',
+    expires: now() + 540,
+    token_id: 'tok1',
+    caveats: null,
+    caveat_words: [],
+    preview: null,
+    reason: null,
+    principal: PRINCIPAL,
+    ...over,
+  }
+}

@@ -1,0 +1,37 @@
+// The Tauri IPC, mocked for the UI tests in headless Chromium (no backend):
+// @tauri-apps/api/mocks answers every command from window.__PARLEY_FIXTURES__
+// (set by the test before the page loads, changeable later), records each
+// call in window.__parleyCalls, and lets the test emit backend events.
+
+import { mockIPC, mockWindows } from '@tauri-apps/api/mocks'
+import { emit } from '@tauri-apps/api/event'
+
+type Fixture = unknown | { __error: string } | { __delay: number; value: unknown }
+
+declare global {
+  interface Window {
+    __PARLEY_FIXTURES__: Record<string, Fixture>
+    __PARLEY_WINDOW__?: string
+    __parleyCalls: [string, unknown][]
+    __parleyEmit: (event: string, payload?: unknown) => Promise<void>
+  }
+}
+
+window.__parleyCalls = []
+mockWindows(window.__PARLEY_WINDOW__ ?? 'main')
+mockIPC(
+  async (cmd, payload) => {
+    window.__parleyCalls.push([cmd, JSON.parse(JSON.stringify(payload ?? {}))])
+    const f = (window.__PARLEY_FIXTURES__ ?? {})[cmd]
+    if (f === undefined) throw `no fixture for ${cmd}`
+    if (typeof f === 'object' && f !== null && '__error' in f) throw (f as { __error: string }).__error
+    if (typeof f === 'object' && f !== null && '__delay' in f) {
+      const d = f as { __delay: number; value: unknown }
+      await new Promise((r) => setTimeout(r, d.__delay))
+      return d.value
+    }
+    return f
+  },
+  { shouldMockEvents: true },
+)
+window.__parleyEmit = (event, payload) => emit(event, payload)

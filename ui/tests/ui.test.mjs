@@ -1,0 +1,568 @@
+// UI logic in a real headless browser (Debian's Chromium through
+// playwright-core), against the built ui/dist served with the app's own CSP,
+// with the Tauri IPC mocked (tests/mock.ts over @tauri-apps/api/mocks).
+// Run: npm run build && npm test   (scripts/test-app.sh does both).
+
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import http from 'node:http'
+import { readFile, readdir } from 'node:fs/promises'
+import { readFileSync } from 'node:fs'
+import { join, extname, dirname } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { chromium } from 'playwright-core'
+import { consent, grantRequest, status, event, now, AGENT, PRINCIPAL, HASH } from './fixtures.mjs'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const dist = join(here, '..', 'dist')
+const mock = join(here, 'dist', 'mock.js')
+const CSP = JSON.parse(readFileSync(join(here, '..', '..', 'src-tauri', 'tauri.conf.json'), 'utf8')).app.security.csp
+const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.css': 'text/css' }
+
+let server
+let base
+let browser
+
+before(async () => {
+  server = http.createServer(async (req, res) => {
+    const path = decodeURIComponent(new URL(req.url, 'http://x').pathname)
+    if (path.includes('..')) return void res.writeHead(400).end()
+    if (path === '/favicon.ico') return void res.writeHead(204).end()
+    try {
+      const body = await readFile(join(dist, path === '/' ? 'index.html' : path))
+      res.writeHead(200, { 'content-type': TYPES[extname(path)] ?? 'application/octet-stream', 'content-security-policy': CSP })
+      res.end(body)
+    } catch {
+      res.writeHead(404).end()
+    }
+  })
+  await new Promise((r) => server.listen(0, '127.0.0.1', r))
+  base = `http://127.0.0.1:${server.address().port}`
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  })
+})
+
+after(async () => {
+  await browser?.close()
+  server?.close()
+})
+
+/** Opens a page with fixtures; collects errors, CSP violations and dialogs. */
+async function open(file, fixtures, { label = 'main', width = 620, height = 820 } = {}) {
+  const page = await browser.newPage({ viewport: { width, height } })
+  const problems = []
+  page.on('pageerror', (e) => problems.push(`pageerror: ${e}`))
+  page.on('console', (m) => {
+    if (m.type() === 'error' || /Content Security Policy/i.test(m.text())) problems.push(`console: ${m.text()}`)
+  })
+  page.on('dialog', (d) => {
+    problems.push(`dialog: ${d.message()}`)
+    void d.dismiss()
+  })
+  await page.addInitScript(({ f, l }) => {
+    window.__PARLEY_FIXTURES__ = f
+    window.__PARLEY_WINDOW__ = l
+  }, { f: fixtures, l: label })
+  await page.addInitScript({ path: mock })
+  await page.goto(`${base}/${file}`)
+  page.problems = problems
+  return page
+}
+
+const calls = (page, cmd) => page.evaluate((c) => window.__parleyCalls.filter(([x]) => x === c).map(([, a]) => a), cmd)
+const tid = (id) => `[data-testid="${id}"]`
+const text = (page, id) => page.locator(tid(id)).first().innerText()
+
+function reviewFixtures(p, extra = {}) {
+  return { review_get: p, review_decide: { outcome: 'approved', message: 'Approved: the consent was signed.' }, window_close: null, open_window: null, ...extra }
+}
+
+test('review: every field, in the order the architecture asks', async () => {
+  const p = consent()
+  const page = await open('review.html#q1', reviewFixtures(p), { label: 'review-q1' })
+  await page.locator(tid('approve')).waitFor()
+  assert.equal(await text(page, 'service'), 'shop.example')
+  assert.equal(await text(page, 'capability'), 'shop.order')
+  assert.equal(await text(page, 'cost'), '71.36 USD')
+  const costSize = await page.locator(tid('cost')).evaluate((el) => parseFloat(getComputedStyle(el).fontSize))
+  assert.ok(costSize >= 28, `the cost is large (${costSize}px)`)
+  assert.equal(await text(page, 'risk'), 'medium')
+  assert.equal(await text(page, 'undo'), 'can be undone within 30m')
+  assert.deepEqual(await page.locator(`${tid('effects')} li`).allInnerTexts(), ['+ create order', '$ charge card ••42 — 71.36 USD'])
+  assert.match(await text(page, 'countdown'), /^Closes in (9m 5\d|10m 00)s/)
+  assert.equal(await text(page, 'requester'), 'user agent (uid 1001), pid 4242, /usr/bin/python3.11')
+  assert.equal(await text(page, 'agent-key'), 'ed25519:gTl3Dqh9F1…')
+  assert.equal(await text(page, 'agent-new'), 'never granted to before')
+  assert.equal(await text(page, 'summary'), 'Order 3 items')
+  assert.match(await page.locator('.their-words h2').innerText(), /service’s own summary \(its words/)
+  assert.equal(await text(page, 'hash'), `${HASH.slice(0, 12)}…`)
+  // The order: service, capability, cost, risk, undo, effects, countdown, requester, agent, summary, hash.
+  const order = ['service', 'capability', 'cost', 'risk', 'undo', 'effects', 'countdown', 'requester', 'agent-key', 'summary', 'hash', 'deny', 'approve']
+  const positions = await page.evaluate((ids) => ids.map((i) => document.querySelector(`[data-testid="${i}"]`)), order)
+  assert.equal(positions.length, order.length)
+  const sorted = await page.evaluate((ids) => {
+    const els = ids.map((i) => document.querySelector(`[data-testid="${i}"]`))
+    return els.every((el, k) => k === 0 || els[k - 1].compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING)
+  }, order)
+  assert.ok(sorted, 'fields appear in order')
+  assert.deepEqual(page.problems, [])
+  await page.close()
+})
+
+test('review: hostile strings are text, made visible, and bounded', async () => {
+  const long = `card ${'x'.repeat(10_000)}`
+  const p = consent({
+    review: {
+      service: 'shop.example<img src=x onerror="window.__pwned=1">',
+      their_words: '<script>window.__pwned=2</script><b>Free!</b> pay \u202eereh\u200b now',
+      effects: [
+        { op: 'charge', line: `$ charge ${long}` },
+        { op: 'send', line: '> send a\u202eb — x\u200by\u2066z\u2069' },
+        { op: 'other', line: '* other <a href="https://evil.example">click</a>' },
+      ],
+      requester: { user: 'ag\u202eent', uid: 1001, pid: 1, exe: '/tmp/\u200bpython' },
+      warnings: ['The service id contains non-ASCII characters: check it for look-alike letters.'],
+    },
+  })
+  const page = await open('review.html#q1', reviewFixtures(p), { label: 'review-q1' })
+  await page.locator(tid('approve')).waitFor()
+  assert.equal(await page.evaluate(() => window.__pwned), undefined, 'no script ran')
+  assert.equal(await page.locator('main img, main script, main a, main b').count(), 0, 'no markup was interpreted')
+  assert.equal(await text(page, 'service'), 'shop.example<img src=x onerror="window.__pwned=1">')
+  assert.equal(await text(page, 'summary'), '<script>window.__pwned=2</script><b>Free!</b> pay \\u{202e}ereh\\u{200b} now')
+  const lines = await page.locator(`${tid('effects')} li`).allInnerTexts()
+  assert.equal(lines[1], '> send a\\u{202e}b — x\\u{200b}y\\u{2066}z\\u{2069}')
+  assert.equal(lines[2], '* other <a href="https://evil.example">click</a>')
+  assert.match(lines[0], /… \(\d+ more characters not shown\)$/, 'a 10,000-character target is cut visibly')
+  assert.ok(lines[0].length < 4200)
+  assert.match(await text(page, 'requester'), /user ag\\u\{202e\}ent .*\/tmp\/\\u\{200b\}python/)
+  // Nothing is pushed off screen sideways, and the buttons stay reachable.
+  const layout = await page.evaluate(() => ({ sw: document.documentElement.scrollWidth, w: window.innerWidth }))
+  assert.ok(layout.sw <= layout.w, `no horizontal overflow (${layout.sw} > ${layout.w})`)
+  await page.locator(tid('approve')).scrollIntoViewIfNeeded()
+  assert.ok(await page.locator(tid('approve')).isVisible())
+  assert.match(await text(page, 'warnings'), /look-alike/)
+  assert.deepEqual(page.problems, [])
+  await page.close()
+})
+
+test('review: Approve waits for the delay, and again after the window regains focus', async () => {
+  const page = await open('review.html#q1', reviewFixtures(consent()), { label: 'review-q1' })
+  const approve = page.locator(tid('approve'))
+  await approve.waitFor()
+  const t0 = Date.now()
+  assert.equal(await approve.isDisabled(), true, 'disabled at first')
+  assert.match(await text(page, 'approve-hint'), /^Approve in [01]\.\d s$/)
+  // A click while it is disabled does nothing.
+  await approve.click({ force: true })
+  assert.deepEqual(await calls(page, 'review_decide'), [])
+  // Measured in the page, from its navigation start: the delay starts even later (once the review is loaded).
+  const enabledAt = await (await page.waitForFunction(() => !document.querySelector('[data-testid="approve"]').disabled && performance.now())).jsonValue()
+  assert.ok(enabledAt >= 1500, `enabled only after the delay (${enabledAt} ms after the page started)`)
+  assert.ok(Date.now() - t0 < 10_000)
+  // Losing focus disables it; regaining focus restarts the delay.
+  await page.evaluate(() => window.dispatchEvent(new Event('blur')))
+  assert.equal(await approve.isDisabled(), true, 'off while not focused')
+  assert.match(await text(page, 'approve-hint'), /not in front/)
+  await page.waitForTimeout(1600)
+  assert.equal(await approve.isDisabled(), true, 'still off without focus')
+  const focusedAt = await page.evaluate(() => {
+    window.dispatchEvent(new Event('focus'))
+    return performance.now()
+  })
+  assert.equal(await approve.isDisabled(), true, 'off right after focus returns')
+  const reEnabledAt = await (await page.waitForFunction(() => !document.querySelector('[data-testid="approve"]').disabled && performance.now())).jsonValue()
+  assert.ok(reEnabledAt - focusedAt >= 1450, `the delay restarts on focus (${reEnabledAt - focusedAt} ms)`)
+  await approve.click()
+  await page.locator(`${tid('status')}.msg-ok`).waitFor()
+  assert.deepEqual(await calls(page, 'review_decide'), [{ id: 'q1', approve: true, confirmed: false, reason: null }])
+  assert.equal(await approve.isDisabled(), true, 'decided once')
+  await page.waitForTimeout(1700)
+  assert.equal((await calls(page, 'window_close')).length, 1, 'the window closes after the decision')
+  await page.close()
+})
+
+test('review: Deny is the default — focused, Enter and Esc deny', async () => {
+  for (const key of ['Enter', 'Escape']) {
+    const page = await open('review.html#q1', reviewFixtures(consent(), { review_decide: { outcome: 'denied', message: 'Denied.' } }), { label: 'review-q1' })
+    await page.locator(tid('approve')).waitFor()
+    assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), 'deny')
+    await page.keyboard.press(key)
+    await page.locator(`${tid('status')}:not([hidden])`).waitFor()
+    const c = await calls(page, 'review_decide')
+    assert.equal(c.length, 1, key)
+    assert.equal(c[0].approve, false, `${key} denies`)
+    await page.close()
+  }
+  // A reason typed for the agent goes with the denial.
+  const page = await open('review.html#q1', reviewFixtures(consent(), { review_decide: { outcome: 'denied', message: 'Denied.' } }), { label: 'review-q1' })
+  await page.locator('#reason').fill('too expensive')
+  await page.locator(tid('deny')).click()
+  await page.locator(`${tid('status')}:not([hidden])`).waitFor()
+  assert.deepEqual(await calls(page, 'review_decide'), [{ id: 'q1', approve: false, confirmed: false, reason: 'too expensive' }])
+  await page.close()
+})
+
+test('review: high risk or irreversible asks for a second confirmation', async () => {
+  const p = consent({ review: { risk: 'high', irreversible: true, undo: 'irreversible', needs_second_confirmation: true } })
+  const page = await open('review.html#q1', reviewFixtures(p), { label: 'review-q1' })
+  await page.locator(tid('approve')).waitFor()
+  assert.equal(await text(page, 'undo'), 'IRREVERSIBLE — cannot be undone')
+  await page.waitForFunction(() => !document.querySelector('[data-testid="approve"]').disabled)
+  await page.locator(tid('approve')).click()
+  await page.locator(tid('confirm')).waitFor()
+  assert.match(await text(page, 'confirm'), /HIGH RISK and cannot be undone/)
+  assert.deepEqual(await calls(page, 'review_decide'), [], 'the first click alone approves nothing')
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), 'confirm-deny', 'No is the default')
+  assert.equal(await page.locator(tid('confirm-approve')).isDisabled(), true)
+  await page.waitForFunction(() => !document.querySelector('[data-testid="confirm-approve"]').disabled)
+  await page.locator(tid('confirm-approve')).click()
+  await page.locator(`${tid('status')}.msg-ok`).waitFor()
+  assert.deepEqual(await calls(page, 'review_decide'), [{ id: 'q1', approve: true, confirmed: true, reason: null }])
+  await page.close()
+})
+
+test('review: a withdrawn or expired request closes; a missing one says so', async () => {
+  let page = await open('review.html#q1', reviewFixtures(consent()), { label: 'review-q1' })
+  await page.locator(tid('approve')).waitFor()
+  await page.evaluate(() => window.__parleyEmit('pending-withdrawn', 'q1'))
+  await page.locator(`${tid('status')}.msg-warn`).waitFor()
+  assert.match(await text(page, 'status'), /no longer waiting/)
+  await page.waitForTimeout(1600)
+  assert.equal(await page.locator(tid('approve')).isDisabled(), true)
+  assert.equal(await page.locator(tid('deny')).isDisabled(), true)
+  await page.close()
+
+  const t = now()
+  page = await open('review.html#q1', reviewFixtures(consent({ closes_at: t + 2 })), { label: 'review-q1' })
+  await page.locator(tid('approve')).waitFor()
+  await page.locator(`${tid('status')}.msg-warn`).waitFor({ timeout: 5000 })
+  assert.match(await text(page, 'status'), /Expired: the request closed itself/)
+  assert.equal(await page.locator(tid('approve')).isDisabled(), true)
+  await page.close()
+
+  page = await open('review.html#q1', { review_get: null, window_close: null }, { label: 'review-q1' })
+  assert.match(await text(page, 'status'), /no longer waiting/)
+  assert.equal(await page.locator(tid('approve')).count(), 0)
+  await page.close()
+})
+
+test('review: a grant request shows the exact caveats and opens the grant form', async () => {
+  const page = await open('review.html#q7', reviewFixtures(grantRequest()), { label: 'review-q7' })
+  await page.locator(tid('approve')).waitFor()
+  assert.match(await text(page, 'preview'), /^may ASK, INTENT, COMMIT at shop\.example/)
+  const items = await page.locator(`${tid('caveats')} li`).allInnerTexts()
+  assert.equal(items.length, 4)
+  assert.match(items[2], /"per":\{"max":4000,"currency":"USD"\}/)
+  assert.match(await page.locator('.their-words h2').innerText(), /agent’s reason/)
+  assert.equal(await text(page, 'summary'), 'weekly groceries')
+  assert.match(await text(page, 'warnings'), /splitting/)
+  await page.locator(tid('edit-grant')).click()
+  assert.deepEqual(await calls(page, 'open_window'), [{ kind: 'grant', id: 'q7', agent: null }])
+  await page.close()
+})
+
+function grantFixtures(extra = {}) {
+  return {
+    grant_context: {
+      principals: [{ public: PRINCIPAL, short: 'ed25519:iojj3XQJ8Z…', label: 'principal', created_at: now(), source: 'created', status: 'present' }],
+      known_agents: [{ key: AGENT, short: 'ed25519:gTl3Dqh9F1…', label: 'shopping bot', last_seen: now() - 3600, waiting: false }],
+      max_grant_lifetime_secs: 7 * 86400,
+      request: null,
+    },
+    grant_issue: { sent_to_agent: false, token: 'pg1.TOKEN', caveats: [], caveat_words: ['only at the services "shop.example"'], preview: 'may …', warnings: [] },
+    agent_label_set: null,
+    window_close: null,
+    ...extra,
+  }
+}
+
+const errorOf = (page, field) => page.locator(`${tid(`err-${field}`)}`).first()
+
+test('grant form: validation', async () => {
+  const page = await open('grant.html', grantFixtures(), { label: 'grant', width: 760, height: 1000 })
+  await page.locator('#agent').waitFor()
+  const issue = page.locator(tid('issue'))
+  assert.equal(await issue.isDisabled(), true, 'nothing filled: cannot issue')
+  assert.match(await errorOf(page, 'agent').innerText(), /paste the agent’s key/)
+  assert.match(await errorOf(page, 'services').innerText(), /at least one service/)
+  await page.locator('#agent').fill('ed25519:short')
+  assert.match(await errorOf(page, 'agent').innerText(), /43 letters/)
+  await page.locator('#agent').fill(AGENT)
+  assert.equal(await errorOf(page, 'agent').isHidden(), true)
+  await page.locator('#services').fill('shop.example')
+  assert.equal(await issue.isDisabled(), false, 'agent, service, verbs and an expiry are enough')
+  // Verbs: at least one.
+  for (const v of ['ASK', 'INTENT']) await page.locator(`#verb-${v}`).uncheck()
+  assert.match(await errorOf(page, 'verbs').innerText(), /at least one verb/)
+  assert.equal(await issue.isDisabled(), true)
+  await page.locator('#verb-ASK').check()
+  // Capability patterns.
+  await page.locator('#capabilities').fill('shop*')
+  assert.match(await errorOf(page, 'capabilities').innerText(), /not a pattern/)
+  await page.locator('#capabilities').fill('shop.*, calendar.find')
+  assert.equal(await errorOf(page, 'capabilities').isHidden(), true)
+  // Money.
+  await page.locator('#per').fill('40.505')
+  assert.match(await errorOf(page, 'per').innerText(), /at most two decimals/)
+  await page.locator('#per').fill('40.5')
+  assert.equal(await errorOf(page, 'per').isHidden(), true)
+  await page.locator('#currency').fill('US')
+  assert.match(await errorOf(page, 'currency').innerText(), /three-letter/)
+  await page.locator('#currency').fill('JPY')
+  assert.match(await errorOf(page, 'per').innerText(), /whole JPY only|no minor units/)
+  await page.locator('#currency').fill('USD')
+  await page.locator('#spend').fill('0')
+  assert.match(await errorOf(page, 'spend').innerText(), /more than zero/)
+  await page.locator('#spend').fill('')
+  // Expiry: custom must be in the future and within the limit; not-before before it.
+  await page.locator('#exp-custom').check()
+  assert.match(await errorOf(page, 'expiry').innerText(), /choose the date/)
+  await page.locator('#exp-at').fill('2001-01-01T10:00')
+  assert.match(await errorOf(page, 'expiry').innerText(), /in the past/)
+  await page.locator('#exp-at').fill('2199-01-01T10:00')
+  assert.match(await errorOf(page, 'expiry').innerText(), /at most 7d 0h from now/)
+  await page.locator('#exp-8h').check()
+  assert.equal(await errorOf(page, 'expiry').isHidden(), true)
+  await page.locator('#nbf').fill('2199-01-01T10:00')
+  assert.match(await errorOf(page, 'notBefore').innerText(), /before the end/)
+  await page.locator('#nbf').fill('')
+  assert.equal(await issue.isDisabled(), false)
+  assert.deepEqual(page.problems, [])
+  await page.close()
+})
+
+test('grant form: preview, exact caveats, warnings, and issuing', async () => {
+  const page = await open('grant.html', grantFixtures(), { label: 'grant', width: 760, height: 1000 })
+  await page.locator('#agent').waitFor()
+  // Pick the agent from the known agents: fills the key and its label.
+  await page.locator('#known').selectOption(AGENT)
+  assert.equal(await page.locator('#agent').inputValue(), AGENT)
+  assert.equal(await page.locator('#agent-label').inputValue(), 'shopping bot')
+  await page.locator('#services').fill('shop.example')
+  await page.locator('#verb-COMMIT').check()
+  await page.locator('#per').fill('40')
+  const warnings = () => page.locator(`${tid('form-warnings')} li`).allInnerTexts()
+  assert.ok((await warnings()).some((w) => /splitting a purchase/.test(w)), 'per without spend is flagged')
+  await page.locator('#spend').fill('100')
+  assert.ok(!(await warnings()).some((w) => /splitting/.test(w)))
+  await page.locator('#exp-8h').check()
+  const exp = now() + 8 * 3600
+  const d = new Date(exp * 1000)
+  const hhmm = `${String(d.getHours()).padStart(2, '0')}:${String(d.getMinutes()).padStart(2, '0')}`
+  const preview = await text(page, 'preview')
+  assert.match(preview, /^This grant may ask for offers, state intents and commit \(place orders, book, pay\) at shop\.example, up to 40\.00 USD each, 100\.00 USD in total, until /)
+  assert.ok(preview.includes(hhmm) || preview.includes(`${String(new Date((exp - 60) * 1000).getMinutes()).padStart(2, '0')}`), preview)
+  const json = JSON.parse(await text(page, 'caveats-json'))
+  assert.deepEqual(json.slice(0, -1), [
+    { svc: ['shop.example'] },
+    { verbs: ['ASK', 'INTENT', 'COMMIT'] },
+    { per: { max: 4000, currency: 'USD' } },
+    { spend: { max: 10000, currency: 'USD' } },
+  ])
+  assert.ok(Math.abs(json.at(-1).exp - exp) <= 2, 'a grant always expires')
+  // COMMIT with no limit at all is flagged.
+  await page.locator('#per').fill('')
+  await page.locator('#spend').fill('')
+  assert.ok((await warnings()).some((w) => /no spending limit and no risk ceiling/.test(w)))
+  await page.locator('#risk').selectOption('medium')
+  await page.locator('#per').fill('40')
+  await page.locator('#spend').fill('100')
+  await page.locator('#note').fill('groceries')
+  await page.locator(tid('issue')).click()
+  await page.locator(tid('token')).waitFor()
+  const [issued] = await calls(page, 'grant_issue')
+  assert.equal(issued.agent, AGENT)
+  assert.equal(issued.principal, PRINCIPAL)
+  assert.equal(issued.request, null)
+  assert.equal(issued.note, 'groceries')
+  assert.deepEqual(issued.caveats.slice(0, -1), [
+    { svc: ['shop.example'] },
+    { verbs: ['ASK', 'INTENT', 'COMMIT'] },
+    { per: { max: 4000, currency: 'USD' } },
+    { spend: { max: 10000, currency: 'USD' } },
+    { risk: 'medium' },
+  ])
+  assert.equal(await page.locator(tid('token')).inputValue(), 'pg1.TOKEN')
+  assert.equal(await page.locator(tid('issue')).isDisabled(), true, 'issued once')
+  assert.deepEqual(await calls(page, 'agent_label_set'), [], 'the label did not change')
+  assert.deepEqual(page.problems, [])
+  await page.close()
+})
+
+test('grant form: answering a request keeps its agent and every requested condition', async () => {
+  const extraCaveat = { only: HASH }
+  const req = grantRequest({ caveats: [{ svc: ['shop.example'] }, { verbs: ['ASK', 'COMMIT'] }, { per: { max: 4000, currency: 'USD' } }, extraCaveat, { exp: now() + 3600 }] })
+  const page = await open('grant.html#request=q7', grantFixtures({
+    grant_context: { ...grantFixtures().grant_context, request: req },
+    grant_issue: { sent_to_agent: true, token: null, caveats: [], caveat_words: ['x'], preview: 'may …', warnings: [] },
+  }), { label: 'grant', width: 760, height: 1000 })
+  await page.locator(tid('request-banner')).waitFor()
+  assert.equal(await page.locator('#agent').inputValue(), AGENT)
+  assert.equal(await page.locator('#agent').getAttribute('readonly'), '')
+  assert.equal(await page.locator('#services').inputValue(), 'shop.example')
+  assert.equal(await page.locator('#verb-COMMIT').isChecked(), true)
+  assert.equal(await page.locator('#verb-INTENT').isChecked(), false)
+  assert.equal(await page.locator('#per').inputValue(), '40.00')
+  assert.equal(await page.locator('#exp-custom').isChecked(), true)
+  assert.match(await text(page, 'request-banner'), /weekly groceries/)
+  const json = JSON.parse(await text(page, 'caveats-json'))
+  assert.deepEqual(json.find((c) => 'only' in c), extraCaveat, 'an unknown condition is kept verbatim')
+  await page.locator('#spend').fill('100')
+  await page.locator(tid('issue')).click()
+  await page.locator(tid('result')).waitFor()
+  const [issued] = await calls(page, 'grant_issue')
+  assert.equal(issued.request, 'q7')
+  assert.ok(issued.caveats.some((c) => c.spend?.max === 10000))
+  assert.match(await text(page, 'status'), /sent to the waiting agent/)
+  await page.close()
+})
+
+test('grant form: a request decided elsewhere cannot be issued from the form any more', async () => {
+  const page = await open('grant.html#request=q7', grantFixtures({ grant_context: { ...grantFixtures().grant_context, request: grantRequest() } }), { label: 'grant-q7', width: 760, height: 1000 })
+  await page.locator(tid('request-banner')).waitFor()
+  await page.locator('#spend').fill('100')
+  assert.equal(await page.locator(tid('issue')).isDisabled(), false)
+  await page.evaluate(() => window.__parleyEmit('pending-withdrawn', 'q7'))
+  await page.locator(`${tid('status')}.msg-warn`).waitFor()
+  assert.match(await text(page, 'status'), /no longer waiting/)
+  assert.equal(await page.locator(tid('issue')).isDisabled(), true)
+  assert.deepEqual(await calls(page, 'grant_issue'), [])
+  await page.close()
+})
+
+test('home: a newcomer is offered to create a principal key', async () => {
+  const page = await open('index.html', {
+    status: status({ keys: [] }),
+    pending_list: [],
+    key_create: { public: PRINCIPAL, short: 'ed25519:iojj3XQJ8Z…', label: 'me', created_at: now(), source: 'created', status: 'present' },
+  })
+  await page.locator(tid('welcome')).waitFor()
+  assert.match(await text(page, 'welcome'), /First, your principal key/)
+  await page.locator(tid('key-label')).fill('me')
+  await page.evaluate(() => (window.__PARLEY_FIXTURES__.status = { ...window.__PARLEY_FIXTURES__.status, keys: [window.__PARLEY_FIXTURES__.key_create] }))
+  await page.locator(tid('create-key')).click()
+  await page.locator(tid('principal-key')).waitFor()
+  assert.deepEqual(await calls(page, 'key_create'), [{ label: 'me' }])
+  assert.equal(await text(page, 'principal-key'), PRINCIPAL)
+  assert.equal(await page.locator(tid('welcome')).isHidden(), true)
+  assert.deepEqual(page.problems, [])
+  await page.close()
+})
+
+test('home: pending requests as text, with their review buttons; states are said', async () => {
+  const hostile = consent({ review: { service: '<b>evil</b>\u202e', agent: { key: AGENT, short: 'ed25519:gTl3Dqh9F1…', label: 'bot', known: true } } })
+  const page = await open('index.html', {
+    status: status({ notifications: { available: false, message: 'Desktop notifications are not available (no daemon).' }, restart_needed: ['queue_size'] }),
+    pending_list: [hostile],
+    open_window: null,
+  })
+  await page.locator(tid('pending-item')).waitFor()
+  assert.match(await text(page, 'pending-item'), /^bot asks you to approve 71\.36 USD at <b>evil<\/b>\\u\{202e\}/)
+  assert.equal(await page.locator('main b').count(), 0)
+  await page.locator(tid('review-q1')).click()
+  assert.deepEqual(await calls(page, 'open_window'), [{ kind: 'review', id: 'q1', agent: null }])
+  assert.match(await text(page, 'no-notifications'), /not available/)
+  assert.match(await text(page, 'restart-needed'), /queue_size/)
+  await page.evaluate(() => (window.__PARLEY_FIXTURES__.pending_list = []))
+  await page.evaluate(() => window.__parleyEmit('pending-changed'))
+  await page.locator(tid('none-pending')).waitFor()
+  await page.close()
+})
+
+test('audit: events newest first, live grants, chain state, export', async () => {
+  const view = {
+    events: [
+      event({ seq: 3, kind: 'grant_issued', cost: null, capability: null, hash: null, risk: null, undo: null, caveats: '[{"svc":["shop.example"]}]', caveat_words: ['only at the services "shop.example"'], preview: 'may do anything at shop.example, until …', reason: 'issued from the grant form' }),
+      event({ seq: 2, kind: 'consent_denied', reason: 'too <b>expensive</b>', peer_exe: '/usr/bin/py\\u{202e}nohtyp' }),
+      event({ seq: 1 }),
+    ],
+    truncated: false,
+    live: [event({ seq: 1 }), event({ seq: 3, kind: 'grant_issued', preview: 'may do anything at shop.example, until …', caveat_words: ['only at the services "shop.example"'] })],
+    verify: { rows: 3, ok: true, first_bad_seq: null, problem: null },
+    now: now(),
+  }
+  const page = await open('audit.html', { audit_query: view, audit_export: { path: '/home/me/Downloads/parley-audit.jsonl', rows: 3 } }, { label: 'audit', width: 1200, height: 900 })
+  await page.locator(tid('event-row')).first().waitFor()
+  assert.deepEqual(await page.locator(tid('event-row')).evaluateAll((rows) => rows.map((r) => r.dataset.kind)), ['grant_issued', 'consent_denied', 'consent_approved'])
+  assert.match(await text(page, 'chain'), /Chain verified: all 3 events are intact/)
+  assert.equal(await page.locator(tid('live-row')).count(), 2)
+  assert.match(await page.locator(tid('live-row')).first().innerText(), /one COMMIT of shop\.order for 71\.36 USD/)
+  assert.match(await page.locator(tid('event-row')).nth(1).innerText(), /too <b>expensive<\/b>/)
+  assert.equal(await page.locator('main b').count(), 0)
+  // Filters go to the backend as a query.
+  await page.locator('#f-kind').selectOption('consent_denied')
+  await page.waitForFunction(() => window.__parleyCalls.filter(([c]) => c === 'audit_query').length >= 2)
+  const qs = await calls(page, 'audit_query')
+  assert.deepEqual(qs.at(-1).filter.kinds, ['consent_denied'])
+  await page.locator('#f-service').fill('shop.example')
+  await page.locator(tid('f-apply')).click()
+  await page.waitForFunction(() => window.__parleyCalls.filter(([c]) => c === 'audit_query').length >= 3)
+  assert.equal((await calls(page, 'audit_query')).at(-1).filter.service, 'shop.example')
+  await page.locator(tid('export-jsonl')).click()
+  await page.locator(`${tid('status')}.msg-ok`).waitFor()
+  assert.match(await text(page, 'status'), /Exported 3 events to \/home\/me\/Downloads\/parley-audit\.jsonl/)
+  assert.equal((await calls(page, 'audit_export'))[0].format, 'jsonl')
+  // A broken chain is said loudly.
+  await page.evaluate(() => (window.__PARLEY_FIXTURES__.audit_query = { ...window.__PARLEY_FIXTURES__.audit_query, verify: { rows: 3, ok: false, first_bad_seq: 2, problem: 'row 2 was changed' } }))
+  await page.evaluate(() => window.__parleyEmit('pending-changed'))
+  await page.waitForFunction(() => document.querySelector('[data-testid="chain"]').dataset.ok === 'false')
+  assert.match(await text(page, 'chain'), /does NOT verify: row 2 was changed \(first bad event #2\)/)
+  assert.deepEqual(page.problems, [])
+  await page.close()
+})
+
+test('settings: keys, import with shred offer, limits that need a restart', async () => {
+  const sv = {
+    settings: { agents_group: null, extra_users: [], socket_path: null, max_consent_horizon_secs: 86400, max_grant_lifetime_secs: 604800, queue_size: 64, rate_per_minute: 30, agent_labels: { [AGENT]: 'shopping bot' } },
+    running: null,
+    restart_needed: [],
+    data_dir: '/home/me/.local/share/parley-custody',
+    socket: null,
+    policy: { own_uid: 1000, agents_group: null, extra_uids: [] },
+  }
+  const page = await open('settings.html', {
+    keys_list: { store: 'the OS keychain', keys: status().keys },
+    settings_get: sv,
+    settings_save: { ...sv, restart_needed: ['agents_group', 'queue_size'] },
+    key_import: { ...status().keys[0], public: AGENT, label: 'imported', source: 'imported' },
+    key_shred: null,
+    agent_label_set: null,
+  }, { label: 'settings', width: 800, height: 1000 })
+  await page.locator(tid('pubkey')).waitFor()
+  assert.equal(await text(page, 'pubkey'), PRINCIPAL)
+  await page.locator(tid('import')).click()
+  await page.locator(tid('shred-offer')).waitFor()
+  assert.deepEqual(await calls(page, 'key_import'), [{ path: '~/.parley/principal.key', label: 'imported' }])
+  await page.locator(tid('shred')).click()
+  await page.waitForFunction(() => /overwritten and deleted/.test(document.querySelector('[data-testid="shred-offer"]').textContent))
+  await page.locator(tid('s-group')).fill('parley-agents')
+  await page.locator(tid('s-queue')).fill('10')
+  await page.locator(tid('s-horizon')).fill('12h')
+  await page.locator(tid('s-save')).click()
+  await page.locator(tid('s-restart')).waitFor()
+  const [saved] = await calls(page, 'settings_save')
+  assert.equal(saved.settings.agents_group, 'parley-agents')
+  assert.equal(saved.settings.queue_size, 10)
+  assert.equal(saved.settings.max_consent_horizon_secs, 43200)
+  assert.match(await text(page, 's-status'), /after a restart of the socket: agents group, queue size/)
+  // Labels are removed one at a time, at once.
+  await page.locator(tid('remove-label')).click()
+  await page.waitForFunction(() => window.__parleyCalls.some(([c]) => c === 'agent_label_set'))
+  assert.deepEqual(await calls(page, 'agent_label_set'), [{ agent: AGENT, label: null }])
+  assert.match(await text(page, 's-labels'), /No agent labels yet/)
+  assert.deepEqual(page.problems, [])
+  await page.close()
+})
+
+test('the UI never parses data as HTML', async () => {
+  const src = join(here, '..', 'src')
+  for (const f of await readdir(src)) {
+    const code = await readFile(join(src, f), 'utf8')
+    for (const bad of ['innerHTML', 'outerHTML', 'insertAdjacentHTML', 'document.write', 'DOMParser', 'createContextualFragment', 'eval(', 'new Function']) {
+      assert.ok(!code.includes(bad), `${f} uses ${bad}`)
+    }
+  }
+})

@@ -1,0 +1,16 @@
+// Builds the IPC mock the UI tests inject before the page's own scripts
+// (tests/mock.ts, over @tauri-apps/api/mocks) as one classic script.
+import { defineConfig } from 'vite'
+
+export default defineConfig({
+  build: {
+    outDir: 'tests/dist',
+    emptyOutDir: true,
+    lib: {
+      entry: 'tests/mock.ts',
+      name: 'parleyMock',
+      formats: ['iife'],
+      fileName: () => 'mock.js',
+    },
+  },
+})
