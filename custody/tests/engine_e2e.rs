@@ -84,7 +84,7 @@ impl Agent {
         self.w.send(&v).await.unwrap();
     }
     async fn recv(&mut self) -> Value {
-        let f = tokio::time::timeout(Duration::from_secs(20), self.r.next_frame())
+        let f = tokio::time::timeout(Duration::from_secs(90), self.r.next_frame())
             .await
             .expect("reply in time");
         f.unwrap().expect("a frame").value
