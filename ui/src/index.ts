@@ -112,20 +112,39 @@ function buildWelcome(s: StatusView) {
   )
 }
 
+// The list is rebuilt only when its requests change; the countdowns tick in
+// place (a button must not be replaced under the pointer between press and release).
+let shownIds = ''
+const countdowns = new Map<string, HTMLElement>()
+function closesText(p: PendingView): string {
+  return `closes in ${span(p.closes_at - Date.now() / 1000)} (at ${localTime(p.closes_at)}) · from user ${p.review.requester.user}`
+}
 function renderPending() {
   setText(pendingHead, pending.length ? `Waiting for you (${pending.length})` : 'Waiting for you')
+  const ids = pending.map((p) => `${p.id}:${p.review.agent.label ?? ''}`).join(',')
+  if (ids === shownIds) {
+    for (const p of pending) {
+      const el = countdowns.get(p.id)
+      if (el) setText(el, closesText(p))
+    }
+    return
+  }
+  shownIds = ids
+  countdowns.clear()
   replace(
     pendingList,
     ...(pending.length
-      ? pending.map((p) =>
-          h(
+      ? pending.map((p) => {
+          const closes = h('div', { class: 'muted' }, closesText(p))
+          countdowns.set(p.id, closes)
+          return h(
             'li',
             { class: `pending-item kind-${p.review.kind}`, testid: 'pending-item' },
             h('div', { class: 'what' }, describe(p)),
-            h('div', { class: 'muted' }, `closes in ${span(p.closes_at - Date.now() / 1000)} (at ${localTime(p.closes_at)}) · from user ${p.review.requester.user}`),
+            closes,
             h('button', { class: 'btn', testid: `review-${p.id}`, attrs: { type: 'button' }, on: { click: () => void api.openWindow('review', p.id).catch((e) => say(status, 'error', errorText(e))) } }, 'Review…'),
-          ),
-        )
+          )
+        })
       : [h('li', { class: 'muted', testid: 'none-pending' }, 'Nothing is waiting. Agents ask over the socket; you get a notification and the request appears here.')]),
   )
 }

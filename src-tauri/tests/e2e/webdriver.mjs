@@ -89,10 +89,17 @@ export class WebDriver {
     }
   }
 
-  /** Clicks the first displayed element matching `css`. */
+  /** Clicks the first displayed element matching `css` (found again if the page replaced it meanwhile). */
   async click(css) {
-    const id = await this.$(css)
-    await this.req('POST', `/element/${id}/click`, {})
+    for (let attempt = 0; ; attempt++) {
+      const id = await this.$(css)
+      try {
+        await this.req('POST', `/element/${id}/click`, {})
+        return
+      } catch (e) {
+        if (e.code !== 'stale element reference' || attempt >= 3) throw e
+      }
+    }
   }
 
   /** The rendered text of the first displayed element matching `css`. */
