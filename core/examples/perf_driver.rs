@@ -10,8 +10,8 @@
 //! `raw3` (three raw `verify_strict`), `raw3bytes` (the same, decoding the
 //! key from its bytes each time), `est` (f), `canon` (canonical text of the proposal), `sha` (SHA-256 of
 //! that text), `parse` (strict parse of the 16
-//! reply frames as text), `ndjson` (parse + Lens of the 16 frames, as
-//! `parley lens --ndjson` does per line). Each runs N times (default 1000).
+//! reply frames as text), `ndjson` (parse + Lens of the 16 frames as `Value`s), `node` (the
+//! same through the borrowed `json::Node`, as `parley lens --ndjson` does). Each runs N times (default 1000).
 
 use parley_core::caveat::RequestContext;
 use parley_core::grant::{self, UnverifiedGrant};
@@ -67,6 +67,7 @@ fn main() {
     let canon_text = parley_core::canonical::canonical(&hash_basic).unwrap();
 
     let mut acc = 0usize;
+    let mut scratch = String::new();
     for _ in 0..n {
         acc += match work.as_str() {
             "lens" => replies
@@ -105,6 +106,14 @@ fn main() {
             "parse" => reply_texts
                 .iter()
                 .map(|t| json::parse(black_box(t.as_bytes()), Limits::FRAME).is_ok() as usize)
+                .sum(),
+            "node" => reply_texts
+                .iter()
+                .map(|t| {
+                    let v = json::parse_node(black_box(t.as_bytes()), Limits::FRAME).unwrap();
+                    lens::render_into(&v, &mut scratch);
+                    scratch.len()
+                })
                 .sum(),
             "ndjson" => reply_texts
                 .iter()

@@ -51,6 +51,14 @@ pub fn canonical(v: &Value) -> Result<String, CanonicalError> {
     Ok(out)
 }
 
+/// The canonical text of an object, without wrapping it in a `Value` (which
+/// would mean copying it).
+pub fn canonical_object(map: &Map<String, Value>) -> Result<String, CanonicalError> {
+    let mut out = String::with_capacity(256);
+    write_object(map, &mut out)?;
+    Ok(out)
+}
+
 /// Appends the canonical text of `v` to `out`.
 pub fn write_canonical(v: &Value, out: &mut String) -> Result<(), CanonicalError> {
     match v {
@@ -170,34 +178,36 @@ fn write_safe_integer(n: &serde_json::Number, out: &mut String) -> Result<(), Ca
 /// payloads and Lens text; this skips `core::fmt`'s formatter machinery,
 /// which costs several times more than the digits themselves.
 pub(crate) fn write_u64(mut n: u64, out: &mut String) {
-    /// "00" to "99": two digits per division.
-    const PAIRS: &str = "00010203040506070809101112131415161718192021222324252627282930313233343536373839\
-                         40414243444546474849505152535455565758596061626364656667686970717273747576777879\
-                         8081828384858687888990919293949596979899";
-    let pair = |k: u64| &PAIRS[2 * k as usize..2 * k as usize + 2];
     if n < 10 {
         out.push(char::from(b'0' + n as u8));
         return;
     }
-    if n < 100 {
-        out.push_str(pair(n));
-        return;
-    }
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
+    // Two digits per division, from the last; written first to last as
+    // slices of a static table (no UTF-8 check, no per-digit push).
+    let mut pairs = [0u8; 10];
+    let mut count = 0;
     while n >= 100 {
-        i -= 2;
-        buf[i..i + 2].copy_from_slice(pair(n % 100).as_bytes());
+        pairs[count] = (n % 100) as u8;
+        count += 1;
         n /= 100;
     }
     if n >= 10 {
-        i -= 2;
-        buf[i..i + 2].copy_from_slice(pair(n).as_bytes());
+        out.push_str(digit_pair(n as u8));
     } else {
-        i -= 1;
-        buf[i] = b'0' + n as u8;
+        out.push(char::from(b'0' + n as u8));
     }
-    push_ascii(&buf[i..], out);
+    for &pair in pairs[..count].iter().rev() {
+        out.push_str(digit_pair(pair));
+    }
+}
+
+/// `"00"` to `"99"`.
+pub(crate) fn digit_pair(n: u8) -> &'static str {
+    const PAIRS: &str = "00010203040506070809101112131415161718192021222324252627282930313233343536373839\
+                         40414243444546474849505152535455565758596061626364656667686970717273747576777879\
+                         8081828384858687888990919293949596979899";
+    let i = 2 * usize::from(n % 100);
+    &PAIRS[i..i + 2]
 }
 
 /// Appends ASCII bytes (digits, signs, a point) one by one: for a handful of
@@ -264,6 +274,7 @@ fn write_escaped(s: &str, mut i: usize, out: &mut String) {
 /// the length of `bytes`. Strings are most of the bytes of a frame or a
 /// payload, so this scans a word at a time (the parser in [`crate::json`]
 /// uses it too).
+#[inline]
 pub(crate) fn literal_run(bytes: &[u8], mut i: usize) -> usize {
     while let Some(chunk) = bytes.get(i..i + 8) {
         let mut word = [0u8; 8];

@@ -7,7 +7,7 @@
 //! chain whose signatures were never checked.
 
 use crate::b64;
-use crate::canonical::{canonical, MAX_SAFE_INTEGER};
+use crate::canonical::{canonical, canonical_object, MAX_SAFE_INTEGER};
 use crate::caveat::{Caveat, RequestContext, Verdict};
 use crate::json::{self, Limits};
 use crate::keys::{PublicKey, SecretKey, Signature, KEY_PREFIX};
@@ -154,20 +154,31 @@ impl Block {
             .min()
     }
 
-    fn parse(v: &Value, index: usize) -> Result<Block, GrantError> {
+    /// Reads one block, taking ownership of its JSON so that the payload and
+    /// the signature text move into the block instead of being copied.
+    fn parse(v: Value, index: usize) -> Result<Block, GrantError> {
         let mal = |m: &str| GrantError::Malformed(format!("block {index}: {m}"));
-        let obj = v.as_object().ok_or_else(|| mal("must be an object"))?;
+        let Value::Object(obj) = v else {
+            return Err(mal("must be an object"));
+        };
         if obj.len() != 2 {
             return Err(mal("must have exactly the fields p and s"));
         }
-        let payload = obj
-            .get("p")
-            .and_then(Value::as_object)
-            .ok_or_else(|| mal("p must be an object"))?;
-        let sig_text = obj
-            .get("s")
-            .and_then(Value::as_str)
-            .ok_or_else(|| mal("s must be a signature string"))?;
+        if !matches!(obj.get("p"), Some(Value::Object(_))) {
+            return Err(mal("p must be an object"));
+        }
+        if !matches!(obj.get("s"), Some(Value::String(_))) {
+            return Err(mal("s must be a signature string"));
+        }
+        // Exactly `p` and `s`, checked above: take both out without copies.
+        let (mut payload, mut sig_text) = (Map::new(), String::new());
+        for (k, v) in obj {
+            match (k.as_str(), v) {
+                ("p", Value::Object(p)) => payload = p,
+                ("s", Value::String(s)) => sig_text = s,
+                _ => {}
+            }
+        }
         let sig: Signature = sig_text
             .parse()
             .map_err(|_| mal("s is not a 64-byte signature"))?;
@@ -212,12 +223,12 @@ impl Block {
             return Err(mal(&format!("more than {MAX_CAVEATS_PER_BLOCK} caveats")));
         }
         let caveats = raw_caveats.iter().map(Caveat::parse).collect();
-        let payload_value = Value::Object(payload.clone());
-        let signed = canonical(&payload_value).map_err(|e| mal(&e.to_string()))?;
+        // The signed bytes: canonicalized once, straight from the parsed map.
+        let signed = canonical_object(&payload).map_err(|e| mal(&e.to_string()))?;
         Ok(Block {
-            payload: payload.clone(),
+            payload,
             signed,
-            sig_text: sig_text.to_string(),
+            sig_text,
             sig,
             iss,
             sub,
@@ -232,11 +243,11 @@ impl Block {
         signer: &SecretKey,
         index: usize,
     ) -> Result<Block, GrantError> {
-        let signed = canonical(&Value::Object(payload.clone()))
-            .map_err(|e| GrantError::Unsignable(e.to_string()))?;
+        let signed =
+            canonical_object(&payload).map_err(|e| GrantError::Unsignable(e.to_string()))?;
         let sig = signer.sign(signed.as_bytes());
         let block = json!({"p": Value::Object(payload), "s": sig.to_string()});
-        Block::parse(&block, index).map_err(|e| GrantError::Unsignable(e.to_string()))
+        Block::parse(block, index).map_err(|e| GrantError::Unsignable(e.to_string()))
     }
 
     fn to_value(&self) -> Value {
@@ -270,9 +281,9 @@ impl UnverifiedGrant {
             max_bytes: MAX_TOKEN_BYTES,
         };
         let value = json::parse(&bytes, limits).map_err(GrantError::Json)?;
-        let list = value
-            .as_array()
-            .ok_or_else(|| GrantError::Malformed("a grant is a list of blocks".into()))?;
+        let Value::Array(list) = value else {
+            return Err(GrantError::Malformed("a grant is a list of blocks".into()));
+        };
         if list.is_empty() {
             return Err(GrantError::Malformed(
                 "a grant has at least one block".into(),
@@ -284,7 +295,7 @@ impl UnverifiedGrant {
             )));
         }
         let blocks = list
-            .iter()
+            .into_iter()
             .enumerate()
             .map(|(i, b)| Block::parse(b, i))
             .collect::<Result<Vec<_>, _>>()?;
@@ -335,6 +346,30 @@ impl UnverifiedGrant {
         trusted: &[PublicKey],
         holder: &PublicKey,
     ) -> Result<VerifiedGrant, GrantError> {
+        let ids = self.verified_ids(trusted, holder)?;
+        Ok(VerifiedGrant {
+            grant: self.clone(),
+            ids,
+        })
+    }
+
+    /// [`verify`](Self::verify) for a grant that is not needed afterwards:
+    /// the same checks, without copying the chain into the `VerifiedGrant`.
+    fn into_verified(
+        self,
+        trusted: &[PublicKey],
+        holder: &PublicKey,
+    ) -> Result<VerifiedGrant, GrantError> {
+        let ids = self.verified_ids(trusted, holder)?;
+        Ok(VerifiedGrant { grant: self, ids })
+    }
+
+    /// The checks of [`verify`](Self::verify); the block ids on success.
+    fn verified_ids(
+        &self,
+        trusted: &[PublicKey],
+        holder: &PublicKey,
+    ) -> Result<Vec<String>, GrantError> {
         let root = &self.blocks[0];
         let iss = root
             .iss
@@ -346,12 +381,23 @@ impl UnverifiedGrant {
         if self.blocks[self.blocks.len() - 1].sub.bytes != *holder.as_bytes() {
             return Err(GrantError::NotHolder);
         }
-        self.verify_chain()
+        self.chain_ids()
     }
 
     /// Checks signatures and links without a trust decision; for tools that
     /// show a chain (`parley inspect`) and for delegation.
     pub fn verify_chain(&self) -> Result<VerifiedGrant, GrantError> {
+        let ids = self.chain_ids()?;
+        Ok(VerifiedGrant {
+            grant: self.clone(),
+            ids,
+        })
+    }
+
+    /// The checks of [`verify_chain`](Self::verify_chain): each block's
+    /// signature by the key the previous block delegated to (the root's by
+    /// its issuer) and its `prev` link. The block ids on success.
+    fn chain_ids(&self) -> Result<Vec<String>, GrantError> {
         let mut ids: Vec<String> = Vec::with_capacity(self.blocks.len());
         for (i, block) in self.blocks.iter().enumerate() {
             let signer = match (&block.iss, i) {
@@ -366,10 +412,7 @@ impl UnverifiedGrant {
                 .map_err(|_| GrantError::BadSignature { index: i })?;
             ids.push(block.id());
         }
-        Ok(VerifiedGrant {
-            grant: self.clone(),
-            ids,
-        })
+        Ok(ids)
     }
 
     /// Issues a root grant (§6.2) from the principal to `holder`. Refuses
@@ -567,7 +610,7 @@ pub fn authorize(
     proof_key: &PublicKey,
     ctx: &RequestContext,
 ) -> Decision {
-    match UnverifiedGrant::decode(token).and_then(|g| g.verify(trusted, proof_key)) {
+    match UnverifiedGrant::decode(token).and_then(|g| g.into_verified(trusted, proof_key)) {
         Ok(g) => g.evaluate(ctx),
         Err(e) => Decision::Unauthorized {
             reason: e.to_string(),

@@ -19,7 +19,9 @@
 use crate::canonical::literal_run;
 use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
+use std::borrow::Cow;
 use std::fmt;
+use std::vec::Drain;
 
 /// Bounds applied while parsing untrusted JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +74,60 @@ pub fn parse(text: &[u8], limits: Limits) -> Result<Value, JsonError> {
     match Fast::parse(text, limits.max_depth) {
         Some(value) => Ok(value),
         None => parse_reference(text, limits.max_depth),
+    }
+}
+
+/// A JSON document whose strings borrow from the text it was parsed from
+/// (only strings with escapes are copied) and whose objects are plain lists
+/// of entries. [`parse_node`] builds it with a fraction of the allocations
+/// of a `serde_json::Value` and no hashing of keys, for callers that only
+/// read a document once, such as `parley lens --ndjson`. The Lens renderers
+/// accept it as they accept a `Value` (see [`crate::lens::Json`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Node<'a> {
+    /// `null`
+    Null,
+    /// `true` or `false`
+    Bool(bool),
+    /// A number, represented exactly as in a `serde_json::Value`.
+    Number(Number),
+    /// A string.
+    String(Cow<'a, str>),
+    /// An array.
+    Array(Vec<Node<'a>>),
+    /// An object's entries in document order (keys are unique).
+    Object(Vec<(Cow<'a, str>, Node<'a>)>),
+}
+
+impl From<Value> for Node<'static> {
+    fn from(v: Value) -> Self {
+        match v {
+            Value::Null => Node::Null,
+            Value::Bool(b) => Node::Bool(b),
+            Value::Number(n) => Node::Number(n),
+            Value::String(s) => Node::String(Cow::Owned(s)),
+            Value::Array(items) => Node::Array(items.into_iter().map(Node::from).collect()),
+            Value::Object(map) => Node::Object(
+                map.into_iter()
+                    .map(|(k, v)| (Cow::Owned(k), Node::from(v)))
+                    .collect(),
+            ),
+        }
+    }
+}
+
+/// [`parse`] into a borrowed [`Node`]: the same checks, the same errors, and
+/// the same document (`parse_node(t, l)` is `parse(t, l).map(Node::from)`).
+pub fn parse_node(text: &[u8], limits: Limits) -> Result<Node<'_>, JsonError> {
+    if text.len() > limits.max_bytes {
+        return Err(JsonError::TooLarge {
+            size: text.len(),
+            limit: limits.max_bytes,
+        });
+    }
+    match Fast::parse(text, limits.max_depth) {
+        Some(node) => Ok(node),
+        None => parse_reference(text, limits.max_depth).map(Node::from),
     }
 }
 
@@ -171,8 +227,8 @@ impl<'de> Visitor<'de> for Strict {
 /// duplicate key, nesting beyond the limit, and on the rare forms it leaves
 /// to `serde_json` (lone surrogate escapes, integers of 19 or more digits,
 /// floats that underflow to zero or overflow). Whatever it returns `Some`
-/// for is a document the reference path accepts, as the identical `Value`.
-struct Fast<'a> {
+/// for is a document the reference path accepts, as the identical tree.
+struct Fast<'a, T> {
     /// The whole input, checked to be UTF-8 once up front: JSON outside
     /// strings is ASCII, so every string's bytes can then be sliced as `str`.
     text: &'a str,
@@ -180,27 +236,124 @@ struct Fast<'a> {
     pos: usize,
     /// Elements of the arrays being parsed, innermost last; each array takes
     /// its own off the end, so it is allocated once at its final length.
-    items: Vec<Value>,
+    items: Vec<T>,
     /// The same for object entries.
-    entries: Vec<(String, Value)>,
-    /// Scratch for strings with escapes.
-    unescaped: String,
+    entries: Vec<(Cow<'a, str>, T)>,
 }
+
+/// What [`Fast`] builds: a `serde_json::Value`, or a borrowed [`Node`].
+trait Tree<'a>: Sized {
+    fn null() -> Self;
+    fn bool(b: bool) -> Self;
+    fn number(n: Number) -> Self;
+    fn string(s: Cow<'a, str>) -> Self;
+    fn array(items: Vec<Self>) -> Self;
+    /// An object of `entries`, in order; `None` if a key repeats.
+    fn object(entries: Drain<'_, (Cow<'a, str>, Self)>) -> Option<Self>;
+}
+
+impl<'a> Tree<'a> for Value {
+    fn null() -> Self {
+        Value::Null
+    }
+    fn bool(b: bool) -> Self {
+        Value::Bool(b)
+    }
+    fn number(n: Number) -> Self {
+        Value::Number(n)
+    }
+    fn string(s: Cow<'a, str>) -> Self {
+        Value::String(s.into_owned())
+    }
+    fn array(items: Vec<Self>) -> Self {
+        Value::Array(items)
+    }
+    fn object(entries: Drain<'_, (Cow<'a, str>, Self)>) -> Option<Self> {
+        let mut map = Map::with_capacity(entries.len());
+        for (k, v) in entries {
+            if map.insert(k.into_owned(), v).is_some() {
+                return None; // A duplicate key: refused by the reference path.
+            }
+        }
+        Some(Value::Object(map))
+    }
+}
+
+impl<'a> Tree<'a> for Node<'a> {
+    fn null() -> Self {
+        Node::Null
+    }
+    fn bool(b: bool) -> Self {
+        Node::Bool(b)
+    }
+    fn number(n: Number) -> Self {
+        Node::Number(n)
+    }
+    fn string(s: Cow<'a, str>) -> Self {
+        Node::String(s)
+    }
+    fn array(items: Vec<Self>) -> Self {
+        Node::Array(items)
+    }
+    fn object(entries: Drain<'_, (Cow<'a, str>, Self)>) -> Option<Self> {
+        let entries: Vec<_> = entries.collect();
+        let unique = if entries.len() <= 16 {
+            // Small objects: compare each key with the ones before it.
+            entries
+                .iter()
+                .enumerate()
+                .all(|(i, (k, _))| entries[..i].iter().all(|(prev, _)| !same_key(prev, k)))
+        } else {
+            let mut keys: Vec<&str> = entries.iter().map(|(k, _)| k.as_ref()).collect();
+            keys.sort_unstable();
+            keys.windows(2).all(|w| w[0] != w[1])
+        };
+        unique.then_some(Node::Object(entries))
+    }
+}
+
+/// `a == b` for object keys, without a `memcmp` call for short keys (the
+/// duplicate check and the renderers' lookups compare many short keys). Two
+/// overlapping loads cover all the bytes.
+pub(crate) fn same_key(a: &str, b: &str) -> bool {
+    fn word<const N: usize>(s: &[u8]) -> [u8; N] {
+        let mut w = [0; N];
+        w.copy_from_slice(&s[..N]);
+        w
+    }
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    match n {
+        0 => true,
+        1..=3 => a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1],
+        4..=7 => word::<4>(a) == word::<4>(b) && word::<4>(&a[n - 4..]) == word::<4>(&b[n - 4..]),
+        8..=16 => word::<8>(a) == word::<8>(b) && word::<8>(&a[n - 8..]) == word::<8>(&b[n - 8..]),
+        _ => a == b,
+    }
+}
+
+/// Initial size of each of [`Fast`]'s scratch lists, in bytes.
+const SCRATCH_BYTES: usize = 512;
 
 /// Nesting the fast path handles; deeper documents (never real frames) go to
 /// the reference path, which also owns `serde_json`'s own limit of 128.
 const FAST_MAX_DEPTH: usize = 100;
 
-impl<'a> Fast<'a> {
-    fn parse(bytes: &'a [u8], max_depth: usize) -> Option<Value> {
+impl<'a, T: Tree<'a>> Fast<'a, T> {
+    fn parse(bytes: &'a [u8], max_depth: usize) -> Option<T> {
         let text = std::str::from_utf8(bytes).ok()?;
         let mut p = Fast {
             text,
             bytes,
             pos: 0,
-            items: Vec::new(),
-            entries: Vec::new(),
-            unescaped: String::new(),
+            // Room for typical nesting up front: growing these one doubling
+            // at a time cost more than the rest of a small document. (Under
+            // 1 KiB each, where the allocator's fast paths are.)
+            items: Vec::with_capacity(SCRATCH_BYTES / size_of::<T>()),
+            entries: Vec::with_capacity(SCRATCH_BYTES / size_of::<(Cow<str>, T)>()),
         };
         let v = p.value(max_depth.min(FAST_MAX_DEPTH))?;
         p.skip_ws();
@@ -223,7 +376,7 @@ impl<'a> Fast<'a> {
         (self.peek()? == b).then(|| self.pos += 1)
     }
 
-    fn literal(&mut self, word: &[u8], v: Value) -> Option<Value> {
+    fn literal(&mut self, word: &[u8], v: T) -> Option<T> {
         let end = self.pos + word.len();
         (self.bytes.get(self.pos..end)? == word).then(|| {
             self.pos = end;
@@ -232,20 +385,20 @@ impl<'a> Fast<'a> {
     }
 
     /// A value; `depth_left` arrays/objects may still open (as in [`Strict`]).
-    fn value(&mut self, depth_left: usize) -> Option<Value> {
+    fn value(&mut self, depth_left: usize) -> Option<T> {
         match self.peek()? {
             b'{' => self.object(depth_left.checked_sub(1)?),
             b'[' => self.array(depth_left.checked_sub(1)?),
-            b'"' => self.string().map(Value::String),
-            b't' => self.literal(b"true", Value::Bool(true)),
-            b'f' => self.literal(b"false", Value::Bool(false)),
-            b'n' => self.literal(b"null", Value::Null),
-            b'-' | b'0'..=b'9' => self.number().map(Value::Number),
+            b'"' => self.string().map(T::string),
+            b't' => self.literal(b"true", T::bool(true)),
+            b'f' => self.literal(b"false", T::bool(false)),
+            b'n' => self.literal(b"null", T::null()),
+            b'-' | b'0'..=b'9' => self.number().map(T::number),
             _ => None,
         }
     }
 
-    fn array(&mut self, depth_left: usize) -> Option<Value> {
+    fn array(&mut self, depth_left: usize) -> Option<T> {
         self.pos += 1;
         let start = self.items.len();
         if self.peek()? != b']' {
@@ -260,10 +413,10 @@ impl<'a> Fast<'a> {
             }
         }
         self.pos += 1;
-        Some(Value::Array(self.items.drain(start..).collect()))
+        Some(T::array(self.items.drain(start..).collect()))
     }
 
-    fn object(&mut self, depth_left: usize) -> Option<Value> {
+    fn object(&mut self, depth_left: usize) -> Option<T> {
         self.pos += 1;
         let start = self.entries.len();
         if self.peek()? != b'}' {
@@ -283,34 +436,35 @@ impl<'a> Fast<'a> {
             }
         }
         self.pos += 1;
-        let mut map = Map::with_capacity(self.entries.len() - start);
-        for (k, v) in self.entries.drain(start..) {
-            if map.insert(k, v).is_some() {
-                return None; // A duplicate key: refused by the reference path.
-            }
-        }
-        Some(Value::Object(map))
+        T::object(self.entries.drain(start..))
     }
 
-    /// A string starting at the opening quote.
-    fn string(&mut self) -> Option<String> {
+    /// A string starting at the opening quote: borrowed from the input
+    /// unless it has escapes. (Inlined: most values and all keys are strings,
+    /// and the call itself would cost as much as scanning a short one.)
+    #[inline(always)]
+    fn string(&mut self) -> Option<Cow<'a, str>> {
         let start = self.pos + 1;
         self.pos = literal_run(self.bytes, start);
         match self.bytes.get(self.pos)? {
             b'"' => {
                 self.pos += 1;
-                return Some(self.text[start..self.pos - 1].to_owned());
+                return Some(Cow::Borrowed(&self.text[start..self.pos - 1]));
             }
             b'\\' => {}
             _ => return None, // A control character.
         }
-        let mut out = std::mem::take(&mut self.unescaped);
-        out.clear();
+        self.escaped(start).map(Cow::Owned)
+    }
+
+    /// A string with escapes, from its first character at `start`; `pos`
+    /// is at the first escape.
+    #[cold]
+    fn escaped(&mut self, start: usize) -> Option<String> {
+        let mut out = String::with_capacity(self.pos - start + 16);
         out.push_str(&self.text[start..self.pos]);
-        let done = self.escaped_rest(&mut out);
-        let s = done.map(|()| out.as_str().to_owned());
-        self.unescaped = out;
-        s
+        self.escaped_rest(&mut out)?;
+        Some(out)
     }
 
     /// The rest of a string from its first `\\` or control character.
@@ -536,13 +690,15 @@ mod tests {
         for doc in docs {
             for depth in [0, 1, 2, 64, 500] {
                 let reference = parse_reference(doc.as_bytes(), depth);
-                match Fast::parse(doc.as_bytes(), depth) {
+                let node = Fast::<Node>::parse(doc.as_bytes(), depth);
+                match Fast::<Value>::parse(doc.as_bytes(), depth) {
                     Some(v) => {
+                        assert_eq!(node, Some(Node::from(v.clone())), "{doc:?}");
                         let r = reference.unwrap_or_else(|e| panic!("{doc:?}: {e}"));
                         assert_eq!(format!("{v:?}"), format!("{r:?}"), "{doc:?}");
                     }
                     None => assert!(
-                        reference.is_err()
+                        node.is_none() && reference.is_err()
                             || doc.contains("e-400")
                             || doc.contains("1234567890123456789")
                             || doc.contains("18446744073709551615")

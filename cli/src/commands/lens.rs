@@ -3,12 +3,15 @@
 use super::Report;
 use crate::cli::LensArgs;
 use crate::error::CliError;
+use parley_core::canonical::write_json_string;
 use parley_core::json::{self, Limits};
 use parley_core::lens;
 use serde::Serialize;
 use serde_json::Value;
-use std::fmt;
-use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::collections::VecDeque;
+use std::fmt::{self, Write as _};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::sync::mpsc::{sync_channel, Receiver};
 
 #[derive(Serialize)]
 struct Rendered {
@@ -46,6 +49,12 @@ pub fn run(a: LensArgs) -> Result<Report, CliError> {
 /// `null` in its place (so output lines stay aligned with input lines), is
 /// reported on stderr with its line number, and makes the exit code 2; the
 /// other lines are still rendered.
+///
+/// Parsing and rendering are nearly all the work, so they run on up to two
+/// worker threads: this thread cuts the input into batches of whole lines
+/// (each line still bounded by the 1 MiB frame limit, without buffering a
+/// longer one), hands them out in turn, and writes the results back in the
+/// same order, so the output is exactly that of rendering line by line.
 fn ndjson(path: Option<&str>, as_value: bool) -> Result<Report, CliError> {
     let what = path.unwrap_or("stdin").to_string();
     let reader: Box<dyn Read> = match path {
@@ -56,60 +65,234 @@ fn ndjson(path: Option<&str>, as_value: bool) -> Result<Report, CliError> {
         })?),
     };
     let mut input = BufReader::with_capacity(1 << 20, reader);
-    let stdout = std::io::stdout();
-    let mut out = BufWriter::with_capacity(1 << 20, stdout.lock());
-    let io = |source| CliError::Io {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(2));
+    let mut failed = 0usize;
+    std::thread::scope(|scope| -> Result<(), CliError> {
+        let what = what.as_str();
+        let mut jobs = Vec::with_capacity(workers);
+        let mut results = Vec::with_capacity(workers);
+        for _ in 0..workers {
+            let (job_tx, job_rx) = sync_channel::<Batch>(IN_FLIGHT_PER_WORKER);
+            let (done_tx, done_rx) = sync_channel::<Done>(IN_FLIGHT_PER_WORKER);
+            scope.spawn(move || {
+                let mut text = String::new();
+                for batch in job_rx {
+                    if done_tx
+                        .send(batch.render(what, as_value, &mut text))
+                        .is_err()
+                    {
+                        break;
+                    }
+                }
+            });
+            jobs.push(job_tx);
+            results.push(done_rx);
+        }
+        let stdout = std::io::stdout();
+        let mut out = stdout.lock();
+        // Which worker has each batch in flight, oldest first.
+        let mut in_flight = VecDeque::new();
+        // Buffers of written batches, reused: fresh megabyte buffers would
+        // cost a page fault per 4 KiB.
+        let mut spare: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        let mut line_no = 0usize;
+        let mut next = 0;
+        let mut more = true;
+        while more {
+            let (data, rendered) = spare.pop().unwrap_or_default();
+            let mut batch = Batch {
+                data,
+                lines: Vec::new(),
+                out: rendered,
+            };
+            batch.data.clear();
+            more = batch
+                .fill(&mut input, &mut line_no)
+                .map_err(|source| CliError::Io {
+                    context: format!("reading {what}"),
+                    source,
+                })?;
+            if batch.lines.is_empty() {
+                continue;
+            }
+            if in_flight.len() == workers * IN_FLIGHT_PER_WORKER {
+                let w: usize = in_flight.pop_front().unwrap_or_default();
+                failed += write_done(&results[w], &mut out, &mut spare)?;
+            }
+            if jobs[next].send(batch).is_err() {
+                break; // Unreachable: workers only stop when we do.
+            }
+            in_flight.push_back(next);
+            next = (next + 1) % workers;
+        }
+        drop(jobs);
+        while let Some(w) = in_flight.pop_front() {
+            failed += write_done(&results[w], &mut out, &mut spare)?;
+        }
+        out.flush().map_err(write_error)
+    })?;
+    Ok(Report::done(if failed > 0 { 2 } else { 0 }))
+}
+
+/// Batches a worker may hold (queued or being rendered) at once.
+const IN_FLIGHT_PER_WORKER: usize = 2;
+
+/// Input bytes per batch: large enough that handing batches between threads
+/// costs nothing, small enough to keep both workers busy to the end.
+const BATCH_BYTES: usize = 1 << 20;
+
+/// Whole lines of input, in order, and a buffer for their output.
+struct Batch {
+    data: Vec<u8>,
+    lines: Vec<Line>,
+    out: Vec<u8>,
+}
+
+/// One non-blank input line of a batch, with its 1-based line number.
+enum Line {
+    /// The line (without `\n` and a final `\r`) is `data[start..end]`.
+    Text { n: usize, start: usize, end: usize },
+    /// The line is over the frame limit; its bytes were not kept.
+    TooLarge { n: usize },
+}
+
+/// A rendered batch: output lines, stderr messages, how many lines failed,
+/// and the batch's input buffer, to reuse with the output buffer.
+struct Done {
+    out: Vec<u8>,
+    errors: String,
+    failed: usize,
+    data: Vec<u8>,
+}
+
+impl Batch {
+    /// Appends input lines until the batch is full; false at end of input.
+    /// Blank lines are skipped (only counted); over-long lines are kept as
+    /// [`Line::TooLarge`] without their bytes.
+    fn fill(&mut self, input: &mut impl BufRead, line_no: &mut usize) -> std::io::Result<bool> {
+        let max = Limits::FRAME.max_bytes;
+        while self.data.len() < BATCH_BYTES {
+            let start = self.data.len();
+            let Some(fits) = append_line_bounded(input, &mut self.data, max)? else {
+                return Ok(false);
+            };
+            *line_no += 1;
+            let n = *line_no;
+            if !fits {
+                self.data.truncate(start);
+                self.lines.push(Line::TooLarge { n });
+                continue;
+            }
+            let line = &self.data[start..];
+            let body = line.strip_suffix(b"\r").unwrap_or(line);
+            if body.iter().all(u8::is_ascii_whitespace) {
+                self.data.truncate(start);
+                continue;
+            }
+            let end = start + body.len();
+            self.lines.push(Line::Text { n, start, end });
+        }
+        Ok(true)
+    }
+
+    /// Renders every line; `text` is scratch space reused across lines.
+    fn render(self, what: &str, as_value: bool, text: &mut String) -> Done {
+        let mut escaped = String::new();
+        let mut out = self.out;
+        out.clear();
+        let mut done = Done {
+            out,
+            errors: String::new(),
+            failed: 0,
+            data: Vec::new(),
+        };
+        for line in &self.lines {
+            let (n, parsed) = match *line {
+                // A borrowed tree: the same checks and the same Lens as a
+                // `Value`, with far fewer allocations (see `json::Node`).
+                Line::Text { n, start, end } => {
+                    (n, json::parse_node(&self.data[start..end], Limits::FRAME))
+                }
+                Line::TooLarge { n } => (
+                    n,
+                    Err(json::JsonError::TooLarge {
+                        // What the line-by-line reader held: one byte over.
+                        size: Limits::FRAME.max_bytes + 1,
+                        limit: Limits::FRAME.max_bytes,
+                    }),
+                ),
+            };
+            match parsed {
+                Ok(v) => {
+                    if as_value {
+                        lens::lean_into(&v, text);
+                    } else {
+                        lens::render_into(&v, text);
+                    }
+                    // As a JSON string: the escapes `serde_json` writes.
+                    escaped.clear();
+                    write_json_string(text, &mut escaped);
+                    done.out.extend_from_slice(escaped.as_bytes());
+                }
+                Err(e) => {
+                    done.failed += 1;
+                    let _ = writeln!(done.errors, "parley: {what}:{n}: {e}");
+                    done.out.extend_from_slice(b"null");
+                }
+            }
+            done.out.push(b'\n');
+        }
+        done.data = self.data;
+        done
+    }
+}
+
+/// Waits for the next rendered batch from `results`, writes it, and returns
+/// how many of its lines failed.
+fn write_done(
+    results: &Receiver<Done>,
+    out: &mut impl Write,
+    spare: &mut Vec<(Vec<u8>, Vec<u8>)>,
+) -> Result<usize, CliError> {
+    let Ok(done) = results.recv() else {
+        return Ok(0); // Unreachable: a worker answers every batch it takes.
+    };
+    if !done.errors.is_empty() {
+        eprint!("{}", done.errors);
+    }
+    out.write_all(&done.out).map_err(write_error)?;
+    spare.push((done.data, done.out));
+    Ok(done.failed)
+}
+
+fn write_error(source: std::io::Error) -> CliError {
+    CliError::Io {
         context: "writing output".into(),
         source,
-    };
-    let mut line = Vec::with_capacity(4096);
-    let mut failed = 0usize;
-    let mut n = 0usize;
-    while let Some(fits) = read_line_bounded(&mut input, &mut line, Limits::FRAME.max_bytes)
-        .map_err(|source| CliError::Io {
-            context: format!("reading {what}"),
-            source,
-        })?
-    {
-        n += 1;
-        let body = line.strip_suffix(b"\r").unwrap_or(&line);
-        if fits && body.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let parsed = if fits {
-            json::parse(body, Limits::FRAME)
-        } else {
-            Err(json::JsonError::TooLarge {
-                size: line.len(),
-                limit: Limits::FRAME.max_bytes,
-            })
-        };
-        match parsed {
-            Ok(v) => {
-                let text = render(&v, as_value);
-                serde_json::to_writer(&mut out, &text).map_err(|e| io(e.into()))?;
-            }
-            Err(e) => {
-                failed += 1;
-                eprintln!("parley: {what}:{n}: {e}");
-                out.write_all(b"null").map_err(io)?;
-            }
-        }
-        out.write_all(b"\n").map_err(io)?;
     }
-    out.flush().map_err(io)?;
-    Ok(Report::done(if failed > 0 { 2 } else { 0 }))
 }
 
 /// Reads one line (without its `\n`) into `buf`. A line longer than `max`
 /// bytes is skipped to its end without being buffered whole: `buf` then holds
 /// at most `max + 1` bytes and the result is `Some(false)`. `None` at EOF.
+#[cfg(test)]
 fn read_line_bounded(
     input: &mut impl BufRead,
     buf: &mut Vec<u8>,
     max: usize,
 ) -> std::io::Result<Option<bool>> {
     buf.clear();
+    append_line_bounded(input, buf, max)
+}
+
+/// [`read_line_bounded`], appending the line to `buf` instead: at most
+/// `max + 1` of its bytes are appended.
+fn append_line_bounded(
+    input: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<Option<bool>> {
+    let start = buf.len();
     let mut seen = 0usize;
     let mut any = false;
     loop {
@@ -118,12 +301,12 @@ fn read_line_bounded(
             return Ok(any.then_some(seen <= max));
         }
         any = true;
-        let (part, done) = match chunk.iter().position(|&b| b == b'\n') {
+        let (part, done) = match find_newline(chunk) {
             Some(i) => (&chunk[..i], Some(i + 1)),
             None => (chunk, None),
         };
         if seen <= max {
-            let room = (max + 1).saturating_sub(buf.len());
+            let room = (max + 1).saturating_sub(buf.len() - start);
             buf.extend_from_slice(&part[..part.len().min(room)]);
         }
         seen = seen.saturating_add(part.len());
@@ -133,6 +316,30 @@ fn read_line_bounded(
             return Ok(Some(seen <= max));
         }
     }
+}
+
+/// The index of the first `\n` in `bytes`, eight bytes at a time (the
+/// input is 100 MB and more; a byte loop would cost as much as copying it).
+fn find_newline(bytes: &[u8]) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let mut chunks = bytes.chunks_exact(8);
+    for (k, chunk) in (&mut chunks).enumerate() {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let x = u64::from_le_bytes(word) ^ (LO * u64::from(b'\n'));
+        // High bit of each zero byte; exact for the lowest one.
+        let zero = x.wrapping_sub(LO) & !x & HI;
+        if zero != 0 {
+            return Some(k * 8 + (zero.trailing_zeros() / 8) as usize);
+        }
+    }
+    let tail = bytes.len() - chunks.remainder().len();
+    chunks
+        .remainder()
+        .iter()
+        .position(|&b| b == b'\n')
+        .map(|i| tail + i)
 }
 
 #[cfg(test)]
@@ -160,5 +367,30 @@ mod tests {
         );
         assert_eq!(buf, b"last");
         assert_eq!(read_line_bounded(&mut r, &mut buf, 100).unwrap(), None);
+    }
+
+    #[test]
+    fn output_strings_are_escaped_as_serde_json_escapes_them() {
+        let mut all: String = (0u32..0x800).filter_map(char::from_u32).collect();
+        all.push_str("\u{2028}\u{202e}\u{e0041}\u{10ffff} \\ \" end");
+        for s in [all.as_str(), "", "plain", "a\nb"] {
+            let mut ours = String::new();
+            super::write_json_string(s, &mut ours);
+            assert_eq!(ours, serde_json::to_string(s).unwrap());
+        }
+    }
+
+    #[test]
+    fn newlines_are_found_in_any_position() {
+        for len in 0..40 {
+            for at in 0..=len {
+                let mut bytes = vec![b'x'; len];
+                if at < len {
+                    bytes[at] = b'\n';
+                }
+                let want = bytes.iter().position(|&b| b == b'\n');
+                assert_eq!(super::find_newline(&bytes), want);
+            }
+        }
     }
 }

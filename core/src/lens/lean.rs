@@ -1,8 +1,9 @@
 //! Lean notation (§9.1): the Lens rendering of any JSON value.
 
 use super::number::{has_index_keys, js_entries, write_compact, write_number, MAX_DEPTH};
+use super::view::{same_key, Json, JsonObject, View};
 use crate::canonical::{write_json_string, write_u64};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// Output made of lines joined by `\n`, with no trailing newline.
 pub(crate) struct Lines {
@@ -150,18 +151,18 @@ pub fn scalar(v: &Value) -> String {
     s
 }
 
-pub(crate) fn write_scalar(v: &Value, out: &mut String) {
-    match v {
-        Value::Null => out.push('-'),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => write_number(n, out),
-        Value::String(s) => write_str_scalar(s, out),
-        Value::Array(_) | Value::Object(_) => write_compact(v, out, 0),
+pub(crate) fn write_scalar<J: Json>(v: &J, out: &mut String) {
+    match v.view() {
+        View::Null => out.push('-'),
+        View::Bool(b) => out.push_str(if b { "true" } else { "false" }),
+        View::Number(n) => write_number(n, out),
+        View::String(s) => write_str_scalar(s, out),
+        View::Array(_) | View::Object(_) => write_compact(v, out, 0),
     }
 }
 
-fn is_scalar(v: &Value) -> bool {
-    !matches!(v, Value::Array(_) | Value::Object(_))
+fn is_scalar<J: Json>(v: &J) -> bool {
+    !matches!(v.view(), View::Array(_) | View::Object(_))
 }
 
 fn indent(out: &mut String, n: usize) {
@@ -184,7 +185,7 @@ fn start(lines: &mut Lines, n: usize, dash: bool) -> &mut String {
 }
 
 /// `[a, b, c]`: a list of scalars.
-fn write_scalar_list(items: &[Value], out: &mut String) {
+fn write_scalar_list<J: Json>(items: &[J], out: &mut String) {
     out.push('[');
     for (i, item) in items.iter().enumerate() {
         if i > 0 {
@@ -198,7 +199,7 @@ fn write_scalar_list(items: &[Value], out: &mut String) {
 /// The first row if `items` qualifies for the §9.1 table form: every
 /// element a non-empty object with the same keys in the same order and only
 /// scalar values. The columns are the first row's keys.
-fn table_first_row(items: &[Value]) -> Option<&Map<String, Value>> {
+fn table_first_row<J: Json>(items: &[J]) -> Option<&J::Object> {
     let first = items.first()?.as_object()?;
     if first.is_empty() {
         return None;
@@ -206,12 +207,12 @@ fn table_first_row(items: &[Value]) -> Option<&Map<String, Value>> {
     if !has_index_keys(first) {
         // The usual case: entry order is insertion order for the first row,
         // and so for every row with the same keys in the same order.
-        let same = |obj: &Map<String, Value>| {
+        let same = |obj: &J::Object| {
             obj.len() == first.len()
                 && obj
-                    .iter()
-                    .zip(first.keys())
-                    .all(|((k, v), col)| same_key(k, col) && is_scalar(v))
+                    .entries()
+                    .zip(first.entries())
+                    .all(|((k, v), (col, _))| same_key(k, col) && is_scalar(v))
         };
         return items
             .iter()
@@ -232,31 +233,22 @@ fn table_first_row(items: &[Value]) -> Option<&Map<String, Value>> {
     Some(first)
 }
 
-/// `a == b` without a `memcmp` call: table rows compare every key with the
-/// first row's, and keys are short.
-fn same_key(a: &str, b: &str) -> bool {
-    a.len() == b.len()
-        && a.bytes()
-            .zip(b.bytes())
-            .fold(true, |same, (x, y)| same & (x == y))
-}
-
 /// One `key: …` entry at indent `n` (plus the lines it owns).
-pub(crate) fn write_entry(
+pub(crate) fn write_entry<J: Json>(
     lines: &mut Lines,
     key: &str,
-    v: &Value,
+    v: &J,
     n: usize,
     dash: bool,
     depth: usize,
 ) {
     let out = start(lines, n, dash);
     write_str_scalar(key, out);
-    match v {
-        Value::Array(_) | Value::Object(_) if depth >= MAX_DEPTH => out.push_str(": …"),
-        Value::Array(items) => write_array_body(lines, items, n, depth),
-        Value::Object(map) if map.is_empty() => out.push_str(": {}"),
-        Value::Object(map) => {
+    match v.view() {
+        View::Array(_) | View::Object(_) if depth >= MAX_DEPTH => out.push_str(": …"),
+        View::Array(items) => write_array_body(lines, items, n, depth),
+        View::Object(map) if map.is_empty() => out.push_str(": {}"),
+        View::Object(map) => {
             out.push(':');
             write_entries(lines, map, n + 1, false, depth + 1);
         }
@@ -268,7 +260,7 @@ pub(crate) fn write_entry(
 }
 
 /// The rest of an array entry whose key has just been written (§9.1 arrays).
-fn write_array_body(lines: &mut Lines, items: &[Value], n: usize, depth: usize) {
+fn write_array_body<J: Json>(lines: &mut Lines, items: &[J], n: usize, depth: usize) {
     let out = &mut lines.buf;
     if items.iter().all(is_scalar) {
         // Also the empty array: `k: []`.
@@ -289,9 +281,9 @@ fn write_array_body(lines: &mut Lines, items: &[Value], n: usize, depth: usize) 
         }
         out.push_str("}:");
         let plain = !has_index_keys(first);
-        for obj in items.iter().filter_map(Value::as_object) {
+        for obj in items.iter().filter_map(J::as_object) {
             let out = start(lines, n + 1, false);
-            let mut row = |i: usize, v: &Value| {
+            let mut row = |i: usize, v: &J| {
                 if i > 0 {
                     out.push(',');
                 }
@@ -314,19 +306,19 @@ fn write_array_body(lines: &mut Lines, items: &[Value], n: usize, depth: usize) 
 }
 
 /// One `- item` line (and its continuation lines) at indent `n`.
-fn write_list_item(lines: &mut Lines, item: &Value, n: usize, depth: usize) {
-    match item {
-        Value::Object(map) if !map.is_empty() && depth < MAX_DEPTH => {
+fn write_list_item<J: Json>(lines: &mut Lines, item: &J, n: usize, depth: usize) {
+    match item.view() {
+        View::Object(map) if !map.is_empty() && depth < MAX_DEPTH => {
             write_entries(lines, map, n + 1, true, depth + 1);
         }
-        _ => {
+        view => {
             let out = start(lines, n, false);
             out.push_str("- ");
-            match item {
-                Value::Object(_) if depth >= MAX_DEPTH => out.push('…'),
-                Value::Object(_) => out.push_str("{}"),
-                Value::Array(a) if a.iter().all(is_scalar) => write_scalar_list(a, out),
-                Value::Array(_) => write_compact(item, out, depth),
+            match view {
+                View::Object(_) if depth >= MAX_DEPTH => out.push('…'),
+                View::Object(_) => out.push_str("{}"),
+                View::Array(a) if a.iter().all(is_scalar) => write_scalar_list(a, out),
+                View::Array(_) => write_compact(item, out, depth),
                 _ => write_scalar(item, out),
             }
         }
@@ -335,7 +327,13 @@ fn write_list_item(lines: &mut Lines, item: &Value, n: usize, depth: usize) {
 
 /// The entries of a non-empty object at indent `n`; with `dash`, the first
 /// one goes on a `- ` line (an object inside a list).
-fn write_entries(lines: &mut Lines, map: &Map<String, Value>, n: usize, dash: bool, depth: usize) {
+fn write_entries<O: JsonObject + ?Sized>(
+    lines: &mut Lines,
+    map: &O,
+    n: usize,
+    dash: bool,
+    depth: usize,
+) {
     for (i, (k, v)) in js_entries(map).enumerate() {
         write_entry(lines, k, v, n, dash && i == 0, depth);
     }
@@ -350,28 +348,33 @@ pub fn lean(v: &Value) -> String {
     lines.buf
 }
 
-/// [`lean`] into `out`, replacing its contents and reusing its allocation
-/// (for callers that render many values, such as `parley lens --ndjson`).
-pub fn lean_into(v: &Value, out: &mut String) {
+/// [`lean`] of any [`Json`] tree into `out`, replacing its contents and
+/// reusing its allocation (for callers that render many values, such as
+/// `parley lens --ndjson`).
+pub fn lean_into<J: Json>(v: &J, out: &mut String) {
     let mut lines = Lines::reuse(std::mem::take(out));
     write_lean(&mut lines, v);
     *out = lines.buf;
 }
 
-pub(crate) fn write_lean(lines: &mut Lines, v: &Value) {
-    match v {
-        Value::Object(map) if map.is_empty() => lines.line().push_str("{}"),
-        Value::Object(map) => write_entries(lines, map, 0, false, 1),
-        Value::Array(items) => write_items(lines, items),
+pub(crate) fn write_lean<J: Json>(lines: &mut Lines, v: &J) {
+    match v.view() {
+        View::Object(map) if map.is_empty() => lines.line().push_str("{}"),
+        View::Object(map) => write_entries(lines, map, 0, false, 1),
+        View::Array(items) => write_items(lines, items),
         _ => write_scalar(v, lines.line()),
     }
 }
 
 /// Lean rendering of an object's entries except the keys in `skip` (`{}`
 /// when nothing is left): the fallback rendering of a malformed reply.
-pub(crate) fn write_lean_without(lines: &mut Lines, map: &Map<String, Value>, skip: &[&str]) {
+pub(crate) fn write_lean_without<O: JsonObject + ?Sized>(
+    lines: &mut Lines,
+    map: &O,
+    skip: &[&str],
+) {
     let mut any = false;
-    for (k, v) in js_entries(map).filter(|(k, _)| !skip.contains(&k.as_str())) {
+    for (k, v) in js_entries(map).filter(|(k, _)| !skip.contains(k)) {
         write_entry(lines, k, v, 0, false, 1);
         any = true;
     }
@@ -380,7 +383,7 @@ pub(crate) fn write_lean_without(lines: &mut Lines, map: &Map<String, Value>, sk
     }
 }
 
-fn write_items(lines: &mut Lines, items: &[Value]) {
+fn write_items<J: Json>(lines: &mut Lines, items: &[J]) {
     let out = lines.line();
     out.push_str("items");
     write_array_body(lines, items, 0, 1);

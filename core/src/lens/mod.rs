@@ -29,11 +29,13 @@ mod lean;
 mod number;
 mod reply;
 mod time;
+mod view;
 
 pub use lean::{lean, lean_into, scalar};
 pub use number::{compact_json, number};
 pub use reply::{effect_line, printable, render, render_into, render_reply};
 pub use time::{duration, time};
+pub use view::{Json, JsonObject, View};
 
 pub(crate) use lean::lean_items;
 pub(crate) use number::js_entries;

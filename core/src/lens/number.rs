@@ -9,8 +9,9 @@
 //! [`js_entries`] does (the published Python implementation does the same).
 //! For the keys real frames use it is exactly insertion order.
 
-use crate::canonical::{push_ascii, write_i64, write_json_string};
-use serde_json::{Map, Number, Value};
+use super::view::{Json, JsonObject, View};
+use crate::canonical::{push_ascii, write_i64, write_json_string, write_u64};
+use serde_json::{Number, Value};
 
 /// Containers nested deeper than this render as `…` instead of recursing.
 /// Frames parsed by `serde_json` (128 levels) or [`crate::json`] (64) never
@@ -94,33 +95,33 @@ fn write_short_decimal(f: f64, out: &mut String) -> bool {
         if m as f64 / scale != a {
             continue;
         }
-        // Digits from the last: `j` fraction digits (the last one not zero,
-        // or a smaller `j` would have matched), then the integer part.
-        let mut buf = [0u8; 24];
-        let mut i = buf.len();
-        let mut rest = m;
-        for _ in 0..j {
-            i -= 1;
-            buf[i] = b'0' + (rest % 10) as u8;
-            rest /= 10;
-        }
-        if j > 0 {
-            i -= 1;
-            buf[i] = b'.';
-        }
-        loop {
-            i -= 1;
-            buf[i] = b'0' + (rest % 10) as u8;
-            rest /= 10;
-            if rest == 0 {
-                break;
-            }
-        }
+        // `m` is not negative: split it at the point with constant divisors.
+        let m = m as u64;
+        let (int, frac) = match j {
+            0 => (m, 0),
+            1 => (m / 10, m % 10),
+            2 => (m / 100, m % 100),
+            3 => (m / 1_000, m % 1_000),
+            4 => (m / 10_000, m % 10_000),
+            5 => (m / 100_000, m % 100_000),
+            _ => (m / 1_000_000, m % 1_000_000),
+        };
         if f < 0.0 {
-            i -= 1;
-            buf[i] = b'-';
+            out.push('-');
         }
-        push_ascii(&buf[i..], out);
+        write_u64(int, out);
+        if j > 0 {
+            // The fraction, zero-padded to `j` digits; its last digit is not
+            // zero, or a smaller `j` would have matched.
+            out.push('.');
+            let mut digits = [b'0'; 6];
+            let mut rest = frac;
+            for d in digits[..j].iter_mut().rev() {
+                *d = b'0' + (rest % 10) as u8;
+                rest /= 10;
+            }
+            push_ascii(&digits[..j], out);
+        }
         return true;
     }
     false
@@ -152,14 +153,14 @@ pub fn compact_json(v: &Value) -> String {
     s
 }
 
-pub(crate) fn write_compact(v: &Value, out: &mut String, depth: usize) {
-    match v {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => write_number(n, out),
-        Value::String(s) => write_json_string(s, out),
-        Value::Array(_) | Value::Object(_) if depth >= MAX_DEPTH => out.push('…'),
-        Value::Array(items) => {
+pub(crate) fn write_compact<J: Json>(v: &J, out: &mut String, depth: usize) {
+    match v.view() {
+        View::Null => out.push_str("null"),
+        View::Bool(b) => out.push_str(if b { "true" } else { "false" }),
+        View::Number(n) => write_number(n, out),
+        View::String(s) => write_json_string(s, out),
+        View::Array(_) | View::Object(_) if depth >= MAX_DEPTH => out.push('…'),
+        View::Array(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
@@ -169,7 +170,7 @@ pub(crate) fn write_compact(v: &Value, out: &mut String, depth: usize) {
             }
             out.push(']');
         }
-        Value::Object(map) => {
+        View::Object(map) => {
             out.push('{');
             for (i, (k, item)) in js_entries(map).enumerate() {
                 if i > 0 {
@@ -206,12 +207,14 @@ fn array_index(key: &str) -> Option<u32> {
 }
 
 /// Entries of `map` in ECMAScript `Object.entries` order (module notes).
-pub(crate) fn js_entries(map: &Map<String, Value>) -> JsEntries<'_> {
+pub(crate) fn js_entries<O: JsonObject + ?Sized>(
+    map: &O,
+) -> JsEntries<'_, impl Iterator<Item = (&str, &O::Value)>, O::Value> {
     if !has_index_keys(map) {
-        return JsEntries::Plain(map.iter());
+        return JsEntries::Plain(map.entries());
     }
-    let mut all: Vec<(Option<u32>, &String, &Value)> =
-        map.iter().map(|(k, v)| (array_index(k), k, v)).collect();
+    let mut all: Vec<(Option<u32>, &str, &O::Value)> =
+        map.entries().map(|(k, v)| (array_index(k), k, v)).collect();
     // Stable: non-index keys keep their insertion order.
     all.sort_by_key(|(idx, _, _)| match idx {
         Some(n) => (0u8, *n),
@@ -227,18 +230,18 @@ pub(crate) fn js_entries(map: &Map<String, Value>) -> JsEntries<'_> {
 
 /// Whether some key of `map` is an array index, so that [`js_entries`]
 /// differs from insertion order.
-pub(crate) fn has_index_keys(map: &Map<String, Value>) -> bool {
-    map.keys().any(|k| array_index(k).is_some())
+pub(crate) fn has_index_keys<O: JsonObject + ?Sized>(map: &O) -> bool {
+    map.entries().any(|(k, _)| array_index(k).is_some())
 }
 
 /// Iterator returned by [`js_entries`]; allocation-free for ordinary objects.
-pub(crate) enum JsEntries<'a> {
-    Plain(serde_json::map::Iter<'a>),
-    Sorted(std::vec::IntoIter<(&'a String, &'a Value)>),
+pub(crate) enum JsEntries<'a, I, J> {
+    Plain(I),
+    Sorted(std::vec::IntoIter<(&'a str, &'a J)>),
 }
 
-impl<'a> Iterator for JsEntries<'a> {
-    type Item = (&'a String, &'a Value);
+impl<'a, I: Iterator<Item = (&'a str, &'a J)>, J> Iterator for JsEntries<'a, I, J> {
+    type Item = (&'a str, &'a J);
     fn next(&mut self) -> Option<Self::Item> {
         match self {
             JsEntries::Plain(it) => it.next(),

@@ -2,15 +2,17 @@
 //!
 //! Everything writes into one output buffer: no intermediate strings, no
 //! `core::fmt`, no hashing of field names (a frame's objects have a handful
-//! of keys, so [`get`] compares them directly instead of hashing the key
-//! with SipHash as `Map::get` does).
+//! of keys, so lookups compare them directly; see [`JsonObject::get`]). The
+//! renderers read any [`Json`] tree, so a `serde_json::Value` and a borrowed
+//! [`Node`](crate::json::Node) render the same.
 
 use super::lean::{lean, write_entry, write_lean, write_lean_without, write_scalar, Lines};
 use super::number::{as_f64, js_entries, write_compact, write_f64, write_number, MAX_DEPTH};
 use super::time::{write_duration_value, write_time_value};
-use crate::canonical::{write_u64, MAX_SAFE_INTEGER};
+use super::view::{Json, JsonObject, View};
+use crate::canonical::{digit_pair, write_u64, MAX_SAFE_INTEGER};
 use crate::money::is_zero_decimal;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// A frame whose structure §9.2 cannot render; see [`render_reply`].
 struct Malformed;
@@ -30,14 +32,13 @@ pub fn render(v: &Value) -> String {
     out
 }
 
-/// [`render`] into `out`, replacing its contents and reusing its allocation
-/// (for callers that render many frames, such as `parley lens --ndjson`).
-pub fn render_into(v: &Value, out: &mut String) {
+/// [`render`] of any [`Json`] tree into `out`, replacing its contents and
+/// reusing its allocation (for callers that render many frames, such as
+/// `parley lens --ndjson`).
+pub fn render_into<J: Json>(v: &J, out: &mut String) {
     let mut lines = Lines::reuse(std::mem::take(out));
-    match v {
-        Value::Object(f) if matches!(get(f, "kind"), Some(Value::String(_))) => {
-            write_reply(f, &mut lines)
-        }
+    match v.as_object() {
+        Some(f) if f.get("kind").and_then(J::as_str).is_some() => write_reply(f, &mut lines),
         _ => write_lean(&mut lines, v),
     }
     *out = lines.buf;
@@ -75,9 +76,9 @@ pub fn render_reply(frame: &Value) -> String {
     lines.buf
 }
 
-fn write_reply(f: &Map<String, Value>, lines: &mut Lines) {
-    let rendered = match get(f, "kind") {
-        Some(Value::String(kind)) => render_kind(f, kind, lines),
+fn write_reply<O: JsonObject + ?Sized>(f: &O, lines: &mut Lines) {
+    let rendered = match f.get("kind").map(Json::view) {
+        Some(View::String(kind)) => render_kind(f, kind, lines),
         _ => Err(Malformed),
     };
     if let Err(Malformed) = rendered {
@@ -88,10 +89,13 @@ fn write_reply(f: &Map<String, Value>, lines: &mut Lines) {
     }
 }
 
-fn render_kind(f: &Map<String, Value>, kind: &str, lines: &mut Lines) -> Rendered {
+fn render_kind<O: JsonObject + ?Sized>(f: &O, kind: &str, lines: &mut Lines) -> Rendered {
     match kind {
         "BRIEF" => brief(f, lines)?,
-        "ANSWER" => write_lean(lines, get(f, "data").unwrap_or(&Value::Null)),
+        "ANSWER" => match f.get("data") {
+            Some(data) => write_lean(lines, data),
+            None => lines.line().push('-'), // As `null` renders.
+        },
         "PROPOSALS" => proposals(f, lines)?,
         "CLARIFY" => clarify(f, lines)?,
         "RECEIPT" => receipt(f, lines)?,
@@ -102,55 +106,39 @@ fn render_kind(f: &Map<String, Value>, kind: &str, lines: &mut Lines) -> Rendere
     more(f, lines)
 }
 
-/// `map.get(key)`. Objects of up to 16 entries (every object of a real
-/// frame) are scanned, which is several times cheaper than hashing `key`.
-fn get<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
-    if map.len() > 16 {
-        return map.get(key);
-    }
-    let key = key.as_bytes();
-    map.iter()
-        .find(|(k, _)| {
-            let k = k.as_bytes();
-            // Length and first byte reject almost every other key inline.
-            k.len() == key.len() && k.first() == key.first() && k == key
-        })
-        .map(|(_, v)| v)
-}
-
 /// A required list of objects.
-fn objects(v: Option<&Value>) -> Result<&[Value], Malformed> {
-    match v {
-        Some(Value::Array(items)) if items.iter().all(Value::is_object) => Ok(items),
+fn objects<J: Json>(v: Option<&J>) -> Result<&[J], Malformed> {
+    match v.map(J::view) {
+        Some(View::Array(items)) if items.iter().all(J::is_object) => Ok(items),
         _ => Err(Malformed),
     }
 }
 
 /// An optional list of objects: absent and `null` are empty.
-fn optional_objects(v: Option<&Value>) -> Result<&[Value], Malformed> {
-    match v {
-        None | Some(Value::Null) => Ok(&[]),
+fn optional_objects<J: Json>(v: Option<&J>) -> Result<&[J], Malformed> {
+    match v.map(J::view) {
+        None | Some(View::Null) => Ok(&[]),
         _ => objects(v),
     }
 }
 
 /// The objects of a list checked by [`objects`].
-fn maps(items: &[Value]) -> impl Iterator<Item = &Map<String, Value>> {
-    items.iter().filter_map(Value::as_object)
+fn maps<J: Json>(items: &[J]) -> impl Iterator<Item = &J::Object> {
+    items.iter().filter_map(J::as_object)
 }
 
 /// ECMAScript truthiness, which decides whether optional parts show (§9.2:
 /// "a missing service summary omits its line", "[ (replay)]", …).
-fn truthy(v: Option<&Value>) -> bool {
-    match v {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
-        Some(Value::Number(n)) => {
+fn truthy<J: Json>(v: Option<&J>) -> bool {
+    match v.map(J::view) {
+        None | Some(View::Null) => false,
+        Some(View::Bool(b)) => b,
+        Some(View::Number(n)) => {
             let f = as_f64(n);
             f != 0.0 && !f.is_nan()
         }
-        Some(Value::String(s)) => !s.is_empty(),
-        Some(Value::Array(_) | Value::Object(_)) => true,
+        Some(View::String(s)) => !s.is_empty(),
+        Some(View::Array(_) | View::Object(_)) => true,
     }
 }
 
@@ -211,6 +199,11 @@ fn next_escape(s: &str, mut i: usize) -> Option<(usize, char)> {
         while bytes.get(i..i + 8).is_some_and(plain_ascii) {
             i += 8;
         }
+        // Fewer than eight bytes left: the last eight (overlapping what was
+        // checked) decide them at once when they are printable ASCII.
+        if i + 8 > bytes.len() && bytes.len() >= 8 && plain_ascii(&bytes[bytes.len() - 8..]) {
+            return None;
+        }
         let end = bytes.len().min(i + 8);
         while i < end {
             if !MAY_NEED_ESCAPE[usize::from(bytes[i])] {
@@ -264,19 +257,22 @@ fn write_escape(c: char, out: &mut String) {
 }
 
 /// A verbatim text field: see [`render_reply`].
-fn text(v: Option<&Value>, out: &mut String) {
+fn text<J: Json>(v: Option<&J>, out: &mut String) {
     match v {
-        None | Some(Value::Null) => out.push('-'),
-        Some(Value::String(s)) => write_printable(s, out),
-        Some(Value::Number(n)) => write_number(n, out),
-        Some(Value::Bool(b)) => out.push_str(if *b { "true" } else { "false" }),
-        Some(other) => compact_printable(other, out),
+        None => out.push('-'),
+        Some(v) => match v.view() {
+            View::Null => out.push('-'),
+            View::String(s) => write_printable(s, out),
+            View::Number(n) => write_number(n, out),
+            View::Bool(b) => out.push_str(if b { "true" } else { "false" }),
+            View::Array(_) | View::Object(_) => compact_printable(v, out),
+        },
     }
 }
 
 /// Compact JSON made [`printable`]: written in place, and redone through
 /// `printable` only in the rare case that it holds a character to escape.
-fn compact_printable(v: &Value, out: &mut String) {
+fn compact_printable<J: Json>(v: &J, out: &mut String) {
     let start = out.len();
     write_compact(v, out, 0);
     if next_escape(out, start).is_some() {
@@ -293,20 +289,17 @@ fn compact_printable(v: &Value, out: &mut String) {
 /// Something that is not an object renders as `? ` and its compact JSON.
 pub fn effect_line(effect: &Value) -> String {
     let mut s = String::new();
-    write_effect(effect, &mut s);
+    match effect {
+        Value::Object(e) => write_effect_map(e, &mut s),
+        _ => {
+            s.push_str("? ");
+            text(Some(effect), &mut s);
+        }
+    }
     s
 }
 
-fn write_effect(effect: &Value, out: &mut String) {
-    let Value::Object(e) = effect else {
-        out.push_str("? ");
-        text(Some(effect), out);
-        return;
-    };
-    write_effect_map(e, out);
-}
-
-fn effect_lines(effects: &[Value], lines: &mut Lines) {
+fn effect_lines<J: Json>(effects: &[J], lines: &mut Lines) {
     for e in maps(effects) {
         let out = lines.line();
         out.push_str("  ");
@@ -315,21 +308,27 @@ fn effect_lines(effects: &[Value], lines: &mut Lines) {
 }
 
 /// The fields of an effect, found in one pass over its entries.
-#[derive(Default)]
-struct EffectFields<'a> {
-    op: Option<&'a Value>,
-    target: Option<&'a Value>,
-    field: Option<&'a Value>,
-    from: Option<&'a Value>,
-    to: Option<&'a Value>,
-    detail: Option<&'a Value>,
+struct EffectFields<'a, J> {
+    op: Option<&'a J>,
+    target: Option<&'a J>,
+    field: Option<&'a J>,
+    from: Option<&'a J>,
+    to: Option<&'a J>,
+    detail: Option<&'a J>,
 }
 
-impl<'a> EffectFields<'a> {
-    fn of(e: &'a Map<String, Value>) -> Self {
-        let mut f = EffectFields::default();
-        for (k, v) in e {
-            let slot = match k.as_str() {
+impl<'a, J: Json> EffectFields<'a, J> {
+    fn of<O: JsonObject<Value = J> + ?Sized>(e: &'a O) -> Self {
+        let mut f = EffectFields {
+            op: None,
+            target: None,
+            field: None,
+            from: None,
+            to: None,
+            detail: None,
+        };
+        for (k, v) in e.entries() {
+            let slot = match k {
                 "op" => &mut f.op,
                 "target" => &mut f.target,
                 "field" => &mut f.field,
@@ -344,9 +343,17 @@ impl<'a> EffectFields<'a> {
     }
 }
 
-fn write_effect_map(e: &Map<String, Value>, out: &mut String) {
+/// A scalar by the §9.1 rule; a missing one as `null` (`-`).
+fn scalar_or_dash<J: Json>(v: Option<&J>, out: &mut String) {
+    match v {
+        Some(v) => write_scalar(v, out),
+        None => out.push('-'),
+    }
+}
+
+fn write_effect_map<O: JsonObject + ?Sized>(e: &O, out: &mut String) {
     let f = EffectFields::of(e);
-    out.push(match f.op.and_then(Value::as_str) {
+    out.push(match f.op.and_then(Json::as_str) {
         Some("create") => '+',
         Some("update") => '~',
         Some("delete") => '-',
@@ -364,9 +371,9 @@ fn write_effect_map(e: &Map<String, Value>, out: &mut String) {
     }
     if f.from.is_some() || f.to.is_some() {
         out.push_str(": ");
-        write_scalar(f.from.unwrap_or(&Value::Null), out);
+        scalar_or_dash(f.from, out);
         out.push_str(" → ");
-        write_scalar(f.to.unwrap_or(&Value::Null), out);
+        scalar_or_dash(f.to, out);
     }
     if truthy(f.detail) {
         out.push_str(" — ");
@@ -376,33 +383,34 @@ fn write_effect_map(e: &Map<String, Value>, out: &mut String) {
 
 // ---- BRIEF ----
 
-fn brief(f: &Map<String, Value>, lines: &mut Lines) -> Rendered {
-    let service = get(f, "service")
-        .and_then(Value::as_object)
+fn brief<O: JsonObject + ?Sized>(f: &O, lines: &mut Lines) -> Rendered {
+    let service = f
+        .get("service")
+        .and_then(Json::as_object)
         .ok_or(Malformed)?;
-    let caps = objects(get(f, "capabilities"))?;
+    let caps = objects(f.get("capabilities"))?;
     let out = lines.line();
     out.push_str("# ");
-    text(get(service, "name"), out);
+    text(service.get("name"), out);
     out.push_str(" (");
-    text(get(service, "id"), out);
+    text(service.get("id"), out);
     out.push(')');
-    let summary = get(service, "summary");
+    let summary = service.get("summary");
     if truthy(summary) {
         text(summary, lines.line());
     }
     for c in maps(caps) {
         let out = lines.line();
-        text(get(c, "kind"), out);
+        text(c.get("kind"), out);
         out.push(' ');
-        text(get(c, "name"), out);
-        write_params(get(c, "params"), out);
-        let summary = get(c, "summary");
+        text(c.get("name"), out);
+        write_params(c.get("params"), out);
+        let summary = c.get("summary");
         if truthy(summary) {
             out.push_str(" — ");
             text(summary, out);
         }
-        let risk = get(c, "risk");
+        let risk = c.get("risk");
         if truthy(risk) {
             out.push_str(" [risk:");
             text(risk, out);
@@ -413,17 +421,19 @@ fn brief(f: &Map<String, Value>, lines: &mut Lines) -> Rendered {
 }
 
 /// `(p1: type1, p2?: type2)` from a §4.1.1 params object; `()` when absent.
-fn write_params(params: Option<&Value>, out: &mut String) {
+fn write_params<J: Json>(params: Option<&J>, out: &mut String) {
     out.push('(');
-    match params {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(m)) => write_param_entries(m, out, 0),
-        Some(other) => text(Some(other), out),
+    if let Some(params) = params {
+        match params.view() {
+            View::Null => {}
+            View::Object(m) => write_param_entries(m, out, 0),
+            _ => text(Some(params), out),
+        }
     }
     out.push(')');
 }
 
-fn write_param_entries(m: &Map<String, Value>, out: &mut String, depth: usize) {
+fn write_param_entries<O: JsonObject + ?Sized>(m: &O, out: &mut String, depth: usize) {
     for (i, (k, t)) in js_entries(m).enumerate() {
         if i > 0 {
             out.push_str(", ");
@@ -436,11 +446,11 @@ fn write_param_entries(m: &Map<String, Value>, out: &mut String, depth: usize) {
 
 /// A §4.1.1 type: a type string verbatim, a nested params object as
 /// `{k: type, …}`, an array of objects as `[{…}]`.
-fn write_type(t: &Value, out: &mut String, depth: usize) {
-    match t {
-        Value::String(s) => write_printable(s, out),
-        Value::Array(_) | Value::Object(_) if depth >= MAX_DEPTH => out.push('…'),
-        Value::Array(items) => {
+fn write_type<J: Json>(t: &J, out: &mut String, depth: usize) {
+    match t.view() {
+        View::String(s) => write_printable(s, out),
+        View::Array(_) | View::Object(_) if depth >= MAX_DEPTH => out.push('…'),
+        View::Array(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
@@ -450,12 +460,12 @@ fn write_type(t: &Value, out: &mut String, depth: usize) {
             }
             out.push(']');
         }
-        Value::Object(m) => {
+        View::Object(m) => {
             out.push('{');
             write_param_entries(m, out, depth);
             out.push('}');
         }
-        other => text(Some(other), out),
+        _ => text(Some(t), out),
     }
 }
 
@@ -472,14 +482,15 @@ struct Attributes {
 }
 
 impl Attributes {
-    fn of(ps: &[Value]) -> Attributes {
-        let mut text = String::new();
+    fn of<J: Json>(ps: &[J]) -> Attributes {
+        let mut text = String::with_capacity(64 * ps.len());
         let mut bounds = Vec::with_capacity(ps.len());
         for p in maps(ps) {
+            let p = ProposalFields::of(p);
             let mut b = [0; 5];
             for (i, start) in b.iter_mut().take(4).enumerate() {
                 *start = text.len();
-                write_attribute(p, i, &mut text);
+                write_attribute(&p, i, &mut text);
             }
             b[4] = text.len();
             bounds.push(b);
@@ -493,29 +504,74 @@ impl Attributes {
     }
 }
 
+/// The fields of a proposal that §9.2 shows, found in one pass over its
+/// entries (a proposal has about ten, and each is read once or twice).
+struct ProposalFields<'a, J> {
+    id: Option<&'a J>,
+    summary: Option<&'a J>,
+    effects: Option<&'a J>,
+    cost: Option<&'a J>,
+    risk: Option<&'a J>,
+    undo: Option<&'a J>,
+    expires: Option<&'a J>,
+    data: Option<&'a J>,
+}
+
+impl<'a, J: Json> ProposalFields<'a, J> {
+    fn of<O: JsonObject<Value = J> + ?Sized>(p: &'a O) -> Self {
+        let mut f = ProposalFields {
+            id: None,
+            summary: None,
+            effects: None,
+            cost: None,
+            risk: None,
+            undo: None,
+            expires: None,
+            data: None,
+        };
+        for (k, v) in p.entries() {
+            let slot = match k {
+                "id" => &mut f.id,
+                "summary" => &mut f.summary,
+                "effects" => &mut f.effects,
+                "cost" => &mut f.cost,
+                "risk" => &mut f.risk,
+                "undo" => &mut f.undo,
+                "expires" => &mut f.expires,
+                "data" => &mut f.data,
+                _ => continue,
+            };
+            *slot = Some(v);
+        }
+        f
+    }
+}
+
 /// Attribute `i` ([`ATTRS`]) of a proposal.
-fn write_attribute(p: &Map<String, Value>, i: usize, out: &mut String) {
+fn write_attribute<J: Json>(p: &ProposalFields<J>, i: usize, out: &mut String) {
     match i {
-        0 => write_cost(get(p, "cost"), out),
-        1 => text(get(p, "risk"), out),
-        2 => match get(p, "undo") {
-            None | Some(Value::Null) => out.push_str("never"),
-            Some(Value::Object(u)) => {
-                let window = get(u, "window");
+        0 => write_cost(p.cost, out),
+        1 => text(p.risk, out),
+        2 => match p.undo.map(|u| (u, u.view())) {
+            None | Some((_, View::Null)) => out.push_str("never"),
+            Some((_, View::Object(u))) => {
+                let window = u.get("window");
                 write_duration_value(window, out, |out| text(window, out));
             }
-            other => text(other, out),
+            Some((other, _)) => text(Some(other), out),
         },
         _ => {
-            let e = get(p, "expires");
+            let e = p.expires;
             write_time_value(e, out, |out| text(e, out));
         }
     }
 }
 
 /// An integer amount a peer holds exactly (|n| ≤ 2^53 − 1), as §5.1 requires.
-fn safe_integer(v: Option<&Value>) -> Option<i64> {
-    let n = v?.as_number()?;
+fn safe_integer<J: Json>(v: Option<&J>) -> Option<i64> {
+    let View::Number(n) = v?.view() else {
+        return None;
+    };
     if let Some(i) = n.as_i64() {
         return (i.unsigned_abs() <= MAX_SAFE_INTEGER as u64).then_some(i);
     }
@@ -525,11 +581,14 @@ fn safe_integer(v: Option<&Value>) -> Option<i64> {
 
 /// `free` for `null`, §9.2 money for a well-formed cost, and the value itself
 /// (compact JSON) for anything else: a malformed cost is never `free`.
-fn write_cost(v: Option<&Value>, out: &mut String) {
-    match v {
-        None | Some(Value::Null) => out.push_str("free"),
-        Some(Value::Object(m)) => match (safe_integer(get(m, "amount")), get(m, "currency")) {
-            (Some(amount), Some(Value::String(currency))) => write_money(amount, currency, out),
+fn write_cost<J: Json>(v: Option<&J>, out: &mut String) {
+    match v.map(J::view) {
+        None | Some(View::Null) => out.push_str("free"),
+        Some(View::Object(m)) => match (
+            safe_integer(m.get("amount")),
+            m.get("currency").map(J::view),
+        ) {
+            (Some(amount), Some(View::String(currency))) => write_money(amount, currency, out),
             _ => text(v, out),
         },
         Some(_) => text(v, out),
@@ -550,8 +609,7 @@ fn write_money(amount: i64, currency: &str, out: &mut String) {
     } else {
         write_u64(abs / 100, out);
         out.push('.');
-        out.push(char::from(b'0' + (abs % 100 / 10) as u8));
-        out.push(char::from(b'0' + (abs % 10) as u8));
+        out.push_str(digit_pair((abs % 100) as u8));
     }
     out.push(' ');
     write_printable(currency, out);
@@ -573,11 +631,11 @@ fn write_attrs(out: &mut String, attrs: &Attributes, p: usize, pick: impl Fn(usi
     }
 }
 
-fn proposals(f: &Map<String, Value>, lines: &mut Lines) -> Rendered {
-    let ps = objects(get(f, "proposals"))?;
+fn proposals<O: JsonObject + ?Sized>(f: &O, lines: &mut Lines) -> Rendered {
+    let ps = objects(f.get("proposals"))?;
     // Checked before anything is written, as the fallback replaces it all.
     for p in maps(ps) {
-        objects(get(p, "effects"))?;
+        objects(p.get("effects"))?;
     }
     let attrs = Attributes::of(ps);
     let n = ps.len();
@@ -596,18 +654,19 @@ fn proposals(f: &Map<String, Value>, lines: &mut Lines) -> Rendered {
     }
     out.push(':');
     for (i, p) in maps(ps).enumerate() {
+        let p = ProposalFields::of(p);
         let out = lines.line();
         out.push('[');
-        text(get(p, "id"), out);
+        text(p.id, out);
         out.push_str("] ");
-        text(get(p, "summary"), out);
-        effect_lines(objects(get(p, "effects"))?, lines);
+        text(p.summary, out);
+        effect_lines(objects(p.effects)?, lines);
         if shared.iter().any(|s| !*s) {
             let out = lines.line();
             out.push_str("  ");
             write_attrs(out, &attrs, i, |i| !shared[i]);
         }
-        if let Some(data) = get(p, "data") {
+        if let Some(data) = p.data {
             write_entry(lines, "data", data, 1, false, 1);
         }
     }
@@ -616,104 +675,108 @@ fn proposals(f: &Map<String, Value>, lines: &mut Lines) -> Rendered {
 
 // ---- CLARIFY, RECEIPT, ERROR, EVENT ----
 
-fn clarify(f: &Map<String, Value>, lines: &mut Lines) -> Rendered {
-    let options = objects(get(f, "options"))?;
+fn clarify<O: JsonObject + ?Sized>(f: &O, lines: &mut Lines) -> Rendered {
+    let options = objects(f.get("options"))?;
     let out = lines.line();
     out.push_str("? ");
-    text(get(f, "question"), out);
+    text(f.get("question"), out);
     for (i, o) in maps(options).enumerate() {
         let out = lines.line();
         out.push_str("  ");
         write_u64(i as u64 + 1, out);
         out.push_str(". ");
-        text(get(o, "label"), out);
+        text(o.get("label"), out);
     }
     Ok(())
 }
 
-fn receipt(f: &Map<String, Value>, lines: &mut Lines) -> Rendered {
-    let rc = get(f, "receipt")
-        .and_then(Value::as_object)
+fn receipt<O: JsonObject + ?Sized>(f: &O, lines: &mut Lines) -> Rendered {
+    let rc = f
+        .get("receipt")
+        .and_then(Json::as_object)
         .ok_or(Malformed)?;
     // Effects are shown only for auto-commits (§9.2): otherwise the model
     // already read them in the proposal.
-    let effects = if truthy(get(f, "auto")) {
-        objects(get(rc, "effects"))?
+    let effects = if truthy(f.get("auto")) {
+        objects(rc.get("effects"))?
     } else {
         &[]
     };
-    let replay = truthy(get(f, "replay"));
+    let replay = truthy(f.get("replay"));
     let tag = |out: &mut String| {
         out.push_str("(receipt ");
-        text(get(rc, "id"), out);
+        text(rc.get("id"), out);
         out.push(')');
         if replay {
             out.push_str(" (replay)");
         }
     };
     let out = lines.line();
-    let undoes = get(rc, "undoes");
+    let undoes = rc.get("undoes");
     if truthy(undoes) {
         out.push_str("↶ undid ");
         text(undoes, out);
         out.push_str(": ");
-        text(get(rc, "summary"), out);
+        text(rc.get("summary"), out);
         out.push(' ');
         tag(out);
     } else {
         out.push_str("✓ ");
-        text(get(rc, "summary"), out);
+        text(rc.get("summary"), out);
         out.push(' ');
         tag(out);
         out.push_str(" · ");
-        let undo = get(rc, "undo");
+        let undo = rc.get("undo");
         if truthy(undo) {
             out.push_str("undo until ");
-            match undo {
-                Some(Value::Object(u)) => {
-                    let until = get(u, "until");
+            match undo.and_then(Json::as_object) {
+                Some(u) => {
+                    let until = u.get("until");
                     write_time_value(until, out, |o| text(until, o));
                 }
-                other => text(other, out),
+                None => text(undo, out),
             }
         } else {
             out.push_str("irreversible");
         }
     }
     effect_lines(effects, lines);
-    if let Some(result) = get(rc, "result") {
+    if let Some(result) = rc.get("result") {
         write_entry(lines, "result", result, 1, false, 1);
     }
     Ok(())
 }
 
-fn error(f: &Map<String, Value>, lines: &mut Lines) -> Rendered {
-    let fixes = optional_objects(get(f, "fix"))?;
-    let consent = get(f, "consent");
+fn error<O: JsonObject + ?Sized>(f: &O, lines: &mut Lines) -> Rendered {
+    let fixes = optional_objects(f.get("fix"))?;
+    let consent = f.get("consent");
     let consent = match consent {
         _ if !truthy(consent) => None,
-        Some(Value::Object(c)) => Some(c),
-        _ => return Err(Malformed),
+        Some(c) => Some(c.as_object().ok_or(Malformed)?),
+        None => None,
     };
     let out = lines.line();
     out.push_str("✗ ");
-    text(get(f, "code"), out);
+    text(f.get("code"), out);
     out.push_str(": ");
-    text(get(f, "message"), out);
+    text(f.get("message"), out);
     for fix in maps(fixes) {
         let out = lines.line();
         out.push_str("  fix: ");
-        text(get(fix, "say"), out);
-        if let Some(params) = get(fix, "params").filter(|p| truthy(Some(p))) {
+        text(fix.get("say"), out);
+        if let Some(params) = fix.get("params").filter(|p| truthy(Some(*p))) {
             out.push_str(" → params ");
             compact_printable(params, out);
         }
     }
-    match get(f, "need") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(a)) if a.is_empty() => {}
-        Some(Value::String(s)) if s.is_empty() => {}
-        Some(need) => {
+    if let Some(need) = f.get("need") {
+        let empty = match need.view() {
+            View::Null => true,
+            View::Array(a) => a.is_empty(),
+            View::String(s) => s.is_empty(),
+            _ => false,
+        };
+        if !empty {
             let out = lines.line();
             out.push_str("  need: ");
             compact_printable(need, out);
@@ -722,15 +785,17 @@ fn error(f: &Map<String, Value>, lines: &mut Lines) -> Rendered {
     if let Some(c) = consent {
         let out = lines.line();
         out.push_str("  consent: principal must approve ");
-        text(get(c, "hash"), out);
+        text(c.get("hash"), out);
         out.push_str(" (");
-        text(get(c, "summary"), out);
+        text(c.get("summary"), out);
         out.push(')');
     }
-    if let Some(retry @ Value::Number(_)) = get(f, "retry") {
-        let out = lines.line();
-        out.push_str("  retry in: ");
-        write_duration_value(Some(retry), out, |_| {});
+    if let Some(retry) = f.get("retry") {
+        if let View::Number(_) = retry.view() {
+            let out = lines.line();
+            out.push_str("  retry in: ");
+            write_duration_value(Some(retry), out, |_| {});
+        }
     }
     Ok(())
 }
@@ -748,11 +813,11 @@ fn js_round(x: f64) -> f64 {
     }
 }
 
-fn event(f: &Map<String, Value>, lines: &mut Lines) {
+fn event<O: JsonObject + ?Sized>(f: &O, lines: &mut Lines) {
     let out = lines.line();
     out.push_str("… ");
-    text(get(f, "message"), out);
-    if let Some(Value::Number(p)) = get(f, "progress") {
+    text(f.get("message"), out);
+    if let Some(View::Number(p)) = f.get("progress").map(Json::view) {
         out.push_str(" (");
         write_f64(js_round(as_f64(p) * 100.0), out);
         out.push_str("%)");
@@ -760,17 +825,17 @@ fn event(f: &Map<String, Value>, lines: &mut Lines) {
 }
 
 /// `… {remaining} more at {path} — EXPAND {handle} (~{est} tokens)` per entry.
-fn more(f: &Map<String, Value>, lines: &mut Lines) -> Rendered {
-    for m in maps(optional_objects(get(f, "more"))?) {
+fn more<O: JsonObject + ?Sized>(f: &O, lines: &mut Lines) -> Rendered {
+    for m in maps(optional_objects(f.get("more"))?) {
         let out = lines.line();
         out.push_str("… ");
-        text(get(m, "remaining"), out);
+        text(m.get("remaining"), out);
         out.push_str(" more at ");
-        text(get(m, "path"), out);
+        text(m.get("path"), out);
         out.push_str(" — EXPAND ");
-        text(get(m, "handle"), out);
+        text(m.get("handle"), out);
         out.push_str(" (~");
-        text(get(m, "est"), out);
+        text(m.get("est"), out);
         out.push_str(" tokens)");
     }
     Ok(())

@@ -1,8 +1,8 @@
 //! Times and durations (§9.2).
 
 use super::number::{as_f64, write_f64};
-use crate::canonical::{write_i64, write_u64};
-use serde_json::Value;
+use super::view::{Json, View};
+use crate::canonical::{digit_pair, write_i64, write_u64};
 
 /// §9.2 time: UTC `YYYY-MM-DDTHH:MMZ`, with `:SS` inserted when the seconds
 /// are not zero (`2026-09-21T14:23:20Z`).
@@ -49,8 +49,7 @@ pub(crate) fn write_time(unix: i64, out: &mut String) {
 fn write_padded(n: u64, width: u32, out: &mut String) {
     if width == 2 && n < 100 {
         // Months, days, hours, minutes and seconds.
-        out.push(char::from(b'0' + (n / 10) as u8));
-        out.push(char::from(b'0' + (n % 10) as u8));
+        out.push_str(digit_pair(n as u8));
         return;
     }
     let mut digits = 1;
@@ -106,12 +105,12 @@ pub(crate) fn write_duration(secs: i64, out: &mut String) {
 /// A time field of a frame. Integers use [`time`]; a fractional number uses
 /// its floor (as `new Date(t * 1000)` does); anything else, or a number
 /// outside `i64`, is shown as the value itself by `fallback`.
-pub(crate) fn write_time_value(
-    v: Option<&Value>,
+pub(crate) fn write_time_value<J: Json>(
+    v: Option<&J>,
     out: &mut String,
     fallback: impl FnOnce(&mut String),
 ) {
-    if let Some(Value::Number(n)) = v {
+    if let Some(View::Number(n)) = v.map(J::view) {
         if let Some(i) = n.as_i64() {
             write_time(i, out);
             return;
@@ -129,12 +128,12 @@ pub(crate) fn write_time_value(
 /// A duration field of a frame. Integers use [`duration`]; other numbers
 /// follow the same rule in double arithmetic, exactly as the ECMAScript
 /// reference computes it (`1.5` → `1.5s`); non-numbers go to `fallback`.
-pub(crate) fn write_duration_value(
-    v: Option<&Value>,
+pub(crate) fn write_duration_value<J: Json>(
+    v: Option<&J>,
     out: &mut String,
     fallback: impl FnOnce(&mut String),
 ) {
-    let Some(Value::Number(n)) = v else {
+    let Some(View::Number(n)) = v.map(J::view) else {
         return fallback(out);
     };
     if let Some(i) = n.as_i64() {
