@@ -94,7 +94,9 @@ pub(crate) fn parse_when(text: &str, now: i64, dir: Relative) -> Result<i64, Str
         Relative::FromNow => now.checked_add(d),
         Relative::Ago => now.checked_sub(d),
     };
-    v.filter(|v| v.abs() <= MAX_SAFE_INTEGER)
+    // `unsigned_abs`, not `abs`: `i64::MIN.abs()` overflows (a panic in debug
+    // builds, and i64::MIN passing the check in release builds).
+    v.filter(|v| v.unsigned_abs() <= MAX_SAFE_INTEGER as u64)
         .ok_or_else(|| format!("{t} is too far from now"))
 }
 
@@ -396,6 +398,21 @@ mod tests {
         assert_eq!(parse_when("0", NOW, Relative::Ago), Ok(0));
         assert!(parse_when("99999999999999999999", NOW, Relative::Ago).is_err());
         assert!(parse_when("yesterday", NOW, Relative::Ago).is_err());
+    }
+
+    /// A relative time landing on exactly `i64::MIN` (`now` is a parameter)
+    /// overflowed `abs()`: a panic in debug builds, `Ok(i64::MIN)` in release.
+    #[test]
+    fn a_relative_time_at_i64_min_is_refused_without_overflow() {
+        assert!(parse_when("1s", i64::MIN + 1, Relative::Ago).is_err());
+        assert!(parse_when("1s", i64::MIN, Relative::Ago).is_err());
+        assert!(parse_when("1s", i64::MIN, Relative::FromNow).is_err());
+        assert!(parse_when("1s", i64::MAX, Relative::FromNow).is_err());
+        assert_eq!(
+            parse_when("1s", -MAX_SAFE_INTEGER + 1, Relative::Ago),
+            Ok(-MAX_SAFE_INTEGER)
+        );
+        assert!(parse_when("2s", -MAX_SAFE_INTEGER + 1, Relative::Ago).is_err());
     }
 
     #[test]
