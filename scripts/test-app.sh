@@ -120,6 +120,7 @@ print(a.getsockname()[1], b.getsockname()[1])')
 
 session notifications src-tauri/tests/e2e/app.e2e.mjs
 session no-notifications src-tauri/tests/e2e/no-notifications.e2e.mjs
+session playground src-tauri/tests/e2e/playground.e2e.mjs
 
 echo
 echo "test-app: all passed in $(( $(date +%s) - started )) s; screenshots in docs/screenshots/"

@@ -1,0 +1,271 @@
+// The playground's whole scenario (docs/playground.md), once, through the
+// real app: the real `parley-playground serve` (shop.example and
+// cal.example.com) and the real scripted `parley-playground agent`, pointed at
+// the app's socket, run as child processes; WebDriver plays the human in the
+// app's real windows: it issues the agent's grant from the grant form and,
+// when the order over the per-commit limit comes back `consent_required`,
+// checks the review window against the proposal the agent printed and clicks
+// Approve. The agent must then reach the order's RECEIPT, see its read-only
+// sub-agent `forbidden`, and exit 0. scripts/test-app.sh sets up the desktop
+// session (Xvfb, D-Bus, gnome-keyring, dunst, tauri-driver).
+//
+// The playground binary: $PARLEY_PLAYGROUND, else target/debug/parley-playground
+// (built here with cargo when $PARLEY_PLAYGROUND is not set, so it is never stale:
+// scripts/test-app.sh builds only the app and the CLI).
+
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawn, execFileSync } from 'node:child_process'
+import { createWriteStream, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir, userInfo } from 'node:os'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { WebDriver } from './webdriver.mjs'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const repo = resolve(here, '..', '..', '..')
+const APP = process.env.PARLEY_APP ?? join(repo, 'target', 'debug', 'parley-custody')
+const PLAYGROUND = process.env.PARLEY_PLAYGROUND ?? join(repo, 'target', 'debug', 'parley-playground')
+const SOCKET = process.env.PARLEY_CUSTODY_SOCKET
+const tid = (id) => `[data-testid="${id}"]`
+
+const wd = new WebDriver(process.env.WEBDRIVER_URL ?? 'http://127.0.0.1:4444')
+const scratch = mkdtempSync(join(tmpdir(), 'parley-playground-e2e-'))
+const LOGS = process.env.T ?? scratch
+const children = []
+let main
+let principal
+let services
+let agent
+
+/** A child process whose output is kept, to be waited on line by line. */
+class Child {
+  constructor(name, args) {
+    this.name = name
+    this.out = ''
+    this.exited = null
+    this.proc = spawn(PLAYGROUND, args, {
+      env: { ...process.env, PARLEY_HOME: join(scratch, name) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    this.exit = new Promise((r) =>
+      this.proc.on('exit', (code, signal) => {
+        this.exited = { code, signal }
+        r(this.exited)
+      }),
+    )
+    // Also kept in $T/playground-<name>.log: scripts/test-app.sh shows those logs when a run fails.
+    this.log = createWriteStream(join(LOGS, `playground-${name}.log`))
+    for (const s of [this.proc.stdout, this.proc.stderr]) {
+      s.setEncoding('utf8')
+      s.on('data', (d) => {
+        this.out += d
+        this.log.write(d)
+      })
+    }
+    children.push(this)
+  }
+
+  get pid() {
+    return this.proc.pid
+  }
+
+  /** Waits until the output (from `from` on) matches `re`; returns the match. */
+  async waitFor(re, what, { from = 0, timeout = 60_000 } = {}) {
+    const deadline = Date.now() + timeout
+    for (;;) {
+      const m = this.out.slice(from).match(re)
+      if (m) return m
+      if (this.exited) throw new Error(`${this.name} exited (${JSON.stringify(this.exited)}) before ${what}; its output:\n${this.out}`)
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} from ${this.name}; its output:\n${this.out}`)
+      await new Promise((r) => setTimeout(r, 100))
+    }
+  }
+
+  async stop() {
+    if (this.exited) return
+    this.proc.kill('SIGTERM')
+    const t = setTimeout(() => this.proc.kill('SIGKILL'), 5000)
+    await this.exit
+    clearTimeout(t)
+  }
+}
+
+/** Opens, from the home window, the review window of the pending request
+ *  that arrived after the ones already opened (custody numbers them q1, q2, …). */
+const opened = new Set()
+async function openNewestReview() {
+  await wd.switchTo(main)
+  const id = await wd.until(async () => {
+    const ids = await wd.exec(`return [...document.querySelectorAll('[data-testid^="review-q"]')].map(e => e.dataset.testid.slice(7))`)
+    return ids.filter((i) => !opened.has(i)).sort((a, b) => Number(a.slice(1)) - Number(b.slice(1))).at(-1)
+  }, 'a new pending request in the home window', 30_000)
+  opened.add(id)
+  await wd.click(tid(`review-${id}`))
+  await wd.switchToWindow(new RegExp(`review\\.html#${id}$`))
+  await wd.$(tid('approve'))
+  return id
+}
+
+/** The lines of one proposal in the agent's PROPOSALS Lens: its header, effects and cost line. */
+function proposalBlock(out, id) {
+  const lines = out.split('\n').map((l) => l.replace(/^ {3}│ /, ''))
+  const start = lines.findIndex((l) => l.startsWith(`[${id}] `))
+  assert.ok(start >= 0, `the agent printed proposal ${id}`)
+  const block = [lines[start]]
+  for (const l of lines.slice(start + 1)) {
+    if (!l.startsWith('  ')) break
+    block.push(l.trim())
+  }
+  return block
+}
+
+before(async () => {
+  assert.ok(SOCKET, 'PARLEY_CUSTODY_SOCKET must be set (scripts/test-app.sh does)')
+  if (!process.env.PARLEY_PLAYGROUND) {
+    // The session's HOME is a fresh directory: cargo and rustup run with the user's own.
+    execFileSync('cargo', ['build', '--locked', '-q', '-p', 'parley-playground'], {
+      cwd: repo,
+      stdio: ['ignore', 'inherit', 'inherit'],
+      env: { ...process.env, HOME: userInfo().homedir },
+    })
+  }
+  await wd.start(APP)
+  main = await wd.handle()
+})
+
+after(async () => {
+  for (const c of children) await c.stop()
+  await wd.quit()
+  for (const c of children) c.log.end()
+  rmSync(scratch, { recursive: true, force: true })
+})
+
+test('the principal key is created in the app', async () => {
+  await wd.$(tid('welcome'))
+  await wd.type(tid('key-label'), 'Ana (playground)')
+  await wd.click(tid('create-key'))
+  principal = await wd.until(async () => {
+    const t = await wd.text(tid('principal-key'))
+    return /^ed25519:[A-Za-z0-9_-]{43}$/.test(t) ? t : null
+  }, 'the new principal key')
+})
+
+test('the services start, trusting the principal the app reports', async () => {
+  services = new Child('serve', ['serve', '--shop', '127.0.0.1:0', '--cal', '127.0.0.1:0', '--custody-socket', SOCKET])
+  await services.waitFor(/serving until Ctrl-C/, 'the services listening')
+  assert.match(services.out, new RegExp(`trusting grants from ${principal}`))
+})
+
+test('grant: the agent asks, the human issues it from the grant form in the app', async () => {
+  const shop = services.out.match(/^shop\.example +parley:\/\/(\S+)$/m)[1]
+  const cal = services.out.match(/^cal\.example\.com +parley:\/\/(\S+)$/m)[1]
+  agent = new Child('agent', [
+    'agent',
+    '--custody-socket', SOCKET,
+    '--shop', shop,
+    '--cal', cal,
+    '--agent-key', join(scratch, 'agent.key'),
+    '--wait', '600',
+  ])
+  const [, agentPub] = await agent.waitFor(/agent key (ed25519:\S+)/, 'the agent key')
+  await agent.waitFor(/waiting for the human to decide in Parley Custody/, 'the grant request')
+  assert.match(agent.out, new RegExp(`principal ${principal}`))
+
+  await openNewestReview()
+  assert.equal(await wd.text(tid('agent-key')), `${agentPub.slice(0, 18)}…`)
+  assert.match(await wd.text(tid('requester')), new RegExp(`pid ${agent.pid}, .*parley-playground`))
+  assert.match(await wd.text(tid('service')), /shop\.example.*cal\.example\.com/)
+  assert.match(await wd.text(tid('summary')), /move a meeting and order meals/)
+  const asked = await wd.exec(`return [...document.querySelectorAll('[data-testid="caveats"] code')].map(e => JSON.parse(e.textContent))`)
+  assert.deepEqual(asked.slice(0, 6), [
+    { svc: ['shop.example', 'cal.example.com'] },
+    { verbs: ['ASK', 'INTENT', 'COMMIT', 'UNDO', 'EXPAND'] },
+    { can: ['shop.*', 'calendar.*'] },
+    { per: { max: 4000, currency: 'USD' } },
+    { spend: { max: 10000, currency: 'USD' } },
+    { risk: 'medium' },
+  ])
+
+  await wd.click(tid('edit-grant'))
+  await wd.switchToWindow(/grant\.html#request=q\d+$/)
+  await wd.$(tid('request-banner'))
+  assert.equal(await wd.prop('#agent', 'value'), agentPub)
+  assert.equal(await wd.prop('#services', 'value'), 'shop.example, cal.example.com')
+  assert.equal(await wd.prop('#capabilities', 'value'), 'shop.*, calendar.*')
+  assert.equal(await wd.prop('#per', 'value'), '40.00')
+  assert.equal(await wd.prop('#spend', 'value'), '100.00')
+  assert.equal(await wd.prop('#risk', 'value'), 'medium')
+  for (const v of ['ASK', 'INTENT', 'COMMIT', 'UNDO', 'EXPAND']) assert.equal(await wd.prop(`#verb-${v}`, 'checked'), true, v)
+  // The human keeps what was asked, but for one hour from now.
+  await wd.click('#exp-1h')
+  await wd.type('#agent-label', 'playground agent')
+  assert.match(await wd.text(tid('preview')), /up to 40\.00 USD each, 100\.00 USD in total, risk up to medium, until/)
+  await wd.click(tid('issue'))
+  await wd.until(async () => /sent to the waiting agent/.test(await wd.text(tid('status'))), 'the form says the grant went to the agent')
+
+  const [, signed] = await agent.waitFor(/✓ grant pg1\.\S+ \(\d+ bytes\), caveats as signed: (.*)$/m, 'the grant at the agent')
+  assert.match(signed, /^\[\{"svc":\["shop\.example","cal\.example\.com"\]\},/)
+  assert.match(signed, /\{"exp":\d+\}\]$/)
+  // Cancel is now Close; the grant's review window says it is no longer waiting.
+  await wd.click(tid('cancel')).catch((e) => {
+    if (e.code !== 'no such window') throw e
+  })
+  await wd.switchTo(main)
+})
+
+test('consent: the over-the-limit order shows its real proposal; Approve lets the agent commit it', async () => {
+  // The calendar steps run on their own (within policy); the order comes back consent_required.
+  const [, hash] = await agent.waitFor(/consent: principal must approve ([A-Za-z0-9_-]{43}) /, 'consent_required for the order')
+  const [, proposalId] = await agent.waitFor(/→ COMMIT (p_[A-Za-z0-9_-]+) #/, 'the COMMIT of the order')
+  // The agent checked the service's consent request against its proposal before asking custody.
+  await agent.waitFor(/consent request matches the proposal.*\n.*waiting for the human to decide in Parley Custody/, 'the consent request')
+  assert.equal(hash.slice(0, 10), agent.out.match(/→ COMMIT p_\S+ #(\S{10})…/)[1], 'the hash the agent committed')
+
+  // What the agent printed of that proposal: "[p_…] 3 meals for DAY — 58.30 USD", effects, "cost: … · risk: …".
+  const block = proposalBlock(agent.out, proposalId)
+  const [, summary, cost] = block[0].match(/^\[p_\S+\] (.* — (\d+\.\d\d USD))$/)
+  const printedEffects = block.filter((l) => /^[+~\-$>]/.test(l))
+  const [, risk] = block.find((l) => l.startsWith('cost: ')).match(/risk: (\w+)/)
+  const [, undo] = agent.out.match(/proposals — undo: (\S+) ·/)
+  assert.equal(cost, '58.30 USD')
+  assert.ok(printedEffects.length >= 2, block.join('\n'))
+
+  await openNewestReview()
+  assert.equal(await wd.text(tid('service')), 'shop.example')
+  assert.equal(await wd.text(tid('capability')), 'shop.order')
+  assert.equal(await wd.text(tid('cost')), cost)
+  assert.equal(await wd.text(tid('risk')), risk)
+  assert.equal(await wd.text(tid('undo')), `can be undone within ${undo}`, 'undoable: not IRREVERSIBLE')
+  const effects = await wd.exec(`return [...document.querySelectorAll('[data-testid="effects"] li')].map(e => e.textContent)`)
+  assert.deepEqual(effects, printedEffects)
+  assert.equal(await wd.text(tid('hash')), `${hash.slice(0, 12)}…`)
+  assert.equal(await wd.prop(tid('hash'), 'title'), hash)
+  assert.equal(await wd.text(tid('summary')), summary)
+  assert.match(await wd.text(tid('requester')), new RegExp(`pid ${agent.pid}, .*parley-playground`))
+  assert.equal(await wd.text(tid('agent-key')), `${agent.out.match(/agent key (ed25519:\S+)/)[1].slice(0, 18)}…`)
+
+  // Approve waits: re-armed when the window regains focus, enabled only after the delay.
+  assert.equal(
+    await wd.exec(`window.dispatchEvent(new Event('blur')); window.dispatchEvent(new Event('focus')); return document.querySelector('[data-testid="approve"]').disabled`),
+    true,
+    'Approve is off right after the window (re)gains focus',
+  )
+  await wd.until(async () => (await wd.prop(tid('approve'), 'disabled')) === false, 'Approve after the delay')
+  await wd.click(tid('approve'))
+
+  await agent.waitFor(/✓ one-shot consent grant pg1\./, 'the consent grant at the agent')
+  const receipt = await agent.waitFor(
+    new RegExp(`→ COMMIT ${proposalId} #\\S+ \\+ 1 grant\\n(?:.*\\n)*?.*✓ ${summary.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\(receipt (r_\\S+)\\)`),
+    'the RECEIPT of the order',
+  )
+  assert.match(agent.out.slice(receipt.index), /status: placed/)
+})
+
+test('the read-only sub-agent is forbidden to order; the agent exits 0', async () => {
+  const [, need] = await agent.waitFor(/✗ forbidden: .*\n(?:.*\n)*?.*need: (.*)$/m, 'the sub-agent forbidden')
+  assert.deepEqual(JSON.parse(need), [{ verbs: ['ASK'] }])
+  await agent.waitFor(/✔ done/, 'the end of the scenario')
+  const { code, signal } = await agent.exit
+  assert.deepEqual({ code, signal }, { code: 0, signal: null }, agent.out)
+})
