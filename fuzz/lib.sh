@@ -36,24 +36,60 @@ build_targets() {
   python3 "$FUZZ/seed_corpus.py" "$CORPUS"
 }
 
-# run_target TARGET LOG LIBFUZZER-ARGS...: one target on its corpus; crashes go to fuzz/artifacts/TARGET/.
+# watch_cpu PID SECONDS: sends PID a SIGINT once its CPU time (user+sys, from
+# /proc/PID/stat) reaches SECONDS; libFuzzer then prints its final stats and
+# exits. Polls once a second, so it overshoots by at most about a second.
+watch_cpu() {
+  local pid="$1" limit=$(($2 * $(getconf CLK_TCK))) line f
+  while read -r line 2>/dev/null <"/proc/$pid/stat"; do
+    # Fields after "(comm) ": state is f[0], utime f[11], stime f[12].
+    read -ra f <<<"${line##*) }"
+    if [ "${f[0]}" = Z ]; then break; fi
+    if (( f[11] + f[12] >= limit )); then
+      kill -INT "$pid" 2>/dev/null || true
+      break
+    fi
+    sleep 1
+  done
+}
+
+# run_target TARGET LOG LIBFUZZER-ARGS...: one target on its corpus; crashes go
+# to fuzz/artifacts/TARGET/. With CPU_SECONDS set, the run is also stopped once
+# the fuzzer has used that much CPU time (libFuzzer's -max_total_time counts
+# wall time, which a loaded machine stretches).
 run_target() {
-  local t="$1" log="$2"
+  local t="$1" log="$2" pid watcher="" rc=0
   shift 2
   mkdir -p "$FUZZ/artifacts/$t"
   # The binary directly: `cargo fuzz run` would rebuild with its default flags.
   local bin="$BIN_DIR/$t"
   mkdir -p "$CORPUS/$t"
   "$bin" "$CORPUS/$t" -artifact_prefix="$FUZZ/artifacts/$t/" \
-    -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "$@" >"$log" 2>&1
+    -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "$@" >"$log" 2>&1 &
+  pid=$!
+  if [ -n "${CPU_SECONDS:-}" ]; then
+    watch_cpu "$pid" "$CPU_SECONDS" &
+    watcher=$!
+  fi
+  wait "$pid" || rc=$?
+  if [ -n "$watcher" ]; then
+    kill "$watcher" 2>/dev/null || true
+    wait "$watcher" 2>/dev/null || true
+  fi
+  return "$rc"
 }
 
 # summarize LOG: "execs cov ft crashes" from libFuzzer's output.
 summarize() {
   local log="$1" execs cov ft crashes
-  execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | tail -1 | awk '{print $2}')
-  cov=$(grep -oE '(DONE|pulse|NEW|REDUCE|INITED) +cov: [0-9]+' "$log" | tail -1 | awk '{print $NF}')
-  ft=$(grep -oE 'ft: [0-9]+' "$log" | tail -1 | awk '{print $2}')
-  crashes=$(grep -cE '^==[0-9]+== ERROR: libFuzzer|panicked at|SUMMARY: libFuzzer' "$log" || true)
+  execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | tail -1 | awk '{print $2}' || true)
+  cov=$(grep -oE '(DONE|pulse|NEW|REDUCE|INITED) +cov: [0-9]+' "$log" | tail -1 | awk '{print $NF}' || true)
+  ft=$(grep -oE 'ft: [0-9]+' "$log" | tail -1 | awk '{print $2}' || true)
+  # libFuzzer stops at the first crash, timeout or OOM and prints one SUMMARY
+  # line for it (after the panic message and an ERROR line).
+  crashes=$(grep -c '^SUMMARY: libFuzzer' "$log" || true)
+  if [ "${crashes:-0}" = 0 ] && grep -qE '^==[0-9]+== ERROR: libFuzzer|panicked at' "$log"; then
+    crashes=1
+  fi
   echo "${execs:-?} ${cov:-?} ${ft:-?} ${crashes:-0}"
 }

@@ -12,7 +12,9 @@ logs="$(mktemp -d)"
 trap 'rm -rf "$logs"' EXIT
 CORPUS="$logs/corpus"
 ensure_cargo_fuzz
+installed=$(date +%s)
 build_targets --dev
+built=$(date +%s)
 pids=()
 for t in "${TARGETS[@]}"; do
   run_target "$t" "$logs/$t.log" -max_total_time="$PER" &
@@ -33,5 +35,6 @@ for t in "${TARGETS[@]}"; do
     tail -40 "$logs/$t.log" >&2
   fi
 done
-echo "fuzz-smoke: $(( $(date +%s) - started )) s in all; $( [ $status = 0 ] && echo ok || echo FAILED )"
+now=$(date +%s)
+echo "fuzz-smoke: $((now - started)) s in all (cargo-fuzz install $((installed - started)) s, build $((built - installed)) s, runs $((now - built)) s); $( [ $status = 0 ] && echo ok || echo FAILED )"
 exit "$status"
