@@ -1,43 +1,71 @@
 #!/usr/bin/env bash
-# Sets up and runs Parley Custody.
+# Sets up and runs Parley Custody with the playground beside it.
 #
-# With a display, the desktop app with the playground is the main job (it
-# arrives with the desktop-app issue); until then, and on a machine without a
-# display, this runs the headless daemon `parley-custodyd`, which asks you in
-# this terminal before signing anything.
+# With a display: the desktop app `parley-custody` (tray, notifications,
+# review windows, grant form, audit view). Without one: the headless daemon
+# `parley-custodyd`, which asks you in this terminal before signing anything.
+# Either way the playground (a local shop and calendar with a scripted agent)
+# starts once custody holds a principal key, and asks you for a grant, then
+# for a consent to an order over the limit.
+#
+# Arguments are passed to the app or the daemon (e.g. --agents-group GROUP).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-cargo build --release --locked -q -p parley-cli -p parley-custody -p parley-playground
-bin="$PWD/target/release"
+export CARGO_TERM_COLOR=never
+
+gui=0
+if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
+  gui=1
+  echo "Building the desktop app (the first build takes several minutes)…"
+  (cd ui && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent)
+  cargo build --profile app --locked -q -p parley-custody-app -p parley-cli -p parley-playground
+  bin="$PWD/target/app"
+  main=("$bin/parley-custody")
+else
+  echo "No display found (neither DISPLAY nor WAYLAND_DISPLAY is set): running the headless custody"
+  echo "daemon, which asks you in this terminal. Run this again on a desktop for the app."
+  cargo build --release --locked -q -p parley-cli -p parley-custody -p parley-playground
+  bin="$PWD/target/release"
+  main=("$bin/parley-custodyd")
+fi
 export PATH="$bin:$PATH"
 
-if [ -z "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
-  echo "No display found: running the headless custody daemon with its terminal prompt."
-else
-  echo "The desktop app is not built yet: running the headless custody daemon with its terminal prompt."
-fi
 sock_dir="${XDG_RUNTIME_DIR:-/tmp}/parley-run-$(id -u)"
 mkdir -p "$sock_dir" && chmod 700 "$sock_dir"
 export PARLEY_CUSTODY_SOCKET="$sock_dir/custody.sock"
-echo "The playground (a shop and a calendar) starts beside it; its scripted agent asks you for a grant,"
-echo "then for a consent to an order over the limit. Answer at the prompts. Ctrl-C stops everything."
+echo
+if [ "$gui" = 1 ]; then
+  echo "Parley Custody opens in a window and in the tray. Create your principal key there (first run)."
+else
+  echo "Parley Custody runs in this terminal. Create your principal key at its prompt (first run)."
+fi
+echo "The playground (a shop and a calendar) then starts; its scripted agent asks you for a grant,"
+echo "then for a consent to an order over the limit. Ctrl-C stops everything."
 echo "Other agents use:  parley init   and   parley approve --socket $PARLEY_CUSTODY_SOCKET <pc1.code>"
 echo
-# The scripted agent waits for the daemon's socket, then walks the scenarios.
+
+# The scripted agent waits until custody answers and holds a principal key
+# (the services must know which principal to trust), then walks the scenarios.
 (
-  for _ in $(seq 1 600); do [ -S "$PARLEY_CUSTODY_SOCKET" ] && break; sleep 0.2; done
+  has_principal() {
+    parley whoami --json --socket "$PARLEY_CUSTODY_SOCKET" 2>/dev/null |
+      python3 -c 'import json, sys; sys.exit(0 if json.load(sys.stdin)["custody"]["principals"] else 1)'
+  }
+  for _ in $(seq 1 600); do has_principal && break; sleep 2; done
+  has_principal || { echo "[playground] custody has no principal key after 20 minutes; not starting" >&2; exit 0; }
   parley-playground demo --custody-socket "$PARLEY_CUSTODY_SOCKET" 2>&1 | sed -u 's/^/[playground] /'
 ) &
 
 if [ -n "${DBUS_SESSION_BUS_ADDRESS:-}" ] && dbus-send --session --print-reply --dest=org.freedesktop.DBus \
      /org/freedesktop/DBus org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null | grep -q true; then
-  exec "$bin/parley-custodyd" "$@"
+  exec "${main[@]}" "$@"
 fi
 
 # No keychain on a session bus (a server, or root on a fresh machine): start a
 # private session bus with gnome-keyring, unlocked with a password you choose.
 # The keyring persists in ~/.local/share/keyrings, so the principal key survives restarts.
+echo "No OS keychain on a session bus: starting a private gnome-keyring for Parley Custody."
 if [ -z "${PARLEY_KEYRING_PASSWORD:-}" ]; then
   read -r -s -p "Password for the Parley keyring (new or existing): " PARLEY_KEYRING_PASSWORD; echo
 fi
@@ -52,4 +80,4 @@ exec dbus-run-session -- sh -c '
         org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null | grep -q true; do
     i=$((i+1)); [ "$i" -gt 100 ] && { echo "gnome-keyring did not start" >&2; exit 1; }; sleep 0.1
   done
-  exec "$0" "$@"' "$bin/parley-custodyd" "$@"
+  exec "$0" "$@"' "${main[@]}" "$@"

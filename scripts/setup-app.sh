@@ -1,41 +1,4 @@
 #!/usr/bin/env bash
-# Installs what building, running and testing Parley Custody AND its desktop app need on Debian 12,
-# as root (or with sudo). Idempotent: packages already present are skipped.
-set -euo pipefail
-
-packages=(
-  build-essential pkg-config
-  libdbus-1-dev libsecret-1-dev    # keyring's Secret Service backend
-  gnome-keyring dbus-x11 dbus-bin  # the OS keychain, and a private session bus for it
-  python3-minimal                  # /usr/bin/python3 for cross-user socket tests
-  util-linux passwd                # runuser, useradd/groupadd for separate-user tests
-  # The desktop app (src-tauri, Tauri v2 on WebKitGTK) and its tests:
-  libwebkit2gtk-4.1-dev libgtk-3-dev libayatana-appindicator3-dev librsvg2-dev libssl-dev
-  xvfb xauth                       # a display for the app in tests and headless runs
-  webkit2gtk-driver                # WebKitWebDriver, behind tauri-driver
-  libnotify-bin dunst              # a notification daemon for the notification test
-  imagemagick                      # screenshots and icon checks
-  chromium                         # the UI tests (playwright-core drives Debian's Chromium)
-)
-
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "setup: installing ${missing[*]}" >&2
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
-
-command -v cargo >/dev/null || { echo "setup: cargo is missing: install the Rust toolchain (rustup)" >&2; exit 1; }
-
-# The UI is built with Node.js 20+ and npm 10+ (Vite 8); Debian 12's own nodejs is 18.
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-  echo "setup: node and npm are missing: install Node.js 20 or later (e.g. NodeSource) for the desktop app's UI" >&2
-elif [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 20 ]; then
-  echo "setup: Node.js $(node --version) is too old for the UI build: install Node.js 20 or later" >&2
-fi
+# The desktop app's packages are part of scripts/setup.sh; this name stays for
+# anyone who runs the app's tests on their own (scripts/test-app.sh).
+exec "$(dirname "$0")/setup.sh" "$@"

@@ -9,6 +9,13 @@ packages=(
   gnome-keyring dbus-x11 dbus-bin  # the OS keychain, and a private session bus for it
   python3-minimal                  # /usr/bin/python3 for cross-user socket tests
   util-linux passwd                # runuser, useradd/groupadd for separate-user tests
+  # The desktop app (src-tauri, Tauri v2 on WebKitGTK) and its tests:
+  libwebkit2gtk-4.1-dev libgtk-3-dev libayatana-appindicator3-dev librsvg2-dev libssl-dev
+  xvfb xauth                       # a display for the app in tests and headless runs
+  webkit2gtk-driver                # WebKitWebDriver, behind tauri-driver
+  libnotify-bin dunst              # a notification daemon for the notification test
+  imagemagick                      # screenshots and icon checks
+  chromium                         # the UI tests (playwright-core drives Debian's Chromium)
 )
 
 missing=()
@@ -25,3 +32,10 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 command -v cargo >/dev/null || { echo "setup: cargo is missing: install the Rust toolchain (rustup)" >&2; exit 1; }
+
+# The UI is built with Node.js 20+ and npm 10+ (Vite 8); Debian 12's own nodejs is 18.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  echo "setup: node and npm are missing: install Node.js 20 or later (e.g. NodeSource) for the desktop app's UI" >&2
+elif [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 20 ]; then
+  echo "setup: Node.js $(node --version) is too old for the UI build: install Node.js 20 or later" >&2
+fi

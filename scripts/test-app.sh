@@ -39,7 +39,7 @@ fi
 [ "$run_e2e" = 1 ] || { echo "test-app: UI tests passed in $(( $(date +%s) - started )) s"; exit 0; }
 
 step "cargo build (app, parley CLI)"
-cargo build --locked -q -p parley-custody-app -p parley-cli
+cargo build --locked -q -p parley-custody-app -p parley-cli -p parley-playground
 
 if [ ! -x target/tools/bin/tauri-driver ]; then
   step "cargo install tauri-driver (into target/tools)"
