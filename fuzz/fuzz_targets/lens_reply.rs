@@ -14,6 +14,11 @@ const MARKER: &str = "SERVICE-WROTE-THIS-LENS";
 
 fuzz_target!(|data: &[u8]| {
     let Some(mut v) = parse(data, 64) else { return };
+    // An input that carries the marker itself (the fuzzer learns it from the
+    // assertion below) would make that assertion fail on correct output.
+    if serde_json::to_string(&v).is_ok_and(|s| s.contains(MARKER)) {
+        return;
+    }
     if let Value::Object(m) = &mut v {
         if m.contains_key("lens") {
             m.insert("lens".into(), Value::String(MARKER.into()));
