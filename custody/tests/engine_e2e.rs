@@ -69,6 +69,10 @@ async fn start(config: EngineConfig) -> Custody {
 struct Agent {
     r: FrameReader<tokio::io::ReadHalf<interprocess::local_socket::tokio::Stream>>,
     w: FrameWriter<tokio::io::WriteHalf<interprocess::local_socket::tokio::Stream>>,
+    /// Final replies read while waiting for another id: replies to requests
+    /// in flight on one connection may come in any order (a cancel's own
+    /// answer and the cancelled request's answer race).
+    early: Vec<Value>,
 }
 
 impl Agent {
@@ -78,6 +82,7 @@ impl Agent {
         Agent {
             r: FrameReader::new(r),
             w: FrameWriter::new(w),
+            early: Vec::new(),
         }
     }
     async fn send(&mut self, v: Value) {
@@ -91,11 +96,18 @@ impl Agent {
     }
     /// Reads until the final reply to `id`, returning it (PENDING events skipped).
     async fn final_for(&mut self, id: &str) -> Value {
+        if let Some(i) = self.early.iter().position(|v| v["re"] == id) {
+            return self.early.remove(i);
+        }
         loop {
             let v = self.recv().await;
-            if v["re"] == id && v["kind"] != "PENDING" {
+            if v["kind"] == "PENDING" {
+                continue;
+            }
+            if v["re"] == id {
                 return v;
             }
+            self.early.push(v);
         }
     }
 }
