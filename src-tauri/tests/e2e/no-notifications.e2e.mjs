@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { WebDriver } from './webdriver.mjs'
+import { WebDriver, until } from './webdriver.mjs'
 import { Agent, agentKey, proposal, consentRequest } from './agent.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -74,12 +74,12 @@ test('settings: a limit that needs a restart says so, Restart applies it, and a 
   // The click ends this process (and with it the WebDriver session's window): an error is expected.
   await wd.click(tid('s-restart')).catch(() => {})
   // The app is now a new process (outside the WebDriver session): reach it over its socket.
-  const fresh = await waitFor(async () => {
+  const fresh = await until(async () => {
     const a = await Agent.connect(process.env.PARLEY_CUSTODY_SOCKET)
     a.send({ custody: 1, id: 'h', op: 'hello' })
     const h = await a.final('h', 2000)
     return h.kind === 'HELLO' ? a : null
-  }, 'the restarted app on its socket')
+  }, 'the restarted app on its socket', 30_000)
   try {
     const replies = []
     for (const i of [1, 2, 3]) {
@@ -98,18 +98,3 @@ test('settings: a limit that needs a restart says so, Restart applies it, and a 
     fresh.close()
   }
 })
-
-async function waitFor(f, what, ms = 30_000) {
-  const deadline = Date.now() + ms
-  let last
-  for (;;) {
-    try {
-      const v = await f()
-      if (v) return v
-    } catch (e) {
-      last = e
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${last?.message ?? ''}`)
-    await new Promise((r) => setTimeout(r, 300))
-  }
-}

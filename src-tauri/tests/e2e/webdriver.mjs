@@ -177,19 +177,27 @@ export class WebDriver {
     await writeFile(path, Buffer.from(b64, 'base64'))
   }
 
-  /** Polls `f` until it returns a truthy value. */
-  async until(f, what, timeout = 15_000) {
-    const deadline = Date.now() + timeout
-    let last
-    for (;;) {
-      try {
-        const v = await f()
-        if (v) return v
-      } catch (e) {
-        last = e
-      }
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ''}`)
-      await sleep(150)
+  /** Polls `f` until it returns a truthy value (see `until` below). */
+  until(f, what, timeout = 15_000) {
+    return until(f, what, timeout)
+  }
+}
+
+/**
+ * Polls `f` until it returns a truthy value, or throws after `timeout` ms
+ * with the last error `f` threw. Also for waits outside a WebDriver session.
+ */
+export async function until(f, what, timeout = 15_000) {
+  const deadline = Date.now() + timeout
+  let last
+  for (;;) {
+    try {
+      const v = await f()
+      if (v) return v
+    } catch (e) {
+      last = e
     }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ''}`)
+    await sleep(150)
   }
 }
