@@ -11,7 +11,7 @@ TOOLS="$ROOT/target/tools"
 export PATH="$TOOLS/bin:$PATH"
 export RUSTC_BOOTSTRAP=1
 FUZZ_FLAGS=(-s none -a)
-TARGETS=(grant_token grant_caveats canonical lens_value lens_reply consent_code consent_review frame_reader)
+TARGETS=(grant_token grant_caveats canonical lens_value lens_reply consent_code consent_review frame_reader json_fast_path)
 
 ensure_cargo_fuzz() {
   if ! command -v cargo-fuzz >/dev/null 2>&1; then

@@ -17,7 +17,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CONF = os.path.join(HERE, "..", "conformance")
 CORPUS = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "corpus")
 TARGETS = ["grant_token", "grant_caveats", "canonical", "lens_value", "lens_reply",
-           "consent_code", "consent_review", "frame_reader"]
+           "consent_code", "consent_review", "frame_reader", "json_fast_path"]
 
 
 def load(name):
@@ -88,10 +88,11 @@ for c in load("hash.json"):
     add("canonical", dumps(c["proposal"]))
 
 # Lens.
-for c in load("lens.json"):
+for c in load("lens.json") + load("lens-key-order.json") + load("lens-verbatim.json"):
     target = "lens_value" if c.get("type") == "value" else "lens_reply"
     add(target, dumps(c["input"]))
     add("canonical", dumps(c["input"]))
+    add("json_fast_path", dumps(c["input"]))
     if target == "lens_reply" and isinstance(c["input"], dict):
         ndjson.append(dumps(c["input"]) + b"\n")
 for c in load("fit.json"):

@@ -16,6 +16,7 @@ packages=(
   libnotify-bin dunst              # a notification daemon for the notification test
   imagemagick                      # screenshots and icon checks
   chromium                         # the UI tests (playwright-core drives Debian's Chromium)
+  hyperfine valgrind               # scripts/bench-lens.sh: whole-process timing and instruction counts
 )
 
 missing=()

@@ -22,6 +22,14 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Render a reply frame (or any JSON value) as Lens (§9).
+    ///
+    /// Piped or redirected, the output is the exact Lens of §9, byte for byte
+    /// as every conforming implementation writes it: a service's text appears
+    /// as the service wrote it, hidden characters (U+202E, zero-width,
+    /// controls, line breaks) included. On a terminal, such characters are
+    /// shown as \u{…} escapes instead (and very long lines are cut); a note
+    /// on stderr then says that the text shown is not the exact Lens. --exact writes the exact Lens to a terminal too. --ndjson and
+    /// --json are for programs: always exact.
     Lens(LensArgs),
     /// Show a grant token's chain: issuer, holders, caveats in plain words, expiry.
     Inspect(InspectArgs),
@@ -233,9 +241,12 @@ pub struct LensArgs {
     /// Render the input as a plain value (lean notation), even if it looks like a reply.
     #[arg(long)]
     pub value: bool,
-    /// Read one frame (or value) per line; write one JSON string (its Lens) per line.
+    /// Read one frame (or value) per line; write one JSON string (its exact Lens) per line.
     #[arg(long)]
     pub ndjson: bool,
+    /// Write the exact Lens even to a terminal (anywhere else it always is).
+    #[arg(long)]
+    pub exact: bool,
 }
 
 #[derive(Debug, Args)]

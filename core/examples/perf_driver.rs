@@ -68,6 +68,7 @@ fn main() {
 
     let mut acc = 0usize;
     let mut scratch = String::new();
+    let mut arena = json::Arena::new();
     for _ in 0..n {
         acc += match work.as_str() {
             "lens" => replies
@@ -110,7 +111,9 @@ fn main() {
             "node" => reply_texts
                 .iter()
                 .map(|t| {
-                    let v = json::parse_node(black_box(t.as_bytes()), Limits::FRAME).unwrap();
+                    arena.reset();
+                    let v =
+                        json::parse_node(black_box(t.as_bytes()), Limits::FRAME, &arena).unwrap();
                     lens::render_into(&v, &mut scratch);
                     scratch.len()
                 })

@@ -54,7 +54,7 @@
 //! whatever the input: a hostile reply cannot make it spin.
 
 use crate::estimate::est;
-use crate::lens::{js_entries, lean_items, number, render_reply};
+use crate::lens::{lean_items, number, render_reply};
 use serde_json::{json, Map, Number, Value};
 
 /// The most cuts one fit makes (the reference implementation's guard).
@@ -315,8 +315,8 @@ impl Search<'_> {
             }
             Value::Object(map) => {
                 let mut size = 2 + map.len().saturating_sub(1);
-                // Document order as the reference sees it (Object.entries).
-                for (k, item) in js_entries(map) {
+                // Document (insertion) order, as Lens renders it (§9.1).
+                for (k, item) in map {
                     path.push(SegRef::Key(k));
                     size += json_string_len(k) + 1 + self.visit(item, path);
                     path.pop();

@@ -71,18 +71,25 @@ pub fn parse(text: &[u8], limits: Limits) -> Result<Value, JsonError> {
             limit: limits.max_bytes,
         });
     }
-    match Fast::parse(text, limits.max_depth) {
+    match Fast::parse(text, limits.max_depth, ()) {
         Some(value) => Ok(value),
         None => parse_reference(text, limits.max_depth),
     }
 }
 
+/// Where a [`Node`] document lives: its arrays, objects and escaped strings
+/// are allocated in this arena, one bump of a pointer each, and freed all at
+/// once by [`Arena::reset`] (so a caller that reads many documents, such as
+/// `parley lens --ndjson`, reuses the same memory for every one).
+pub use bumpalo::Bump as Arena;
+
 /// A JSON document whose strings borrow from the text it was parsed from
-/// (only strings with escapes are copied) and whose objects are plain lists
-/// of entries. [`parse_node`] builds it with a fraction of the allocations
-/// of a `serde_json::Value` and no hashing of keys, for callers that only
-/// read a document once, such as `parley lens --ndjson`. The Lens renderers
-/// accept it as they accept a `Value` (see [`crate::lens::Json`]).
+/// (only strings with escapes are copied, into the [`Arena`]) and whose
+/// arrays and objects are slices in the arena, objects as plain lists of
+/// entries. [`parse_node`] builds it without a heap allocation per
+/// container and without hashing keys, for callers that only read a
+/// document once, such as `parley lens --ndjson`. The Lens renderers accept
+/// it as they accept a `Value` (see [`crate::lens::Json`]).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Node<'a> {
     /// `null`
@@ -92,43 +99,65 @@ pub enum Node<'a> {
     /// A number, represented exactly as in a `serde_json::Value`.
     Number(Number),
     /// A string.
-    String(Cow<'a, str>),
+    String(&'a str),
     /// An array.
-    Array(Vec<Node<'a>>),
+    Array(&'a [Node<'a>]),
     /// An object's entries in document order (keys are unique).
-    Object(Vec<(Cow<'a, str>, Node<'a>)>),
+    Object(&'a [(&'a str, Node<'a>)]),
 }
 
-impl From<Value> for Node<'static> {
-    fn from(v: Value) -> Self {
+impl<'a> Node<'a> {
+    /// The same document as `v`, in `arena`.
+    pub fn from_value(v: &Value, arena: &'a Arena) -> Node<'a> {
         match v {
             Value::Null => Node::Null,
-            Value::Bool(b) => Node::Bool(b),
-            Value::Number(n) => Node::Number(n),
-            Value::String(s) => Node::String(Cow::Owned(s)),
-            Value::Array(items) => Node::Array(items.into_iter().map(Node::from).collect()),
+            Value::Bool(b) => Node::Bool(*b),
+            Value::Number(n) => Node::Number(n.clone()),
+            Value::String(s) => Node::String(arena.alloc_str(s)),
+            Value::Array(items) => Node::Array(
+                arena.alloc_slice_fill_iter(items.iter().map(|v| Node::from_value(v, arena))),
+            ),
             Value::Object(map) => Node::Object(
-                map.into_iter()
-                    .map(|(k, v)| (Cow::Owned(k), Node::from(v)))
-                    .collect(),
+                arena.alloc_slice_fill_iter(
+                    map.iter()
+                        .map(|(k, v)| (&*arena.alloc_str(k), Node::from_value(v, arena))),
+                ),
             ),
         }
     }
 }
 
-/// [`parse`] into a borrowed [`Node`]: the same checks, the same errors, and
-/// the same document (`parse_node(t, l)` is `parse(t, l).map(Node::from)`).
-pub fn parse_node(text: &[u8], limits: Limits) -> Result<Node<'_>, JsonError> {
+/// [`parse`] into a borrowed [`Node`] in `arena`: the same checks, the same
+/// errors, and the same document (`parse_node(t, l, a)` is
+/// `parse(t, l).map(|v| Node::from_value(&v, a))`).
+pub fn parse_node<'a>(
+    text: &'a [u8],
+    limits: Limits,
+    arena: &'a Arena,
+) -> Result<Node<'a>, JsonError> {
     if text.len() > limits.max_bytes {
         return Err(JsonError::TooLarge {
             size: text.len(),
             limit: limits.max_bytes,
         });
     }
-    match Fast::parse(text, limits.max_depth) {
+    match Fast::parse(text, limits.max_depth, arena) {
         Some(node) => Ok(node),
-        None => parse_reference(text, limits.max_depth).map(Node::from),
+        None => parse_reference(text, limits.max_depth).map(|v| Node::from_value(&v, arena)),
     }
+}
+
+/// The reference path alone (see the module docs), without the fast path:
+/// for differential tests of the fast path (`fuzz/`), which must accept
+/// only what this accepts, as the same document.
+pub fn parse_strict_reference(text: &[u8], limits: Limits) -> Result<Value, JsonError> {
+    if text.len() > limits.max_bytes {
+        return Err(JsonError::TooLarge {
+            size: text.len(),
+            limit: limits.max_bytes,
+        });
+    }
+    parse_reference(text, limits.max_depth)
 }
 
 /// The reference path: `serde_json`'s deserializer with the [`Strict`] seed.
@@ -228,7 +257,9 @@ impl<'de> Visitor<'de> for Strict {
 /// to `serde_json` (lone surrogate escapes, integers of 19 or more digits,
 /// floats that underflow to zero or overflow). Whatever it returns `Some`
 /// for is a document the reference path accepts, as the identical tree.
-struct Fast<'a, T> {
+struct Fast<'a, T: Tree<'a>> {
+    /// Where the tree's containers go (nothing for a `Value`).
+    arena: T::Arena,
     /// The whole input, checked to be UTF-8 once up front: JSON outside
     /// strings is ASCII, so every string's bytes can then be sliced as `str`.
     text: &'a str,
@@ -243,16 +274,19 @@ struct Fast<'a, T> {
 
 /// What [`Fast`] builds: a `serde_json::Value`, or a borrowed [`Node`].
 trait Tree<'a>: Sized {
+    /// Where containers are allocated.
+    type Arena: Copy;
     fn null() -> Self;
     fn bool(b: bool) -> Self;
     fn number(n: Number) -> Self;
-    fn string(s: Cow<'a, str>) -> Self;
-    fn array(items: Vec<Self>) -> Self;
+    fn string(arena: Self::Arena, s: Cow<'a, str>) -> Self;
+    fn array(arena: Self::Arena, items: Drain<'_, Self>) -> Self;
     /// An object of `entries`, in order; `None` if a key repeats.
-    fn object(entries: Drain<'_, (Cow<'a, str>, Self)>) -> Option<Self>;
+    fn object(arena: Self::Arena, entries: Drain<'_, (Cow<'a, str>, Self)>) -> Option<Self>;
 }
 
 impl<'a> Tree<'a> for Value {
+    type Arena = ();
     fn null() -> Self {
         Value::Null
     }
@@ -262,13 +296,13 @@ impl<'a> Tree<'a> for Value {
     fn number(n: Number) -> Self {
         Value::Number(n)
     }
-    fn string(s: Cow<'a, str>) -> Self {
+    fn string((): (), s: Cow<'a, str>) -> Self {
         Value::String(s.into_owned())
     }
-    fn array(items: Vec<Self>) -> Self {
-        Value::Array(items)
+    fn array((): (), items: Drain<'_, Self>) -> Self {
+        Value::Array(items.collect())
     }
-    fn object(entries: Drain<'_, (Cow<'a, str>, Self)>) -> Option<Self> {
+    fn object((): (), entries: Drain<'_, (Cow<'a, str>, Self)>) -> Option<Self> {
         let mut map = Map::with_capacity(entries.len());
         for (k, v) in entries {
             if map.insert(k.into_owned(), v).is_some() {
@@ -280,6 +314,7 @@ impl<'a> Tree<'a> for Value {
 }
 
 impl<'a> Tree<'a> for Node<'a> {
+    type Arena = &'a Arena;
     fn null() -> Self {
         Node::Null
     }
@@ -289,26 +324,77 @@ impl<'a> Tree<'a> for Node<'a> {
     fn number(n: Number) -> Self {
         Node::Number(n)
     }
-    fn string(s: Cow<'a, str>) -> Self {
-        Node::String(s)
+    fn string(arena: &'a Arena, s: Cow<'a, str>) -> Self {
+        Node::String(in_arena(arena, s))
     }
-    fn array(items: Vec<Self>) -> Self {
-        Node::Array(items)
+    fn array(arena: &'a Arena, items: Drain<'_, Self>) -> Self {
+        Node::Array(arena.alloc_slice_fill_iter(items))
     }
-    fn object(entries: Drain<'_, (Cow<'a, str>, Self)>) -> Option<Self> {
-        let entries: Vec<_> = entries.collect();
-        let unique = if entries.len() <= 16 {
-            // Small objects: compare each key with the ones before it.
-            entries
-                .iter()
-                .enumerate()
-                .all(|(i, (k, _))| entries[..i].iter().all(|(prev, _)| !same_key(prev, k)))
-        } else {
-            let mut keys: Vec<&str> = entries.iter().map(|(k, _)| k.as_ref()).collect();
-            keys.sort_unstable();
-            keys.windows(2).all(|w| w[0] != w[1])
-        };
-        unique.then_some(Node::Object(entries))
+    fn object(arena: &'a Arena, entries: Drain<'_, (Cow<'a, str>, Self)>) -> Option<Self> {
+        let entries = arena.alloc_slice_fill_iter(entries.map(|(k, v)| (in_arena(arena, k), v)));
+        unique_keys(entries).then_some(Node::Object(entries))
+    }
+}
+
+/// A string the input holds as it is (borrowed), or an unescaped copy moved
+/// into the arena.
+fn in_arena<'a>(arena: &'a Arena, s: Cow<'a, str>) -> &'a str {
+    match s {
+        Cow::Borrowed(s) => s,
+        Cow::Owned(s) => arena.alloc_str(&s),
+    }
+}
+
+/// Whether no key of `entries` repeats.
+///
+/// Objects of up to 16 entries (every object of a real frame) are checked
+/// with a 64-bit filter first: each key sets one bit picked from its length
+/// and its first and last bytes, and only a key whose bit is already set is
+/// compared with the keys before it. Equal keys always pick the same bit, so
+/// the answer is exactly [`unique_keys_plain`]'s; the filter only skips
+/// comparisons that could not match (`fuzz/fuzz_targets/json_fast_path.rs`
+/// checks the two against each other).
+pub fn unique_keys<V>(entries: &[(&str, V)]) -> bool {
+    if entries.len() > 16 {
+        return unique_keys_plain(entries);
+    }
+    let mut seen = 0u64;
+    for (i, (k, _)) in entries.iter().enumerate() {
+        let bit = 1u64 << key_bucket(k);
+        if seen & bit != 0 && entries[..i].iter().any(|(prev, _)| same_key(prev, k)) {
+            return false;
+        }
+        seen |= bit;
+    }
+    true
+}
+
+/// The filter bit of a key for [`unique_keys`], in `0..64`.
+fn key_bucket(k: &str) -> u32 {
+    let b = k.as_bytes();
+    let (first, last) = match b {
+        [] => (0, 0),
+        [.., last] => (u32::from(b[0]), u32::from(*last)),
+    };
+    (b.len() as u32)
+        .wrapping_mul(7)
+        .wrapping_add(first.wrapping_mul(3))
+        .wrapping_add(last)
+        % 64
+}
+
+/// [`unique_keys`] without the filter: every pair of keys compared for
+/// small objects, a sort for larger ones.
+pub fn unique_keys_plain<V>(entries: &[(&str, V)]) -> bool {
+    if entries.len() <= 16 {
+        entries
+            .iter()
+            .enumerate()
+            .all(|(i, (k, _))| entries[..i].iter().all(|(prev, _)| !same_key(prev, k)))
+    } else {
+        let mut keys: Vec<&str> = entries.iter().map(|(k, _)| *k).collect();
+        keys.sort_unstable();
+        keys.windows(2).all(|w| w[0] != w[1])
     }
 }
 
@@ -343,9 +429,10 @@ const SCRATCH_BYTES: usize = 512;
 const FAST_MAX_DEPTH: usize = 100;
 
 impl<'a, T: Tree<'a>> Fast<'a, T> {
-    fn parse(bytes: &'a [u8], max_depth: usize) -> Option<T> {
+    fn parse(bytes: &'a [u8], max_depth: usize, arena: T::Arena) -> Option<T> {
         let text = std::str::from_utf8(bytes).ok()?;
         let mut p = Fast {
+            arena,
             text,
             bytes,
             pos: 0,
@@ -389,7 +476,10 @@ impl<'a, T: Tree<'a>> Fast<'a, T> {
         match self.peek()? {
             b'{' => self.object(depth_left.checked_sub(1)?),
             b'[' => self.array(depth_left.checked_sub(1)?),
-            b'"' => self.string().map(T::string),
+            b'"' => {
+                let s = self.string()?;
+                Some(T::string(self.arena, s))
+            }
             b't' => self.literal(b"true", T::bool(true)),
             b'f' => self.literal(b"false", T::bool(false)),
             b'n' => self.literal(b"null", T::null()),
@@ -413,7 +503,7 @@ impl<'a, T: Tree<'a>> Fast<'a, T> {
             }
         }
         self.pos += 1;
-        Some(T::array(self.items.drain(start..).collect()))
+        Some(T::array(self.arena, self.items.drain(start..)))
     }
 
     fn object(&mut self, depth_left: usize) -> Option<T> {
@@ -436,7 +526,7 @@ impl<'a, T: Tree<'a>> Fast<'a, T> {
             }
         }
         self.pos += 1;
-        T::object(self.entries.drain(start..))
+        T::object(self.arena, self.entries.drain(start..))
     }
 
     /// A string starting at the opening quote: borrowed from the input
@@ -690,10 +780,11 @@ mod tests {
         for doc in docs {
             for depth in [0, 1, 2, 64, 500] {
                 let reference = parse_reference(doc.as_bytes(), depth);
-                let node = Fast::<Node>::parse(doc.as_bytes(), depth);
-                match Fast::<Value>::parse(doc.as_bytes(), depth) {
+                let arena = Arena::new();
+                let node = Fast::<Node>::parse(doc.as_bytes(), depth, &arena);
+                match Fast::<Value>::parse(doc.as_bytes(), depth, ()) {
                     Some(v) => {
-                        assert_eq!(node, Some(Node::from(v.clone())), "{doc:?}");
+                        assert_eq!(node, Some(Node::from_value(&v, &arena)), "{doc:?}");
                         let r = reference.unwrap_or_else(|e| panic!("{doc:?}: {e}"));
                         assert_eq!(format!("{v:?}"), format!("{r:?}"), "{doc:?}");
                     }

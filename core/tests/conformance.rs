@@ -40,6 +40,8 @@ const RUNNERS: &[&str] = &[
     "consent.json",
     "codes.json",
     "lens.json",
+    "lens-key-order.json",
+    "lens-verbatim.json",
     "estimate.json",
     "fit.json",
 ];

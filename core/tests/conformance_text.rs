@@ -1,4 +1,5 @@
-//! Text conformance: every case of `conformance/lens.json` (§9),
+//! Text conformance: every case of `conformance/lens.json` (§9) and of our
+//! own `conformance/lens-*.json` (key order, verbatim text),
 //! `conformance/estimate.json` (§8) and `conformance/fit.json` (§8 fitting),
 //! read at test time, so adding a case to a file needs no new code.
 //!
@@ -7,7 +8,8 @@
 
 use parley_core::estimate::est;
 use parley_core::fit::fit_reply;
-use parley_core::lens::{lean, render, render_reply};
+use parley_core::json;
+use parley_core::lens::{lean, lean_into, render, render_into, render_reply};
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -86,7 +88,23 @@ fn finish(file: &str, total: usize, failures: Vec<String>) {
 
 #[test]
 fn lens_vectors() {
-    let cases = load("lens.json");
+    check_lens_file("lens.json");
+}
+
+#[test]
+fn lens_key_order_vectors() {
+    check_lens_file("lens-key-order.json");
+}
+
+#[test]
+fn lens_verbatim_vectors() {
+    check_lens_file("lens-verbatim.json");
+}
+
+/// Every case of a Lens vector file, through the `Value` renderers and
+/// through the arena tree `parley lens --ndjson` parses lines into.
+fn check_lens_file(file: &str) {
+    let cases = load(file);
     let mut failures = Vec::new();
     for (i, case) in cases.iter().enumerate() {
         let name = name_of(case, i);
@@ -117,8 +135,25 @@ fn lens_vectors() {
                 case["type"]
             ));
         }
+        // The same through the strict parser's arena tree (`--ndjson`).
+        let text = serde_json::to_vec(input).unwrap();
+        let arena = json::Arena::new();
+        match json::parse_node(&text, json::Limits::FRAME, &arena) {
+            Ok(node) => {
+                let mut out = String::new();
+                if case["type"] == "value" {
+                    lean_into(&node, &mut out);
+                } else {
+                    render_into(&node, &mut out);
+                }
+                if out != actual {
+                    failures.push(format!("{name}: the Node rendering differs\n"));
+                }
+            }
+            Err(e) => failures.push(format!("{name}: the strict parser refused it: {e}\n")),
+        }
     }
-    finish("lens.json", cases.len(), failures);
+    finish(file, cases.len(), failures);
 }
 
 #[test]

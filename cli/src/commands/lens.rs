@@ -1,4 +1,10 @@
 //! `parley lens`: render reply frames or values as Lens (§9).
+//!
+//! What goes to a program is the exact Lens, byte for byte: piped or
+//! redirected output, `--json`, `--ndjson`, and `--exact`. Only text for a
+//! terminal is made display-safe (`parley_custody::display::safe`, line by
+//! line, so a service's own line break is escaped while Lens's lines stay),
+//! and then a note on stderr says that what is shown is not the exact Lens.
 
 use super::Report;
 use crate::cli::LensArgs;
@@ -7,42 +13,55 @@ use parley_core::canonical::write_json_string;
 use parley_core::json::{self, Limits};
 use parley_core::lens;
 use serde::Serialize;
-use serde_json::Value;
 use std::collections::VecDeque;
 use std::fmt::{self, Write as _};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
 use std::sync::mpsc::{sync_channel, Receiver};
 
 #[derive(Serialize)]
 struct Rendered {
+    /// The exact Lens: what `--json` carries.
     lens: String,
+    /// The text to print, when it is not `lens` (the display-safe form).
+    #[serde(skip)]
+    shown: Option<String>,
 }
 
 impl fmt::Display for Rendered {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str(&self.lens)
+        f.write_str(self.shown.as_deref().unwrap_or(&self.lens))
     }
 }
 
-fn render(v: &Value, as_value: bool) -> String {
-    if as_value {
-        lens::lean(v)
-    } else {
-        lens::render(v)
-    }
-}
+/// Printed once on stderr when the terminal got the display-safe form.
+const NOT_EXACT_NOTE: &str =
+    "parley: stdout is a terminal, so hidden characters are shown as \\u{…} \
+     escapes (and very long lines are cut): this is not the exact Lens; pipe it, or pass --exact";
 
-pub fn run(a: LensArgs) -> Result<Report, CliError> {
+pub fn run(a: LensArgs, json: bool) -> Result<Report, CliError> {
     if a.ndjson {
         return ndjson(a.file.as_deref(), a.value);
     }
     let v = crate::input::read_json(a.file.as_deref())?;
-    Ok(Report::new(
-        &Rendered {
-            lens: render(&v, a.value),
-        },
-        0,
-    ))
+    let lines = if a.value {
+        lens::lean_lines(&v)
+    } else {
+        lens::render_lines(&v)
+    };
+    let exact = lines.join("\n");
+    let mut shown = None;
+    if !json && !a.exact && std::io::stdout().is_terminal() {
+        let safe: Vec<String> = lines
+            .iter()
+            .map(|l| parley_custody::display::safe(l))
+            .collect();
+        let safe = safe.join("\n");
+        if safe != exact {
+            eprintln!("{NOT_EXACT_NOTE}");
+            shown = Some(safe);
+        }
+    }
+    Ok(Report::new(&Rendered { lens: exact, shown }, 0))
 }
 
 /// One frame per line in, one JSON string per line out. A bad line prints
@@ -76,9 +95,10 @@ fn ndjson(path: Option<&str>, as_value: bool) -> Result<Report, CliError> {
             let (done_tx, done_rx) = sync_channel::<Done>(IN_FLIGHT_PER_WORKER);
             scope.spawn(move || {
                 let mut text = String::new();
+                let mut arena = json::Arena::new();
                 for batch in job_rx {
                     if done_tx
-                        .send(batch.render(what, as_value, &mut text))
+                        .send(batch.render(what, as_value, &mut text, &mut arena))
                         .is_err()
                     {
                         break;
@@ -195,8 +215,15 @@ impl Batch {
         Ok(true)
     }
 
-    /// Renders every line; `text` is scratch space reused across lines.
-    fn render(self, what: &str, as_value: bool, text: &mut String) -> Done {
+    /// Renders every line; `text` and `arena` are scratch space reused
+    /// across lines (the arena holds one line's document at a time).
+    fn render(
+        self,
+        what: &str,
+        as_value: bool,
+        text: &mut String,
+        arena: &mut json::Arena,
+    ) -> Done {
         let mut escaped = String::new();
         let mut out = self.out;
         out.clear();
@@ -207,12 +234,16 @@ impl Batch {
             data: Vec::new(),
         };
         for line in &self.lines {
+            arena.reset();
+            let arena = &*arena;
             let (n, parsed) = match *line {
-                // A borrowed tree: the same checks and the same Lens as a
-                // `Value`, with far fewer allocations (see `json::Node`).
-                Line::Text { n, start, end } => {
-                    (n, json::parse_node(&self.data[start..end], Limits::FRAME))
-                }
+                // A borrowed tree in the arena: the same checks and the same
+                // Lens as a `Value`, without a heap allocation per container
+                // (see `json::Node`).
+                Line::Text { n, start, end } => (
+                    n,
+                    json::parse_node(&self.data[start..end], Limits::FRAME, arena),
+                ),
                 Line::TooLarge { n } => (
                     n,
                     Err(json::JsonError::TooLarge {

@@ -67,7 +67,7 @@ impl Report {
 pub fn run(cli: Cli) -> Result<Report, CliError> {
     let socket = cli.socket.as_deref();
     match cli.command {
-        Command::Lens(a) => lens::run(a),
+        Command::Lens(a) => lens::run(a, cli.json),
         Command::Inspect(a) => inspect::run(a),
         Command::Verify(a) => verify::run(a),
         Command::Hash(a) => hash::run(a),

@@ -1,6 +1,6 @@
 //! Lean notation (§9.1): the Lens rendering of any JSON value.
 
-use super::number::{has_index_keys, js_entries, write_compact, write_number, MAX_DEPTH};
+use super::number::{write_compact, write_number, MAX_DEPTH};
 use super::view::{same_key, Json, JsonObject, View};
 use crate::canonical::{write_json_string, write_u64};
 use serde_json::Value;
@@ -9,6 +9,9 @@ use serde_json::Value;
 pub(crate) struct Lines {
     pub(crate) buf: String,
     started: bool,
+    /// Where each line after the first starts in `buf`, when the caller
+    /// asked for them ([`lean_lines`], [`render_lines`](super::render_lines)).
+    starts: Option<Vec<usize>>,
 }
 
 impl Lines {
@@ -24,6 +27,24 @@ impl Lines {
         Lines {
             buf,
             started: false,
+            starts: None,
+        }
+    }
+
+    /// Output that also records where its lines start.
+    pub(crate) fn recording() -> Lines {
+        Lines {
+            starts: Some(Vec::new()),
+            ..Lines::new()
+        }
+    }
+
+    /// Starts over, discarding what was written (keeps the recording).
+    pub(crate) fn restart(&mut self) {
+        self.buf.clear();
+        self.started = false;
+        if let Some(starts) = &mut self.starts {
+            starts.clear();
         }
     }
 
@@ -31,9 +52,25 @@ impl Lines {
     pub(crate) fn line(&mut self) -> &mut String {
         if self.started {
             self.buf.push('\n');
+            if let Some(starts) = &mut self.starts {
+                starts.push(self.buf.len());
+            }
         }
         self.started = true;
         &mut self.buf
+    }
+
+    /// The lines written, each without its `\n` separator.
+    pub(crate) fn into_lines(self) -> Vec<String> {
+        let starts = self.starts.unwrap_or_default();
+        let mut lines = Vec::with_capacity(starts.len() + 1);
+        let mut from = 0;
+        for &at in &starts {
+            lines.push(self.buf[from..at - 1].to_string());
+            from = at;
+        }
+        lines.push(self.buf[from..].to_string());
+        lines
     }
 }
 
@@ -204,33 +241,17 @@ fn table_first_row<J: Json>(items: &[J]) -> Option<&J::Object> {
     if first.is_empty() {
         return None;
     }
-    if !has_index_keys(first) {
-        // The usual case: entry order is insertion order for the first row,
-        // and so for every row with the same keys in the same order.
-        let same = |obj: &J::Object| {
-            obj.len() == first.len()
-                && obj
-                    .entries()
-                    .zip(first.entries())
-                    .all(|((k, v), (col, _))| same_key(k, col) && is_scalar(v))
-        };
-        return items
-            .iter()
-            .all(|item| item.as_object().is_some_and(same))
-            .then_some(first);
-    }
-    for item in items {
-        let obj = item.as_object()?;
-        if obj.len() != first.len() {
-            return None;
-        }
-        for ((k, v), (col, _)) in js_entries(obj).zip(js_entries(first)) {
-            if k != col || !is_scalar(v) {
-                return None;
-            }
-        }
-    }
-    Some(first)
+    let same = |obj: &J::Object| {
+        obj.len() == first.len()
+            && obj
+                .entries()
+                .zip(first.entries())
+                .all(|((k, v), (col, _))| same_key(k, col) && is_scalar(v))
+    };
+    items
+        .iter()
+        .all(|item| item.as_object().is_some_and(same))
+        .then_some(first)
 }
 
 /// One `key: …` entry at indent `n` (plus the lines it owns).
@@ -273,28 +294,20 @@ fn write_array_body<J: Json>(lines: &mut Lines, items: &[J], n: usize, depth: us
     out.push(']');
     if let Some(first) = table_first_row(items) {
         out.push('{');
-        for (i, (col, _)) in js_entries(first).enumerate() {
+        for (i, (col, _)) in first.entries().enumerate() {
             if i > 0 {
                 out.push(',');
             }
             write_str_scalar(col, out);
         }
         out.push_str("}:");
-        let plain = !has_index_keys(first);
         for obj in items.iter().filter_map(J::as_object) {
             let out = start(lines, n + 1, false);
-            let mut row = |i: usize, v: &J| {
+            for (i, v) in obj.values().enumerate() {
                 if i > 0 {
                     out.push(',');
                 }
                 write_scalar(v, out);
-            };
-            if plain {
-                obj.values().enumerate().for_each(|(i, v)| row(i, v));
-            } else {
-                js_entries(obj)
-                    .enumerate()
-                    .for_each(|(i, (_, v))| row(i, v));
             }
         }
         return;
@@ -334,7 +347,7 @@ fn write_entries<O: JsonObject + ?Sized>(
     dash: bool,
     depth: usize,
 ) {
-    for (i, (k, v)) in js_entries(map).enumerate() {
+    for (i, (k, v)) in map.entries().enumerate() {
         write_entry(lines, k, v, n, dash && i == 0, depth);
     }
 }
@@ -357,6 +370,16 @@ pub fn lean_into<J: Json>(v: &J, out: &mut String) {
     *out = lines.buf;
 }
 
+/// [`lean`] as its lines: the exact text is `lean_lines(v).join("\n")`.
+/// A line can itself hold a `\n` only inside a quoted string, where it is
+/// already escaped (§10); see [`render_lines`](super::render_lines) for
+/// reply frames, where verbatim text can hold one.
+pub fn lean_lines<J: Json>(v: &J) -> Vec<String> {
+    let mut lines = Lines::recording();
+    write_lean(&mut lines, v);
+    lines.into_lines()
+}
+
 pub(crate) fn write_lean<J: Json>(lines: &mut Lines, v: &J) {
     match v.view() {
         View::Object(map) if map.is_empty() => lines.line().push_str("{}"),
@@ -374,7 +397,7 @@ pub(crate) fn write_lean_without<O: JsonObject + ?Sized>(
     skip: &[&str],
 ) {
     let mut any = false;
-    for (k, v) in js_entries(map).filter(|(k, _)| !skip.contains(k)) {
+    for (k, v) in map.entries().filter(|(k, _)| !skip.contains(k)) {
         write_entry(lines, k, v, 0, false, 1);
         any = true;
     }
@@ -512,9 +535,9 @@ mod tests {
     }
 
     #[test]
-    fn integer_like_keys_come_first_like_object_entries() {
+    fn integer_like_keys_keep_insertion_order() {
         let v: Value = serde_json::from_str(r#"{"b":1,"2":2,"1":3}"#).unwrap();
-        assert_eq!(lean(&v), "\"1\": 3\n\"2\": 2\nb: 1");
+        assert_eq!(lean(&v), "b: 1\n\"2\": 2\n\"1\": 3");
     }
 
     #[test]

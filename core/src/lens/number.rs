@@ -1,13 +1,9 @@
-//! ECMAScript-exact numbers, compact JSON and object entry order (§9.1, §9.2).
+//! ECMAScript-exact numbers and compact JSON (§9.1, §9.2).
 //!
-//! **Entry order.** §9.1 says "keys in insertion order". The reference
-//! implementations read frames with `JSON.parse` and iterate with
-//! `Object.entries` / `JSON.stringify`, where keys that are array indices
-//! (`"0"`, `"17"`, … up to 2^32−2, no leading zeros) come first in ascending
-//! numeric order and all other keys follow in insertion order. Byte-identical
-//! Lens across implementations therefore means following that order, so
-//! [`js_entries`] does (the published Python implementation does the same).
-//! For the keys real frames use it is exactly insertion order.
+//! Object entries are written in insertion order, as §9.1 and §9.2 say, for
+//! every key: also for integer-like keys such as `"2"`, which a JavaScript
+//! object would list first (`conformance/README.md` explains why the
+//! TypeScript reference differs there).
 
 use super::view::{Json, JsonObject, View};
 use crate::canonical::{push_ascii, write_i64, write_json_string, write_u64};
@@ -142,11 +138,8 @@ pub(crate) fn as_f64(n: &Number) -> f64 {
 /// whitespace, numbers per `Number::toString`, strings with the §10 escape
 /// set (which is what `JSON.stringify` writes for well-formed strings).
 ///
-/// Entries are in the order a JavaScript peer holds them after `JSON.parse`:
-/// keys that are array indices (`"0"`, `"17"`, … ≤ 2^32−2, no leading zero)
-/// first, ascending, then all other keys in insertion order. Lean notation
-/// uses the same order, so Lens stays byte-identical with the reference
-/// implementations; for ordinary keys it is plain insertion order.
+/// Entries are in insertion order (§9.2 "insertion order, no whitespace"),
+/// as in lean notation.
 pub fn compact_json(v: &Value) -> String {
     let mut s = String::new();
     write_compact(v, &mut s, 0);
@@ -172,7 +165,7 @@ pub(crate) fn write_compact<J: Json>(v: &J, out: &mut String, depth: usize) {
         }
         View::Object(map) => {
             out.push('{');
-            for (i, (k, item)) in js_entries(map).enumerate() {
+            for (i, (k, item)) in map.entries().enumerate() {
                 if i > 0 {
                     out.push(',');
                 }
@@ -181,71 +174,6 @@ pub(crate) fn write_compact<J: Json>(v: &J, out: &mut String, depth: usize) {
                 write_compact(item, out, depth + 1);
             }
             out.push('}');
-        }
-    }
-}
-
-/// Whether `key` is an ECMAScript array index: `0`, or digits without a
-/// leading zero, at most 2^32 − 2.
-fn array_index(key: &str) -> Option<u32> {
-    let b = key.as_bytes();
-    if !b.first().is_some_and(u8::is_ascii_digit) {
-        return None; // The common case, decided by one byte.
-    }
-    if b.len() > 10 || !b.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    if b.len() > 1 && b[0] == b'0' {
-        return None;
-    }
-    let n: u64 = key.parse().ok()?;
-    if n < u64::from(u32::MAX) {
-        Some(n as u32)
-    } else {
-        None
-    }
-}
-
-/// Entries of `map` in ECMAScript `Object.entries` order (module notes).
-pub(crate) fn js_entries<O: JsonObject + ?Sized>(
-    map: &O,
-) -> JsEntries<'_, impl Iterator<Item = (&str, &O::Value)>, O::Value> {
-    if !has_index_keys(map) {
-        return JsEntries::Plain(map.entries());
-    }
-    let mut all: Vec<(Option<u32>, &str, &O::Value)> =
-        map.entries().map(|(k, v)| (array_index(k), k, v)).collect();
-    // Stable: non-index keys keep their insertion order.
-    all.sort_by_key(|(idx, _, _)| match idx {
-        Some(n) => (0u8, *n),
-        None => (1u8, 0),
-    });
-    JsEntries::Sorted(
-        all.into_iter()
-            .map(|(_, k, v)| (k, v))
-            .collect::<Vec<_>>()
-            .into_iter(),
-    )
-}
-
-/// Whether some key of `map` is an array index, so that [`js_entries`]
-/// differs from insertion order.
-pub(crate) fn has_index_keys<O: JsonObject + ?Sized>(map: &O) -> bool {
-    map.entries().any(|(k, _)| array_index(k).is_some())
-}
-
-/// Iterator returned by [`js_entries`]; allocation-free for ordinary objects.
-pub(crate) enum JsEntries<'a, I, J> {
-    Plain(I),
-    Sorted(std::vec::IntoIter<(&'a str, &'a J)>),
-}
-
-impl<'a, I: Iterator<Item = (&'a str, &'a J)>, J> Iterator for JsEntries<'a, I, J> {
-    type Item = (&'a str, &'a J);
-    fn next(&mut self) -> Option<Self::Item> {
-        match self {
-            JsEntries::Plain(it) => it.next(),
-            JsEntries::Sorted(it) => it.next(),
         }
     }
 }
@@ -350,28 +278,9 @@ mod tests {
                 .unwrap();
         assert_eq!(
             compact_json(&v),
-            r#"{"0":null,"1":[1,0,"x\n\u0001"],"4294967294":3,"b":1,"a":{},"01":true,"4294967295":2}"#
+            r#"{"b":1,"1":[1,0,"x\n\u0001"],"a":{},"0":null,"01":true,"4294967295":2,"4294967294":3}"#
         );
         assert_eq!(compact_json(&json!([])), "[]");
         assert_eq!(compact_json(&json!("\u{2028}é")), "\"\u{2028}é\"");
-    }
-
-    #[test]
-    fn array_indices() {
-        assert_eq!(array_index("0"), Some(0));
-        assert_eq!(array_index("4294967294"), Some(4_294_967_294));
-        for k in [
-            "",
-            "00",
-            "01",
-            "-1",
-            "1.0",
-            "4294967295",
-            "99999999999",
-            " 1",
-            "1e3",
-        ] {
-            assert_eq!(array_index(k), None, "{k:?}");
-        }
     }
 }

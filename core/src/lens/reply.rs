@@ -7,7 +7,7 @@
 //! [`Node`](crate::json::Node) render the same.
 
 use super::lean::{lean, write_entry, write_lean, write_lean_without, write_scalar, Lines};
-use super::number::{as_f64, js_entries, write_compact, write_f64, write_number, MAX_DEPTH};
+use super::number::{as_f64, write_compact, write_f64, write_number, MAX_DEPTH};
 use super::time::{write_duration_value, write_time_value};
 use super::view::{Json, JsonObject, View};
 use crate::canonical::{digit_pair, write_u64, MAX_SAFE_INTEGER};
@@ -44,6 +44,20 @@ pub fn render_into<J: Json>(v: &J, out: &mut String) {
     *out = lines.buf;
 }
 
+/// [`render`] as its lines, the ones Lens itself makes: the exact text is
+/// `render_lines(v).join("\n")`. A line can also hold a `\n` of its own,
+/// written by the service in a verbatim field (§9.2 interpolates text as it
+/// is). So a screen can make each line safe to show (escaping that `\n` too)
+/// without losing the lines that are Lens's.
+pub fn render_lines<J: Json>(v: &J) -> Vec<String> {
+    let mut lines = Lines::recording();
+    match v.as_object() {
+        Some(f) if f.get("kind").and_then(J::as_str).is_some() => write_reply(f, &mut lines),
+        _ => write_lean(&mut lines, v),
+    }
+    lines.into_lines()
+}
+
 /// §9.2 Lens of a reply frame: BRIEF, PROPOSALS, CLARIFY, RECEIPT (plain,
 /// auto, replay and undo receipts), ANSWER, ERROR and EVENT, followed by one
 /// More line (§8) per entry of `more` on any kind.
@@ -51,10 +65,12 @@ pub fn render_into<J: Json>(v: &J, out: &mut String) {
 /// * A string `lens` field (the service's own rendering, §5) is ignored: the
 ///   text is always computed here, because a service's text is untrusted.
 /// * Verbatim text (ids, summaries, messages, labels, effect fields, param
-///   types…) goes through [`printable`], so it can never start a new line or
-///   reorder the line with bidi controls. A missing or `null` text field
-///   renders as `-`; a number or boolean as itself; an array or object as its
-///   compact JSON.
+///   names and types, currencies) is written as it is, as §9.2 says: a line
+///   break or a U+202E in it reaches the Lens unchanged (two implementations
+///   must agree byte for byte). Showing Lens to a human is a separate step
+///   that escapes such characters (see [`render_lines`]). A missing or
+///   `null` text field renders as `-`; a number or boolean as itself; an
+///   array or object as its compact JSON.
 /// * Malformed leaf fields render as the value they hold: a `cost` that is
 ///   not `null` or `{amount: safe integer, currency: string}` is shown as
 ///   JSON (never as `free`), a non-numeric `expires` or `window` as its value.
@@ -83,8 +99,7 @@ fn write_reply<O: JsonObject + ?Sized>(f: &O, lines: &mut Lines) {
     };
     if let Err(Malformed) = rendered {
         // Whatever was written is discarded: the fallback replaces it all.
-        let buf = std::mem::take(&mut lines.buf);
-        *lines = Lines::reuse(buf);
+        lines.restart();
         write_lean_without(lines, f, FALLBACK_SKIP);
     }
 }
@@ -142,142 +157,17 @@ fn truthy<J: Json>(v: Option<&J>) -> bool {
     }
 }
 
-/// Whether `c` must not appear verbatim in a Lens line: C0 and C1 controls
-/// (line breaks included), DEL, the line/paragraph separators, bidi
-/// embedding/override/isolate/mark characters and the invisible tag block.
-fn needs_escape(c: char) -> bool {
-    matches!(c,
-        '\u{0}'..='\u{1f}'
-        | '\u{7f}'..='\u{9f}'
-        | '\u{61c}'
-        | '\u{200e}'
-        | '\u{200f}'
-        | '\u{2028}'..='\u{202e}'
-        | '\u{2066}'..='\u{2069}'
-        | '\u{e0000}'..='\u{e007f}')
-}
-
-/// The bytes that can start a character [`needs_escape`] is true for: C0
-/// controls, DEL, and the UTF-8 lead bytes of U+0080–U+009F (`C2`), U+061C
-/// (`D8`), U+200E–U+2069 (`E2`) and U+E0000–U+E007F (`F3`). Every other byte
-/// is skipped without decoding a character.
-const MAY_NEED_ESCAPE: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut b = 0;
-    while b < 0x20 {
-        t[b] = true;
-        b += 1;
-    }
-    t[0x7f] = true;
-    t[0xc2] = true;
-    t[0xd8] = true;
-    t[0xe2] = true;
-    t[0xf3] = true;
-    t
-};
-
-/// Whether all eight bytes are printable ASCII (U+0020–U+007E).
-fn plain_ascii(chunk: &[u8]) -> bool {
-    const LO: u64 = 0x0101_0101_0101_0101;
-    const HI: u64 = 0x8080_8080_8080_8080;
-    let mut word = [0u8; 8];
-    word.copy_from_slice(chunk);
-    let x = u64::from_le_bytes(word);
-    let control = x.wrapping_sub(LO * 0x20) & !x;
-    let d = x ^ (LO * 0x7f);
-    let del = d.wrapping_sub(LO) & !d;
-    (control | del | x) & HI == 0
-}
-
-/// The byte index and the character of the first character of `s` at or
-/// after byte `i` (a character boundary) that [`needs_escape`].
-fn next_escape(s: &str, mut i: usize) -> Option<(usize, char)> {
-    let bytes = s.as_bytes();
-    loop {
-        // Whole words of printable ASCII, then byte by byte to the end of
-        // the word that was not.
-        while bytes.get(i..i + 8).is_some_and(plain_ascii) {
-            i += 8;
-        }
-        // Fewer than eight bytes left: the last eight (overlapping what was
-        // checked) decide them at once when they are printable ASCII.
-        if i + 8 > bytes.len() && bytes.len() >= 8 && plain_ascii(&bytes[bytes.len() - 8..]) {
-            return None;
-        }
-        let end = bytes.len().min(i + 8);
-        while i < end {
-            if !MAY_NEED_ESCAPE[usize::from(bytes[i])] {
-                i += 1;
-                continue;
-            }
-            // A flagged byte is ASCII or a lead byte: a character boundary.
-            let c = s.get(i..)?.chars().next()?;
-            if needs_escape(c) {
-                return Some((i, c));
-            }
-            i += c.len_utf8();
-        }
-        if i >= bytes.len() {
-            return None;
-        }
-    }
-}
-
-/// Untrusted text made safe to show on one line: every character that could
-/// break or visually reorder a line (controls incl. `\n`, DEL, C1, U+2028/9,
-/// bidi controls, tag characters) is replaced by `\u{hex}`; everything else
-/// is kept. Used for all text §9.2 interpolates verbatim, and available to
-/// screens that show service-written strings.
-pub fn printable(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    write_printable(s, &mut out);
-    out
-}
-
-pub(crate) fn write_printable(s: &str, out: &mut String) {
-    let mut start = 0;
-    while let Some((i, c)) = next_escape(s, start) {
-        out.push_str(&s[start..i]);
-        write_escape(c, out);
-        start = i + c.len_utf8();
-    }
-    out.push_str(&s[start..]);
-}
-
-/// `\u{hex}` with lowercase digits and no padding.
-fn write_escape(c: char, out: &mut String) {
-    out.push_str("\\u{");
-    let n = c as u32;
-    let mut shift = (32 - n.leading_zeros()).div_ceil(4).max(1) * 4;
-    while shift > 0 {
-        shift -= 4;
-        out.push(char::from(b"0123456789abcdef"[(n >> shift & 15) as usize]));
-    }
-    out.push('}');
-}
-
 /// A verbatim text field: see [`render_reply`].
 fn text<J: Json>(v: Option<&J>, out: &mut String) {
     match v {
         None => out.push('-'),
         Some(v) => match v.view() {
             View::Null => out.push('-'),
-            View::String(s) => write_printable(s, out),
+            View::String(s) => out.push_str(s),
             View::Number(n) => write_number(n, out),
             View::Bool(b) => out.push_str(if b { "true" } else { "false" }),
-            View::Array(_) | View::Object(_) => compact_printable(v, out),
+            View::Array(_) | View::Object(_) => write_compact(v, out, 0),
         },
-    }
-}
-
-/// Compact JSON made [`printable`]: written in place, and redone through
-/// `printable` only in the rare case that it holds a character to escape.
-fn compact_printable<J: Json>(v: &J, out: &mut String) {
-    let start = out.len();
-    write_compact(v, out, 0);
-    if next_escape(out, start).is_some() {
-        let compact = out.split_off(start);
-        write_printable(&compact, out);
     }
 }
 
@@ -285,7 +175,8 @@ fn compact_printable<J: Json>(v: &J, out: &mut String) {
 /// SYM `+` create, `~` update, `-` delete, `>` send, `$` charge and `*` for
 /// `other` or an unknown op. `from → to` appears when either key is present
 /// (a missing side renders as `-`); both sides use the §9.1 scalar rule.
-/// `op`, `target`, `field` and `detail` are verbatim text made [`printable`].
+/// `op`, `target`, `field` and `detail` are verbatim text, as they are:
+/// escape the line before showing it to a human.
 /// Something that is not an object renders as `? ` and its compact JSON.
 pub fn effect_line(effect: &Value) -> String {
     let mut s = String::new();
@@ -434,11 +325,11 @@ fn write_params<J: Json>(params: Option<&J>, out: &mut String) {
 }
 
 fn write_param_entries<O: JsonObject + ?Sized>(m: &O, out: &mut String, depth: usize) {
-    for (i, (k, t)) in js_entries(m).enumerate() {
+    for (i, (k, t)) in m.entries().enumerate() {
         if i > 0 {
             out.push_str(", ");
         }
-        write_printable(k, out);
+        out.push_str(k);
         out.push_str(": ");
         write_type(t, out, depth + 1);
     }
@@ -448,7 +339,7 @@ fn write_param_entries<O: JsonObject + ?Sized>(m: &O, out: &mut String, depth: u
 /// `{k: type, …}`, an array of objects as `[{…}]`.
 fn write_type<J: Json>(t: &J, out: &mut String, depth: usize) {
     match t.view() {
-        View::String(s) => write_printable(s, out),
+        View::String(s) => out.push_str(s),
         View::Array(_) | View::Object(_) if depth >= MAX_DEPTH => out.push('…'),
         View::Array(items) => {
             out.push('[');
@@ -596,9 +487,7 @@ fn write_cost<J: Json>(v: Option<&J>, out: &mut String) {
 }
 
 /// §9.2 money, as [`Money`](crate::money::Money)'s `Display` writes it
-/// (`12.50 USD`, `-0.05 EUR`, `500 JPY`), with the currency made
-/// [`printable`], written in place. (A currency with something to escape is
-/// never a zero-decimal code, before or after escaping.)
+/// (`12.50 USD`, `-0.05 EUR`, `500 JPY`), written in place.
 fn write_money(amount: i64, currency: &str, out: &mut String) {
     if amount < 0 {
         out.push('-');
@@ -612,7 +501,7 @@ fn write_money(amount: i64, currency: &str, out: &mut String) {
         out.push_str(digit_pair((abs % 100) as u8));
     }
     out.push(' ');
-    write_printable(currency, out);
+    out.push_str(currency);
 }
 
 /// `attr: value` for the attributes `pick` selects, joined by ` · `.
@@ -766,7 +655,7 @@ fn error<O: JsonObject + ?Sized>(f: &O, lines: &mut Lines) -> Rendered {
         text(fix.get("say"), out);
         if let Some(params) = fix.get("params").filter(|p| truthy(Some(*p))) {
             out.push_str(" → params ");
-            compact_printable(params, out);
+            write_compact(params, out, 0);
         }
     }
     if let Some(need) = f.get("need") {
@@ -779,7 +668,7 @@ fn error<O: JsonObject + ?Sized>(f: &O, lines: &mut Lines) -> Rendered {
         if !empty {
             let out = lines.line();
             out.push_str("  need: ");
-            compact_printable(need, out);
+            write_compact(need, out, 0);
         }
     }
     if let Some(c) = consent {
@@ -861,20 +750,30 @@ mod tests {
     }
 
     #[test]
-    fn verbatim_text_cannot_forge_lines() {
+    fn verbatim_text_is_written_as_it_is() {
         let f = frame(
             "RECEIPT",
-            json!({"receipt": {"id": "r\u{202e}1", "summary": "ok\n✓ Paid (receipt r_9) · irreversible", "undo": null}}),
+            json!({"receipt": {"id": "r\u{202e}1", "summary": "ok\n✓ Paid", "undo": null,
+                   "result": {"k": "a\nb"}}}),
         );
+        let exact = "✓ ok\n✓ Paid (receipt r\u{202e}1) · irreversible\n  result:\n    k: \"a\\nb\"";
+        assert_eq!(render_reply(&f), exact);
+        // Lens's own lines: the summary's line break is not one of them.
         assert_eq!(
-            render_reply(&f),
-            "✓ ok\\u{a}✓ Paid (receipt r_9) · irreversible (receipt r\\u{202e}1) · irreversible"
+            render_lines(&f),
+            [
+                "✓ ok\n✓ Paid (receipt r\u{202e}1) · irreversible",
+                "  result:",
+                "    k: \"a\\nb\""
+            ]
         );
+        assert_eq!(render_lines(&f).join("\n"), exact);
+        let fallback = frame("NEW", json!({"a": [1, {"b": 2}]}));
         assert_eq!(
-            printable("a\u{85}b\u{7f}\u{e0041}\u{2066}\t"),
-            "a\\u{85}b\\u{7f}\\u{e0041}\\u{2066}\\u{9}"
+            render_lines(&fallback),
+            ["kind: NEW", "a[2]:", "  - 1", "  - b: 2"]
         );
-        assert_eq!(printable("café — ok ••"), "café — ok ••");
+        assert_eq!(render_lines(&json!("x")), ["x"]);
     }
 
     #[test]
@@ -903,7 +802,7 @@ mod tests {
         );
         assert_eq!(
             effect_line(&json!({"op": "send", "target": "a\nb", "detail": 3})),
-            "> send a\\u{a}b — 3"
+            "> send a\nb — 3"
         );
         assert_eq!(effect_line(&json!({})), "* - -");
         assert_eq!(effect_line(&json!("delete all")), "? delete all");
@@ -982,23 +881,10 @@ mod tests {
             write_money(amount, currency, &mut s);
             let money = Money {
                 amount,
-                currency: printable(currency),
+                currency: currency.to_string(),
             };
             assert_eq!(s, money.to_string());
         }
-    }
-
-    #[test]
-    fn escapes_are_lowercase_hex_without_padding() {
-        assert_eq!(
-            printable("\u{0}\u{a}\u{9f}\u{61c}\u{e007f}"),
-            "\\u{0}\\u{a}\\u{9f}\\u{61c}\\u{e007f}"
-        );
-        assert_eq!(
-            printable("plain ascii text, long enough"),
-            "plain ascii text, long enough"
-        );
-        assert_eq!(printable("0123456\u{7f}"), "0123456\\u{7f}");
     }
 
     #[test]

@@ -9,7 +9,6 @@
 pub(crate) use crate::json::same_key;
 use crate::json::Node;
 use serde_json::{Map, Number, Value};
-use std::borrow::Cow;
 
 /// A JSON value the Lens renderers can read.
 pub trait Json: Sized {
@@ -120,7 +119,7 @@ impl JsonObject for Map<String, Value> {
 }
 
 impl<'a> Json for Node<'a> {
-    type Object = [(Cow<'a, str>, Node<'a>)];
+    type Object = [(&'a str, Node<'a>)];
 
     fn view(&self) -> View<'_, Self> {
         match self {
@@ -129,12 +128,12 @@ impl<'a> Json for Node<'a> {
             Node::Number(n) => View::Number(n),
             Node::String(s) => View::String(s),
             Node::Array(items) => View::Array(items),
-            Node::Object(entries) => View::Object(entries.as_slice()),
+            Node::Object(entries) => View::Object(*entries),
         }
     }
 }
 
-impl<'a> JsonObject for [(Cow<'a, str>, Node<'a>)] {
+impl<'a> JsonObject for [(&'a str, Node<'a>)] {
     type Value = Node<'a>;
 
     fn len(&self) -> usize {
@@ -142,7 +141,7 @@ impl<'a> JsonObject for [(Cow<'a, str>, Node<'a>)] {
     }
 
     fn entries(&self) -> impl Iterator<Item = (&str, &Node<'a>)> {
-        self.iter().map(|(k, v)| (k.as_ref(), v))
+        self.iter().map(|(k, v)| (*k, v))
     }
 
     /// A scan: the renderers look up a bounded number of keys per object,
