@@ -262,7 +262,8 @@ fn a_terminal_gets_the_display_safe_form_and_one_note() {
     assert!(err.is_empty(), "{err}");
 
     // --ndjson is for programs: exact even on a terminal.
-    let (screen, err) = on_a_terminal("lens --ndjson", input);
+    let one_line = serde_json::to_vec(&v).unwrap();
+    let (screen, err) = on_a_terminal("lens --ndjson", &one_line);
     let s: String = serde_json::from_str(screen.trim_end()).unwrap();
     assert_eq!(s, lens::render(&v));
     assert!(err.is_empty(), "{err}");

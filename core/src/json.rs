@@ -269,24 +269,31 @@ struct Fast<'a, T: Tree<'a>> {
     /// its own off the end, so it is allocated once at its final length.
     items: Vec<T>,
     /// The same for object entries.
-    entries: Vec<(Cow<'a, str>, T)>,
+    entries: Vec<(T::Key, T)>,
 }
 
 /// What [`Fast`] builds: a `serde_json::Value`, or a borrowed [`Node`].
 trait Tree<'a>: Sized {
     /// Where containers are allocated.
     type Arena: Copy;
+    /// An object key as the tree holds it.
+    type Key;
+    fn key(arena: Self::Arena, s: Cow<'a, str>) -> Self::Key;
     fn null() -> Self;
     fn bool(b: bool) -> Self;
     fn number(n: Number) -> Self;
     fn string(arena: Self::Arena, s: Cow<'a, str>) -> Self;
     fn array(arena: Self::Arena, items: Drain<'_, Self>) -> Self;
     /// An object of `entries`, in order; `None` if a key repeats.
-    fn object(arena: Self::Arena, entries: Drain<'_, (Cow<'a, str>, Self)>) -> Option<Self>;
+    fn object(arena: Self::Arena, entries: Drain<'_, (Self::Key, Self)>) -> Option<Self>;
 }
 
 impl<'a> Tree<'a> for Value {
     type Arena = ();
+    type Key = String;
+    fn key((): (), s: Cow<'a, str>) -> String {
+        s.into_owned()
+    }
     fn null() -> Self {
         Value::Null
     }
@@ -302,10 +309,10 @@ impl<'a> Tree<'a> for Value {
     fn array((): (), items: Drain<'_, Self>) -> Self {
         Value::Array(items.collect())
     }
-    fn object((): (), entries: Drain<'_, (Cow<'a, str>, Self)>) -> Option<Self> {
+    fn object((): (), entries: Drain<'_, (String, Self)>) -> Option<Self> {
         let mut map = Map::with_capacity(entries.len());
         for (k, v) in entries {
-            if map.insert(k.into_owned(), v).is_some() {
+            if map.insert(k, v).is_some() {
                 return None; // A duplicate key: refused by the reference path.
             }
         }
@@ -315,6 +322,10 @@ impl<'a> Tree<'a> for Value {
 
 impl<'a> Tree<'a> for Node<'a> {
     type Arena = &'a Arena;
+    type Key = &'a str;
+    fn key(arena: &'a Arena, s: Cow<'a, str>) -> &'a str {
+        in_arena(arena, s)
+    }
     fn null() -> Self {
         Node::Null
     }
@@ -330,8 +341,8 @@ impl<'a> Tree<'a> for Node<'a> {
     fn array(arena: &'a Arena, items: Drain<'_, Self>) -> Self {
         Node::Array(arena.alloc_slice_fill_iter(items))
     }
-    fn object(arena: &'a Arena, entries: Drain<'_, (Cow<'a, str>, Self)>) -> Option<Self> {
-        let entries = arena.alloc_slice_fill_iter(entries.map(|(k, v)| (in_arena(arena, k), v)));
+    fn object(arena: &'a Arena, entries: Drain<'_, (&'a str, Self)>) -> Option<Self> {
+        let entries = arena.alloc_slice_fill_iter(entries);
         unique_keys(entries).then_some(Node::Object(entries))
     }
 }
@@ -440,7 +451,7 @@ impl<'a, T: Tree<'a>> Fast<'a, T> {
             // at a time cost more than the rest of a small document. (Under
             // 1 KiB each, where the allocator's fast paths are.)
             items: Vec::with_capacity(SCRATCH_BYTES / size_of::<T>()),
-            entries: Vec::with_capacity(SCRATCH_BYTES / size_of::<(Cow<str>, T)>()),
+            entries: Vec::with_capacity(SCRATCH_BYTES / size_of::<(T::Key, T)>()),
         };
         let v = p.value(max_depth.min(FAST_MAX_DEPTH))?;
         p.skip_ws();
@@ -515,6 +526,7 @@ impl<'a, T: Tree<'a>> Fast<'a, T> {
                     return None;
                 }
                 let key = self.string()?;
+                let key = T::key(self.arena, key);
                 self.eat(b':')?;
                 let v = self.value(depth_left)?;
                 self.entries.push((key, v));
