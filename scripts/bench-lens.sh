@@ -12,9 +12,10 @@
 #   3. in process: the criterion bench's Lens of the 16 replies, ops/s
 #      (goal >= 296,000, 10x the recorded TypeScript figure).
 #
-# usage: scripts/bench-lens.sh [--before BIN | --before-ref REF] [--runs N]
-#                              [--lines N] [--no-criterion] [--no-valgrind]
+# usage: scripts/bench-lens.sh [--before BIN | --before-ref REF] [--after BIN]
+#                              [--runs N] [--lines N] [--no-criterion] [--no-valgrind]
 #   --before BIN      the earlier binary (default: target/parley-before)
+#   --after BIN       this tree's binary, already built (default: build it)
 #   --before-ref REF  build the earlier binary from git REF (e.g. main) first,
 #                     in a temporary worktree with its own target directory
 # Needs hyperfine and valgrind (scripts/setup.sh installs them) and python3.
@@ -24,6 +25,7 @@ root=$(pwd)
 
 before="$root/target/parley-before"
 before_ref=""
+after=""
 runs=10
 lines=20000
 criterion=1
@@ -32,6 +34,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --before) before=$2; shift 2 ;;
     --before-ref) before_ref=$2; shift 2 ;;
+    --after) after=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --lines) lines=$2; shift 2 ;;
     --no-criterion) criterion=0; shift ;;
@@ -60,9 +63,11 @@ if [ -n "$before_ref" ]; then
 fi
 [ -x "$before" ] || { echo "bench-lens: no earlier binary at $before (use --before or --before-ref)" >&2; exit 2; }
 
-echo "== building this tree's parley (profile bench)"
-cargo build -q --profile bench -p parley-cli
-after="$root/target/release/parley"
+if [ -z "$after" ]; then
+  echo "== building this tree's parley (profile bench)"
+  cargo build -q --profile bench -p parley-cli
+  after="$root/target/release/parley"
+fi
 cp "$after" "$work/parley-after"
 after="$work/parley-after"
 
@@ -99,9 +104,6 @@ python3 - "$work/hyperfine.json" <<'PY'
 import json, statistics, sys
 r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
 b, a = r["before"], r["after"]
-def cpu(x):
-    return [u + s for u, s in zip(x["user"] if isinstance(x["user"], list) else [x["user"]],
-                                  x["system"] if isinstance(x["system"], list) else [x["system"]])]
 wall_b, wall_a = statistics.median(b["times"]), statistics.median(a["times"])
 cpu_b = b["user"] + b["system"]
 cpu_a = a["user"] + a["system"]
