@@ -70,6 +70,8 @@ export RUST_LOG="${RUST_LOG:-info,tao=warn,wry=warn}"
 # $2: the test file.
 session() {
   local kind=$1 file=$2
+  # E2E_ONLY="stepup playground": run only these sessions (for iterating on one).
+  if [ -n "${E2E_ONLY:-}" ] && [[ " $E2E_ONLY " != *" $kind "* ]]; then return 0; fi
   local T="$ROOT/$kind"
   mkdir -p "$T/home" "$T/data" "$T/config" "$T/cache" "$T/run"
   chmod 700 "$T/run"
