@@ -9,7 +9,7 @@
 //! the token. A token whose audit row could not be written is never handed out.
 
 use crate::approver::{Approver, PendingView, Verdict};
-use crate::audit::{Audit, EventKind, NewEvent, Query};
+use crate::audit::{Audit, EventKind, NewEvent, Query, RetentionPolicy};
 use crate::ipc::peer::PeerInfo;
 use crate::keystore::Keystore;
 use crate::protocol::{ErrorCode, Op, Principal, Reply, Request, RequestState, VERSION};
@@ -32,6 +32,9 @@ pub struct EngineConfig {
     pub review: ReviewLimits,
     /// Queue limits (pending bounds, rate, wait).
     pub queue: QueueLimits,
+    /// What the audit log keeps of rejected requests (stored in the log, so
+    /// `parley audit` and the app show the one in effect).
+    pub retention: RetentionPolicy,
 }
 
 /// A reviewed request waiting in the queue.
@@ -154,6 +157,10 @@ impl Engine {
         approver: Arc<dyn Approver>,
         config: EngineConfig,
     ) -> Engine {
+        let mut audit = audit;
+        if let Err(e) = audit.set_retention(config.retention, unix_now()) {
+            tracing::error!("the audit retention policy could not be stored: {e}");
+        }
         Engine {
             inner: Arc::new(Inner {
                 keystore,
@@ -197,10 +204,12 @@ impl Engine {
     /// (milliseconds): on a multi-threaded runtime the worker hands its other
     /// tasks away first, so a flood of logged rejections cannot stall the
     /// answers to well-behaved clients.
+    /// Rejections go through the retention policy ([`Audit::record`]):
+    /// beyond its rows per peer and hour they are counted, not written.
     fn log(&self, ev: NewEvent) -> Result<(), String> {
         let append = || {
             lock(&self.inner.audit)
-                .append(&ev)
+                .record(&ev)
                 .map(|_| ())
                 .map_err(|e| e.to_string())
         };
@@ -297,6 +306,8 @@ impl Engine {
             .admit(peer.uid, Instant::now())
         {
             tracing::warn!(uid = peer.uid, "request refused: {refused}");
+            // Refused before review, still a request the log accounts for.
+            let _ = self.log(refused_event(peer, &refused));
             return refusal(refused);
         }
         let me = self.clone();
@@ -354,6 +365,7 @@ impl Engine {
         let id = match offered {
             Err(refused) => {
                 tracing::warn!(uid = peer.uid, "request refused: {refused}");
+                let _ = self.log(refused_event(peer, &refused));
                 return refusal(refused);
             }
             Ok(Offer::Done(outcome)) => return outcome_reply(outcome),
@@ -464,9 +476,9 @@ impl Engine {
                 reason,
                 ..
             } => {
-                ev.caveats = serde_json::to_string(caveats)
-                    .ok()
-                    .map(|s| s.chars().take(4096).collect());
+                // Stored whole: the audit writer cuts what is too long and
+                // records its original size.
+                ev.caveats = serde_json::to_string(caveats).ok();
                 review::review_grant(agent, caveats, reason.as_deref(), None, &ctx)
                     .map(|g| Reviewed::Grant(Box::new(g)))
             }
@@ -475,21 +487,43 @@ impl Engine {
         match result {
             Ok(r) => Ok((r, agent_text)),
             Err(rej) => {
-                ev.agent = Some(agent_text.chars().take(256).collect());
+                // Whole: the audit writer cuts oversized fields (a visible
+                // mark, the original size in the row's `cut`), so a hostile
+                // 900 KB field can neither stop the row nor fill the disk.
+                ev.agent = Some(agent_text);
                 ev.reason = Some(format!("{}: {}", rej.code, rej.message));
                 if let Op::Consent { consent, .. } = &op {
                     ev.hash = consent
                         .get("hash")
                         .and_then(Value::as_str)
-                        .map(|h| h.chars().take(256).collect());
+                        .map(str::to_owned);
                     ev.capability = consent
                         .get("capability")
                         .and_then(Value::as_str)
-                        .map(|h| h.chars().take(256).collect());
+                        .map(str::to_owned);
                 }
                 Err(Box::new((rej, ev)))
             }
         }
+    }
+
+    /// Whether the audit log can record one more row (disk space, not
+    /// read-only); checked right before every signature.
+    fn ready_to_record(&self) -> Result<(), String> {
+        let r = lock(&self.inner.audit)
+            .ready_to_record()
+            .map_err(|e| e.to_string());
+        if let Err(e) = &r {
+            tracing::error!("refusing to sign: {e}");
+        }
+        r
+    }
+
+    /// Sets the audit retention policy in effect (the app's settings).
+    pub fn set_retention(&self, policy: RetentionPolicy) -> Result<bool, String> {
+        lock(&self.inner.audit)
+            .set_retention(policy, unix_now())
+            .map_err(|e| e.to_string())
     }
 
     fn agent_known(&self, agent: &str) -> bool {
@@ -611,6 +645,8 @@ impl Engine {
             };
             let g = review::review_grant(&agent, &caveats, None, principal.as_ref(), &ctx)
                 .map_err(IssueError::Rejected)?;
+            // Nothing is signed that the log has no room to record.
+            me.ready_to_record().map_err(IssueError::Audit)?;
             let signed = signer::sign_grant(&me.inner.keystore, &g, now)?;
             Ok::<_, IssueError>((g, signed, human))
         })
@@ -682,6 +718,8 @@ impl Engine {
                     );
                     return Err(DecideError::NotPending);
                 }
+                // Nothing is signed that the log has no room to record.
+                self.ready_to_record().map_err(DecideError::Audit)?;
                 let me = self.clone();
                 let cc = c.clone();
                 let signed = tokio::task::spawn_blocking(move || {
@@ -721,6 +759,8 @@ impl Engine {
                     }
                     _ => g,
                 };
+                // Nothing is signed that the log has no room to record.
+                self.ready_to_record().map_err(DecideError::Audit)?;
                 let me = self.clone();
                 let gg = g.clone();
                 let signed = tokio::task::spawn_blocking(move || {
@@ -797,6 +837,21 @@ fn event(kind: EventKind, item: &Item) -> NewEvent {
             });
         }
     }
+    ev
+}
+
+/// The audit row of a request refused before review (rate limit, full
+/// queue): a rejection like any other, under the retention policy.
+fn refused_event(peer: &PeerInfo, refused: &Refused) -> NewEvent {
+    let mut ev = NewEvent::new(EventKind::RequestRejected, unix_now());
+    ev.peer_uid = Some(peer.uid);
+    ev.peer_pid = peer.pid.map(i64::from);
+    ev.peer_exe = peer.exe.as_ref().map(|e| e.to_string_lossy().into_owned());
+    let code = match refused {
+        Refused::RateLimited => "rate_limited",
+        Refused::Busy => "busy",
+    };
+    ev.reason = Some(format!("{code}: {refused}"));
     ev
 }
 
