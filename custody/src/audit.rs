@@ -1774,4 +1774,63 @@ mod tests {
         h.update(e.canonical_fields().unwrap().as_bytes());
         assert_eq!(e.compute_row_hash().unwrap(), b64::encode(h.finalize()));
     }
+
+    #[test]
+    fn format_2_columns_enter_the_hash_only_when_set() {
+        let mut e = Event {
+            seq: 1,
+            at: 10,
+            kind: EventKind::GrantIssued,
+            peer_uid: None,
+            peer_pid: None,
+            peer_exe: None,
+            agent: None,
+            service: None,
+            capability: None,
+            hash: None,
+            cost_amount: None,
+            cost_currency: None,
+            risk: None,
+            undo: None,
+            expires: None,
+            token_id: None,
+            caveats: None,
+            reason: None,
+            principal: None,
+            prev: GENESIS.into(),
+            row_hash: String::new(),
+            confirmed_by: None,
+            cut: None,
+            count: None,
+            span_start: None,
+            span_end: None,
+            compacted_by: Some(9),
+        };
+        let v1 = e.canonical_fields().unwrap();
+        assert!(!v1.contains("confirmed_by") && !v1.contains("compacted_by"));
+        e.confirmed_by = Some("click".into());
+        e.count = Some(3);
+        let v2 = e.canonical_fields().unwrap();
+        assert!(v2.contains("\"confirmed_by\":\"click\"") && v2.contains("\"count\":3"));
+        assert_ne!(v1, v2);
+    }
+
+    #[test]
+    fn cuts_end_on_a_character_boundary_with_the_mark() {
+        let long = "é".repeat(CUT_FIELD_BYTES);
+        let c = cut_text(&long);
+        assert!(c.len() <= CUT_FIELD_BYTES && c.ends_with(CUT_MARK));
+        let (ev, cut) = prepare(&NewEvent {
+            hash: Some(long.clone()),
+            ..NewEvent::new(EventKind::RequestRejected, 1)
+        })
+        .unwrap();
+        assert_eq!(ev.hash.as_deref(), Some(c.as_str()));
+        assert_eq!(
+            cut.as_deref(),
+            Some(format!("{{\"hash\":{}}}", long.len()).as_str())
+        );
+        assert_eq!(human_bytes(3 * 1024), "3.0 KiB");
+        assert_eq!(human_bytes(12), "12 bytes");
+    }
 }
