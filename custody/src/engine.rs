@@ -204,6 +204,7 @@ impl Engine {
     /// (milliseconds): on a multi-threaded runtime the worker hands its other
     /// tasks away first, so a flood of logged rejections cannot stall the
     /// answers to well-behaved clients.
+    ///
     /// Rejections go through the retention policy ([`Audit::record`]):
     /// beyond its rows per peer and hour they are counted, not written.
     fn log(&self, ev: NewEvent) -> Result<(), String> {

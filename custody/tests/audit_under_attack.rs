@@ -748,6 +748,22 @@ fn a_full_disk_refuses_to_sign() {
             "{msg}"
         );
         println!("refused: {msg}");
+        // The grant form's path refuses the same way.
+        let err = d
+            .engine
+            .issue_grant(
+                &agent_key().to_string(),
+                &json!([{"svc": [SERVICE]}]),
+                None,
+                None,
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("the disk holding the audit log is full"),
+            "{err}"
+        );
         d.engine.with_audit(|a| {
             let signed = a
                 .query(&Query {

@@ -74,7 +74,7 @@ impl fmt::Display for RetentionPolicy {
         }?;
         write!(
             f,
-            "; signed, key and denial events are always logged in full and never compacted"
+            "; signed and key events are always logged in full, and no signed, key or denial event is ever compacted"
         )
     }
 }
