@@ -226,11 +226,14 @@ pub enum EventKind {
     /// compacted: `count` rows, `hash` = the digest of what they were (see
     /// [`compact`](Audit::compact)).
     AuditCompacted,
+    /// The human approved, but OS authentication did not succeed: nothing
+    /// was signed and the request stayed pending.
+    StepUpFailed,
 }
 
 impl EventKind {
     /// Every kind, in declaration order.
-    pub const ALL: [EventKind; 13] = [
+    pub const ALL: [EventKind; 14] = [
         EventKind::GrantIssued,
         EventKind::GrantDenied,
         EventKind::ConsentApproved,
@@ -244,6 +247,7 @@ impl EventKind {
         EventKind::RejectionsSummarized,
         EventKind::RetentionChanged,
         EventKind::AuditCompacted,
+        EventKind::StepUpFailed,
     ];
 
     /// The stored (and `--json`) name.
@@ -262,6 +266,7 @@ impl EventKind {
             EventKind::RejectionsSummarized => "rejections_summarized",
             EventKind::RetentionChanged => "retention_changed",
             EventKind::AuditCompacted => "audit_compacted",
+            EventKind::StepUpFailed => "step_up_failed",
         }
     }
 
@@ -300,7 +305,7 @@ impl fmt::Display for EventKind {
 
 /// An unknown event kind name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown event kind {0:?}; known kinds: grant_issued, grant_denied, consent_approved, consent_denied, request_rejected, request_expired, request_cancelled, key_created, key_imported, key_deleted, rejections_summarized, retention_changed, audit_compacted")]
+#[error("unknown event kind {0:?}; known kinds: grant_issued, grant_denied, consent_approved, consent_denied, request_rejected, request_expired, request_cancelled, key_created, key_imported, key_deleted, rejections_summarized, retention_changed, audit_compacted, step_up_failed")]
 pub struct UnknownKind(pub String);
 
 impl FromStr for EventKind {

@@ -5,7 +5,7 @@
 //! that cannot ask a human must not exist. Deny is the default; a high-risk
 //! or irreversible consent needs the word `approve` typed in full.
 
-use crate::approver::{Approver, PendingView, Verdict};
+use crate::approver::{Approver, Gesture, PendingView, Verdict, Yes};
 use crate::engine::Engine;
 use crate::review::{Review, ReviewKind};
 use std::fs::{File, OpenOptions};
@@ -88,12 +88,24 @@ impl TerminalApprover {
                     if gone.contains(&p.id) {
                         continue;
                     }
-                    let verdict = ask(&mut input, &mut out, &p);
-                    let result = rt.block_on(engine.decide(&p.id, verdict));
-                    let _ = match result {
-                        Ok(o) => writeln!(out, "→ {}\n", describe(&o)),
-                        Err(e) => writeln!(out, "→ not done: {e}\n"),
-                    };
+                    // A failed OS authentication leaves the request pending:
+                    // it is asked again, never silently left behind.
+                    loop {
+                        let verdict = ask(&mut input, &mut out, &p);
+                        match rt.block_on(engine.decide(&p.id, verdict)) {
+                            Ok(o) => {
+                                let _ = writeln!(out, "→ {}\n", describe(&o));
+                            }
+                            Err(crate::engine::DecideError::StepUp(e)) => {
+                                let _ = writeln!(out, "→ not signed: {e}. The request is still waiting; answer again.\n");
+                                continue;
+                            }
+                            Err(e) => {
+                                let _ = writeln!(out, "→ not done: {e}\n");
+                            }
+                        }
+                        break;
+                    }
                 }
             })
     }
@@ -126,7 +138,7 @@ fn ask(input: &mut impl BufRead, out: &mut impl Write, p: &PendingView) -> Verdi
     if a != "y" && a != "yes" {
         return Verdict::Deny(Some("denied at the terminal".into()));
     }
-    if p.review.needs_second_confirmation {
+    let second_confirmation = if p.review.needs_second_confirmation {
         let _ = write!(
             out,
             "This is high risk or cannot be undone. Type \"approve\" to confirm: "
@@ -135,8 +147,18 @@ fn ask(input: &mut impl BufRead, out: &mut impl Write, p: &PendingView) -> Verdi
         if read_answer(input) != "approve" {
             return Verdict::Deny(Some("second confirmation not given".into()));
         }
+        true
+    } else {
+        false
+    };
+    if p.step_up.required {
+        let _ = writeln!(out, "Now authenticate (your system password) to sign it:");
+        let _ = out.flush();
     }
-    Verdict::Approve
+    Verdict::Approve(Yes {
+        gesture: Gesture::Terminal,
+        second_confirmation,
+    })
 }
 
 /// The review as terminal text, in ARCHITECTURE.md's order. All untrusted

@@ -10,7 +10,7 @@
 use nix::unistd::Uid;
 use parley_core::proposal::proposal_hash;
 use parley_core::{PublicKey, SecretKey};
-use parley_custody::approver::{PendingView, ScriptedApprover, Verdict};
+use parley_custody::approver::{Gesture, PendingView, ScriptedApprover, Verdict, Yes};
 use parley_custody::audit::{
     Audit, AuditError, Event, EventKind, NewEvent, Query, Recorded, RetentionPolicy,
     CUT_FIELD_BYTES, CUT_MARK, GENESIS, MAX_FIELD_BYTES, MAX_LIMIT,
@@ -20,6 +20,7 @@ use parley_custody::ipc::peer::PeerPolicy;
 use parley_custody::ipc::socket::{BindOptions, ConnLimits, Listener, SocketPath};
 use parley_custody::keystore::{KdfParams, Keystore, Passphrase};
 use parley_custody::server::{serve, ServerLimits};
+use parley_custody::stepup::StepUpPolicy;
 use rusqlite::Connection;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -34,6 +35,20 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use zeroize::Zeroizing;
 
 const SERVICE: &str = "shop.example";
+/// A click with the second confirmation (no OS authentication: these tests
+/// attack the audit log, not the step-up; `StepUpPolicy::Never`).
+const YES: Yes = Yes {
+    gesture: Gesture::Click,
+    second_confirmation: true,
+};
+
+/// The engine settings of these tests: the defaults, without step-up.
+fn config() -> EngineConfig {
+    EngineConfig {
+        step_up: StepUpPolicy::Never,
+        ..EngineConfig::default()
+    }
+}
 
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -202,7 +217,7 @@ fn text_bytes(e: &Event) -> usize {
 #[test]
 fn a_70_kib_field_is_logged_cut_with_its_size() {
     rt().block_on(async {
-        let d = start(EngineConfig::default(), None).await;
+        let d = start(config(), None).await;
         let p = proposal("p_big", 4200);
         let mut req = consent_req("big-service", &d.principal, &p);
         // 70 KiB: above the writer's old 64 KiB cap, which refused the row.
@@ -234,7 +249,7 @@ fn a_70_kib_field_is_logged_cut_with_its_size() {
 #[test]
 fn a_900_kb_hash_rejection_is_logged() {
     rt().block_on(async {
-        let d = start(EngineConfig::default(), None).await;
+        let d = start(config(), None).await;
         let p = proposal("p_hash", 99_900);
         let mut req = consent_req("big-hash", &d.principal, &p);
         let hash = "A".repeat(900_000);
@@ -292,7 +307,7 @@ fn a_signed_row_is_never_cut_but_refused_whole() {
 fn a_flood_of_rejected_requests_keeps_the_audit_bounded_and_counts_every_request() {
     const FLOOD: usize = 2_000;
     rt().block_on(async {
-        let mut config = EngineConfig::default();
+        let mut config = config();
         // Half of the flood passes the rate limit and is rejected by review,
         // half is refused by the rate limiter: both are rejections.
         config.queue.per_minute = (FLOOD / 2) as u32;
@@ -723,7 +738,7 @@ fn a_full_disk_refuses_to_sign() {
     assert!(ok, "mount -t tmpfs failed");
     let _mounted = Tmpfs(mnt.path().to_path_buf());
     rt().block_on(async {
-        let mut d = start(EngineConfig::default(), Some(mnt.path())).await;
+        let mut d = start(config(), Some(mnt.path())).await;
         // Fill the disk that holds the log.
         let filler = mnt.path().join("filler");
         {
@@ -739,7 +754,11 @@ fn a_full_disk_refuses_to_sign() {
         let pending = c.recv().await;
         assert_eq!(pending["kind"], "PENDING", "{pending}");
         let pv = d.shown.recv().await.unwrap();
-        let err = d.engine.decide(&pv.id, Verdict::Approve).await.unwrap_err();
+        let err = d
+            .engine
+            .decide(&pv.id, Verdict::Approve(YES))
+            .await
+            .unwrap_err();
         assert!(matches!(err, DecideError::Audit(_)), "{err:?}");
         let msg = err.to_string();
         assert!(
@@ -756,6 +775,7 @@ fn a_full_disk_refuses_to_sign() {
                 &json!([{"svc": [SERVICE]}]),
                 None,
                 None,
+                YES,
             )
             .await
             .unwrap_err();
@@ -778,7 +798,10 @@ fn a_full_disk_refuses_to_sign() {
         assert!(nothing.is_err(), "the agent got {:?}", nothing.ok());
         // Room again: the same decision now signs, and the row is written.
         std::fs::remove_file(&filler).unwrap();
-        d.engine.decide(&pv.id, Verdict::Approve).await.unwrap();
+        d.engine
+            .decide(&pv.id, Verdict::Approve(YES))
+            .await
+            .unwrap();
         let reply = c.final_reply("full").await;
         assert_eq!(reply["kind"], "APPROVED", "{reply}");
         d.engine.with_audit(|a| assert!(a.verify().unwrap().ok));
