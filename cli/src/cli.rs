@@ -155,9 +155,14 @@ pub struct AuditArgs {
     /// Write CSV (RFC 4180, formula-safe).
     #[arg(long)]
     pub csv: bool,
-    /// Check the log's hash chain instead of listing events (exit 1 if broken).
+    /// Check the log's hash chain instead of listing events (exit 1 if
+    /// broken): the rows after the last verified one (the checkpoint).
     #[arg(long, conflicts_with_all = ["jsonl", "csv"])]
     pub verify: bool,
+    /// With --verify: re-hash every row from the first, ignoring the
+    /// checkpoint (finds an edit of rows verified earlier).
+    #[arg(long, requires = "verify")]
+    pub full: bool,
     /// Custody's data directory (default: $PARLEY_CUSTODY_DATA, else
     /// $XDG_DATA_HOME/parley-custody, else ~/.local/share/parley-custody).
     #[arg(long, value_name = "DIR")]

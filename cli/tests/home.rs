@@ -605,7 +605,12 @@ fn keys_and_audit_in_a_file_store() {
     assert_eq!(kinds, ["key_deleted", "key_created"], "newest first");
     let o = run(&["audit", "--data-dir", data_s, "--kind", "key_created"]);
     let text = stdout(&o);
-    assert_eq!(text.lines().count(), 1, "{text}");
+    // The retention policy in effect, then the one event.
+    assert_eq!(text.lines().count(), 2, "{text}");
+    assert!(
+        text.starts_with("retention: at most 20 rejected requests per peer and hour"),
+        "{text}"
+    );
     assert!(
         text.contains("key_created") && text.contains(&key),
         "{text}"
@@ -616,6 +621,21 @@ fn keys_and_audit_in_a_file_store() {
     assert_eq!(o.status.code(), Some(0));
     assert!(
         stdout(&o).contains("audit log ok: 2 rows"),
+        "{}",
+        stdout(&o)
+    );
+    // The first verify set the checkpoint: the next starts after it.
+    let o = run(&["audit", "--data-dir", data_s, "--verify"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(
+        stdout(&o).contains("rows 3 and later re-hashed"),
+        "{}",
+        stdout(&o)
+    );
+    let o = run(&["audit", "--data-dir", data_s, "--verify", "--full"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(
+        stdout(&o).contains("audit log ok: 2 rows, hash chain and head intact"),
         "{}",
         stdout(&o)
     );

@@ -10,6 +10,8 @@
 //! - audit append rate (WAL, `synchronous=FULL`, one fsync'd transaction per row);
 //! - a filtered query (agent + kind + since) and `verify` over a 1,000,000-row
 //!   log, built once per run in a temp dir (bulk insert, same hash chain);
+//! - full against incremental (from the checkpoint) verification over a
+//!   100,000-row log (`-- verify` runs only this);
 //! - idle RSS of the real `parley-custodyd` binary, run under `script -qfc`
 //!   so that it has the terminal its approver needs (keyring, one key, after
 //!   one HELLO).
@@ -45,6 +47,13 @@ const AGENTS: i64 = 100;
 
 fn main() {
     // `cargo bench -p parley-custody --bench custody -- m7`: only the M7 figures.
+    // `… -- verify`: only full against incremental verification.
+    if std::env::args().any(|a| a == "verify") {
+        for (k, v) in verify_modes() {
+            println!("| {k} | {v} |");
+        }
+        return;
+    }
     if std::env::args().any(|a| a == "m7") {
         for (k, v) in m7_review() {
             println!("| {k} | {v} |");
@@ -99,6 +108,7 @@ fn main() {
 
     let big = big_log();
     table.extend(big);
+    table.extend(verify_modes());
     table.extend(m7_review());
 
     if keyring {
@@ -314,83 +324,7 @@ fn big_log() -> Vec<(String, String)> {
     let t0 = unix_now() - 200 * 86_400;
     let step = 200 * 86_400 / BIG_LOG;
     let built = Instant::now();
-    {
-        let mut conn = rusqlite::Connection::open(&path).expect("sqlite");
-        conn.pragma_update(None, "synchronous", "OFF")
-            .expect("pragma");
-        let tx = conn.transaction().expect("transaction");
-        let mut head = GENESIS.to_string();
-        {
-            let mut insert = tx
-                .prepare(
-                    "INSERT INTO events (seq, at, kind, peer_uid, peer_pid, peer_exe, agent, \
-                     service, capability, hash, cost_amount, cost_currency, risk, undo, expires, \
-                     token_id, caveats, reason, principal, prev, row_hash) VALUES (?1, ?2, ?3, \
-                     ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, \
-                     ?20, ?21)",
-                )
-                .expect("prepare");
-            for i in 0..BIG_LOG {
-                let ev = sample_event(i, t0 + i * step);
-                let mut e = Event {
-                    seq: i + 1,
-                    at: ev.at,
-                    kind: ev.kind,
-                    peer_uid: ev.peer_uid,
-                    peer_pid: ev.peer_pid,
-                    peer_exe: ev.peer_exe,
-                    agent: ev.agent,
-                    service: ev.service,
-                    capability: ev.capability,
-                    hash: ev.hash,
-                    cost_amount: ev.cost_amount,
-                    cost_currency: ev.cost_currency,
-                    risk: ev.risk,
-                    undo: ev.undo,
-                    expires: ev.expires,
-                    token_id: ev.token_id,
-                    caveats: ev.caveats,
-                    reason: ev.reason,
-                    principal: ev.principal,
-                    prev: head,
-                    row_hash: String::new(),
-                };
-                e.row_hash = e.compute_row_hash().expect("hash");
-                insert
-                    .execute(rusqlite::params![
-                        e.seq,
-                        e.at,
-                        e.kind.as_str(),
-                        e.peer_uid,
-                        e.peer_pid,
-                        e.peer_exe,
-                        e.agent,
-                        e.service,
-                        e.capability,
-                        e.hash,
-                        e.cost_amount,
-                        e.cost_currency,
-                        e.risk,
-                        e.undo,
-                        e.expires,
-                        e.token_id,
-                        e.caveats,
-                        e.reason,
-                        e.principal,
-                        e.prev,
-                        e.row_hash,
-                    ])
-                    .expect("insert");
-                head = e.row_hash;
-            }
-        }
-        tx.execute(
-            "UPDATE chain_head SET count = ?1, last_seq = ?1, head = ?2 WHERE id = 1",
-            rusqlite::params![BIG_LOG, head],
-        )
-        .expect("head");
-        tx.commit().expect("commit");
-    }
+    build_log(&path, BIG_LOG, t0, step);
     let build_s = built.elapsed().as_secs_f64();
     let audit = Audit::open(&path).expect("audit");
     let t = Instant::now();
@@ -437,6 +371,147 @@ fn big_log() -> Vec<(String, String)> {
         (
             format!("query newest (no filter, default limit) → {n_rows} rows"),
             format!("{n_ms:.2} ms (median of 21)"),
+        ),
+    ]
+}
+
+/// Writes `n` chained rows (one every `step` seconds from `t0`) into the
+/// empty log at `path`, in one transaction with synchronous off.
+fn build_log(path: &Path, n: i64, t0: i64, step: i64) {
+    {
+        let mut conn = rusqlite::Connection::open(path).expect("sqlite");
+        conn.pragma_update(None, "synchronous", "OFF")
+            .expect("pragma");
+        let tx = conn.transaction().expect("transaction");
+        let mut head = GENESIS.to_string();
+        {
+            let mut insert = tx
+                .prepare(
+                    "INSERT INTO events (seq, at, kind, peer_uid, peer_pid, peer_exe, agent, \
+                     service, capability, hash, cost_amount, cost_currency, risk, undo, expires, \
+                     token_id, caveats, reason, principal, prev, row_hash) VALUES (?1, ?2, ?3, \
+                     ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, \
+                     ?20, ?21)",
+                )
+                .expect("prepare");
+            for i in 0..n {
+                let ev = sample_event(i, t0 + i * step);
+                let mut e = Event {
+                    seq: i + 1,
+                    at: ev.at,
+                    kind: ev.kind,
+                    peer_uid: ev.peer_uid,
+                    peer_pid: ev.peer_pid,
+                    peer_exe: ev.peer_exe,
+                    agent: ev.agent,
+                    service: ev.service,
+                    capability: ev.capability,
+                    hash: ev.hash,
+                    cost_amount: ev.cost_amount,
+                    cost_currency: ev.cost_currency,
+                    risk: ev.risk,
+                    undo: ev.undo,
+                    expires: ev.expires,
+                    token_id: ev.token_id,
+                    caveats: ev.caveats,
+                    reason: ev.reason,
+                    principal: ev.principal,
+                    prev: head,
+                    row_hash: String::new(),
+                    confirmed_by: None,
+                    cut: None,
+                    count: None,
+                    span_start: None,
+                    span_end: None,
+                    compacted_by: None,
+                };
+                e.row_hash = e.compute_row_hash().expect("hash");
+                insert
+                    .execute(rusqlite::params![
+                        e.seq,
+                        e.at,
+                        e.kind.as_str(),
+                        e.peer_uid,
+                        e.peer_pid,
+                        e.peer_exe,
+                        e.agent,
+                        e.service,
+                        e.capability,
+                        e.hash,
+                        e.cost_amount,
+                        e.cost_currency,
+                        e.risk,
+                        e.undo,
+                        e.expires,
+                        e.token_id,
+                        e.caveats,
+                        e.reason,
+                        e.principal,
+                        e.prev,
+                        e.row_hash,
+                    ])
+                    .expect("insert");
+                head = e.row_hash;
+            }
+        }
+        tx.execute(
+            "UPDATE chain_head SET count = ?1, last_seq = ?1, head = ?2 WHERE id = 1",
+            rusqlite::params![n, head],
+        )
+        .expect("head");
+        tx.commit().expect("commit");
+    }
+}
+
+/// Full against incremental verification over a 100,000-row log: the audit
+/// view verifies from the checkpoint on each time it opens.
+fn verify_modes() -> Vec<(String, String)> {
+    const ROWS: i64 = 100_000;
+    const NEW: i64 = 100;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("audit.sqlite3");
+    drop(Audit::open(&path).expect("audit"));
+    build_log(&path, ROWS, unix_now() - 86_400, 1);
+    let mut audit = Audit::open(&path).expect("audit");
+    let median = |f: &dyn Fn() -> bool| {
+        let mut times = Vec::new();
+        for _ in 0..5 {
+            let t = Instant::now();
+            assert!(f(), "the bench log must verify");
+            times.push(t.elapsed().as_secs_f64() * 1000.0);
+        }
+        times.sort_by(f64::total_cmp);
+        times[times.len() / 2]
+    };
+    let full_ms = median(&|| audit.verify().expect("verify").ok);
+    for i in 0..NEW {
+        audit
+            .append(&sample_event(ROWS + i, unix_now()))
+            .expect("append");
+    }
+    let t = Instant::now();
+    let first = audit.verify_incremental().expect("verify");
+    let after_new_ms = t.elapsed().as_secs_f64() * 1000.0;
+    assert!(first.ok && !first.full && first.checked_from == ROWS + 1);
+    let none_new_ms = median(&|| audit.verify_incremental().expect("verify").ok);
+    vec![
+        (
+            format!("audit verify, full, {ROWS} rows"),
+            format!("{full_ms:.1} ms (median of 5)"),
+        ),
+        (
+            format!("audit verify, incremental, {ROWS} rows + {NEW} new since the checkpoint"),
+            format!(
+                "{after_new_ms:.2} ms ({:.0}× faster than full)",
+                full_ms / after_new_ms.max(0.001)
+            ),
+        ),
+        (
+            format!("audit verify, incremental, {ROWS} rows, none new (reopening the view)"),
+            format!(
+                "{none_new_ms:.2} ms (median of 5; {:.0}× faster than full)",
+                full_ms / none_new_ms.max(0.001)
+            ),
         ),
     ]
 }

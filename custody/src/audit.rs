@@ -15,7 +15,10 @@
 //! peer_exe, agent, service, capability, hash, cost_amount, cost_currency,
 //! risk, undo, expires, token_id, caveats, reason, principal, prev`; absent
 //! values are JSON `null`, integers are JSON integers, text is a JSON string
-//! (so `C` has sorted keys, no whitespace, and the §10 escapes). See
+//! (so `C` has sorted keys, no whitespace, and the §10 escapes). The columns
+//! added in format 2 (`confirmed_by, cut, count, span_start, span_end`) enter
+//! `C` only when they hold a value, so every row written by format 1 keeps
+//! its hash and a migrated log verifies unchanged. See
 //! [`Event::canonical_fields`].
 //!
 //! A one-row table `chain_head(count, last_seq, head)` is updated in the same
@@ -37,8 +40,35 @@
 //!
 //! Text fields are stored exactly as given, hostile Unicode included: the
 //! log is evidence, so it is never "cleaned"; whoever renders it must show
-//! control and bidi characters visibly. Each field is bounded to
-//! [`MAX_FIELD_BYTES`], refused (not truncated) beyond that.
+//! control and bidi characters visibly.
+//!
+//! # Bounds: every event is written, none can fill the disk
+//! A row that records a signature or a key ([`EventKind::is_exact`]) must hold
+//! exactly what was signed: a field over [`MAX_FIELD_BYTES`] is refused and,
+//! since the engine releases a token only after its row is written, nothing
+//! is handed out. Every other row (rejections above all, whose fields an
+//! agent or a service chose) is always written: a text field longer than
+//! [`CUT_FIELD_BYTES`] is cut at a character boundary, ends in a visible
+//! [`CUT_MARK`], and the row's `cut` column records each cut field's original
+//! size in bytes (`{"hash":900000}`), inside the hash chain.
+//!
+//! Rejections are also bounded in number by the [`RetentionPolicy`]: per
+//! peer (uid) and clock hour, the first `rejections_per_hour` are written row
+//! by row and the rest are counted (in the `rejection_tally` table, in the
+//! same transaction as each count) and written as one
+//! [`EventKind::RejectionsSummarized`] row when the hour is over, with the
+//! count, the period and the most common reasons. Nothing is deleted: summary
+//! rows are appended to the chain like any other, so signed events are never
+//! touched and the chain verifies as before. See [`Audit::record`].
+//!
+//! # Incremental verification
+//! [`Audit::verify`] re-hashes every row. [`Audit::verify_incremental`] starts
+//! at the `checkpoint` row (the last row a successful verify saw, stored with
+//! its hash) and re-hashes only the rows after it, after checking that the
+//! checkpoint row still carries the recorded hash. The checkpoint is not a
+//! trust anchor for the rows before it: an edit of an old row is found by a
+//! full verify, which ignores the checkpoint (the app and `parley audit`
+//! offer it).
 
 use parley_core::b64;
 use rusqlite::types::Value;
@@ -50,22 +80,50 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
+mod retention;
+mod space;
+
+pub use retention::{OpenTally, Recorded, RetentionPolicy};
+pub use space::MIN_FREE_BYTES;
+
 /// The `prev` of the first row.
 pub const GENESIS: &str = "parley-custody/audit/v1/genesis";
-/// The largest text field accepted, in bytes (64 KiB).
+/// The largest text field of a signed or key event, in bytes (64 KiB);
+/// larger is refused (see the module docs).
 pub const MAX_FIELD_BYTES: usize = 64 * 1024;
+/// The longest text field of any other event, in bytes (2 KiB), marker
+/// included: longer is cut and its original size recorded.
+pub const CUT_FIELD_BYTES: usize = 2 * 1024;
+/// Ends a field that was cut (the `cut` column says by how much).
+pub const CUT_MARK: &str = "…[cut]";
 /// Rows returned when a query names no limit.
 pub const DEFAULT_LIMIT: u32 = 500;
 /// The largest limit a query may ask for.
 pub const MAX_LIMIT: u32 = 10_000;
 /// The schema version in `PRAGMA user_version`.
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 /// Integers are hashed as canonical JSON, which allows only ±(2^53−1).
 const MAX_SAFE: i64 = parley_core::canonical::MAX_SAFE_INTEGER;
 
 const COLUMNS: &str = "seq, at, kind, peer_uid, peer_pid, peer_exe, agent, service, capability, \
      hash, cost_amount, cost_currency, risk, undo, expires, token_id, caveats, reason, principal, \
-     prev, row_hash";
+     prev, row_hash, confirmed_by, cut, count, span_start, span_end, compacted_by";
+
+/// The columns a new row is written with: all but `compacted_by`.
+const INSERT_COLUMNS: &str = "seq, at, kind, peer_uid, peer_pid, peer_exe, agent, service, \
+     capability, hash, cost_amount, cost_currency, risk, undo, expires, token_id, caveats, reason, \
+     principal, prev, row_hash, confirmed_by, cut, count, span_start, span_end";
+
+/// The columns format 2 added, with their types (the migration adds them to
+/// a format 1 table).
+const ADDED_COLUMNS: [(&str, &str); 6] = [
+    ("confirmed_by", "TEXT"),
+    ("cut", "TEXT"),
+    ("count", "INTEGER"),
+    ("span_start", "INTEGER"),
+    ("span_end", "INTEGER"),
+    ("compacted_by", "INTEGER"),
+];
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS events (
@@ -89,7 +147,13 @@ CREATE TABLE IF NOT EXISTS events (
     reason TEXT,
     principal TEXT,
     prev TEXT NOT NULL,
-    row_hash TEXT NOT NULL
+    row_hash TEXT NOT NULL,
+    confirmed_by TEXT,
+    cut TEXT,
+    count INTEGER,
+    span_start INTEGER,
+    span_end INTEGER,
+    compacted_by INTEGER
 ) STRICT;
 CREATE INDEX IF NOT EXISTS events_at ON events(at);
 CREATE INDEX IF NOT EXISTS events_agent ON events(agent);
@@ -99,6 +163,33 @@ CREATE TABLE IF NOT EXISTS chain_head (
     count INTEGER NOT NULL,
     last_seq INTEGER NOT NULL,
     head TEXT NOT NULL
+) STRICT;
+";
+
+/// Tables of format 2 that are not part of the chain (created after the
+/// migration of `events`).
+const SCHEMA_V2: &str = "
+CREATE INDEX IF NOT EXISTS events_kind_uid_at ON events(kind, peer_uid, at);
+CREATE INDEX IF NOT EXISTS events_compacted_by ON events(compacted_by) WHERE compacted_by IS NOT NULL;
+CREATE TABLE IF NOT EXISTS checkpoint (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    seq INTEGER NOT NULL,
+    row_hash TEXT NOT NULL,
+    at INTEGER NOT NULL
+) STRICT;
+CREATE TABLE IF NOT EXISTS rejection_tally (
+    peer_uid INTEGER NOT NULL,
+    hour INTEGER NOT NULL,
+    logged INTEGER NOT NULL,
+    counted INTEGER NOT NULL,
+    reasons TEXT NOT NULL,
+    first_at INTEGER,
+    last_at INTEGER,
+    PRIMARY KEY (peer_uid, hour)
+) STRICT;
+CREATE TABLE IF NOT EXISTS settings (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
 ) STRICT;
 ";
 
@@ -126,6 +217,15 @@ pub enum EventKind {
     KeyImported,
     /// A principal key was deleted.
     KeyDeleted,
+    /// Rejections of one peer in one hour beyond the retention policy's
+    /// per-hour rows, counted into one row (`count`, `span_start..span_end`).
+    RejectionsSummarized,
+    /// The retention policy in effect changed (the new one is in `reason`).
+    RetentionChanged,
+    /// Old rejected, expired and cancelled rows (and old summaries) were
+    /// compacted: `count` rows, `hash` = the digest of what they were (see
+    /// [`compact`](Audit::compact)).
+    AuditCompacted,
     /// The human approved, but OS authentication did not succeed: nothing
     /// was signed and the request stayed pending.
     StepUpFailed,
@@ -133,7 +233,7 @@ pub enum EventKind {
 
 impl EventKind {
     /// Every kind, in declaration order.
-    pub const ALL: [EventKind; 11] = [
+    pub const ALL: [EventKind; 14] = [
         EventKind::GrantIssued,
         EventKind::GrantDenied,
         EventKind::ConsentApproved,
@@ -144,6 +244,9 @@ impl EventKind {
         EventKind::KeyCreated,
         EventKind::KeyImported,
         EventKind::KeyDeleted,
+        EventKind::RejectionsSummarized,
+        EventKind::RetentionChanged,
+        EventKind::AuditCompacted,
         EventKind::StepUpFailed,
     ];
 
@@ -160,8 +263,37 @@ impl EventKind {
             EventKind::KeyCreated => "key_created",
             EventKind::KeyImported => "key_imported",
             EventKind::KeyDeleted => "key_deleted",
+            EventKind::RejectionsSummarized => "rejections_summarized",
+            EventKind::RetentionChanged => "retention_changed",
+            EventKind::AuditCompacted => "audit_compacted",
             EventKind::StepUpFailed => "step_up_failed",
         }
+    }
+
+    /// Rows that record a signature or a key: stored exactly or not at all
+    /// (never cut, never summarized, never compacted).
+    pub fn is_exact(self) -> bool {
+        matches!(
+            self,
+            EventKind::GrantIssued
+                | EventKind::ConsentApproved
+                | EventKind::KeyCreated
+                | EventKind::KeyImported
+                | EventKind::KeyDeleted
+        )
+    }
+
+    /// Rows the retention policy may compact once they are old: what an
+    /// agent caused without a signature. Never a signed, key, denial,
+    /// policy or compaction row.
+    pub fn is_compactable(self) -> bool {
+        matches!(
+            self,
+            EventKind::RequestRejected
+                | EventKind::RequestExpired
+                | EventKind::RequestCancelled
+                | EventKind::RejectionsSummarized
+        )
     }
 }
 
@@ -173,7 +305,7 @@ impl fmt::Display for EventKind {
 
 /// An unknown event kind name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown event kind {0:?}; known kinds: grant_issued, grant_denied, consent_approved, consent_denied, request_rejected, request_expired, request_cancelled, key_created, key_imported, key_deleted, step_up_failed")]
+#[error("unknown event kind {0:?}; known kinds: grant_issued, grant_denied, consent_approved, consent_denied, request_rejected, request_expired, request_cancelled, key_created, key_imported, key_deleted, rejections_summarized, retention_changed, audit_compacted, step_up_failed")]
 pub struct UnknownKind(pub String);
 
 impl FromStr for EventKind {
@@ -227,6 +359,16 @@ pub struct NewEvent {
     pub reason: Option<String>,
     /// The principal key.
     pub principal: Option<String>,
+    /// How the human confirmed a signed decision, set by the engine (free
+    /// text: `click`, `click+second`, `click+os-auth`, `terminal`,
+    /// `terminal+os-auth`; for a failed step-up, why it failed).
+    pub confirmed_by: Option<String>,
+    /// How many requests this row stands for (summary rows; `None` = one).
+    pub count: Option<i64>,
+    /// Start of the period a summary row covers (unix seconds, inclusive).
+    pub span_start: Option<i64>,
+    /// End of that period (unix seconds, exclusive).
+    pub span_end: Option<i64>,
 }
 
 impl NewEvent {
@@ -251,6 +393,10 @@ impl NewEvent {
             caveats: None,
             reason: None,
             principal: None,
+            confirmed_by: None,
+            count: None,
+            span_start: None,
+            span_end: None,
         }
     }
 }
@@ -301,6 +447,23 @@ pub struct Event {
     pub prev: String,
     /// This row's hash (see the module docs).
     pub row_hash: String,
+    /// How the human confirmed (see [`NewEvent::confirmed_by`]).
+    pub confirmed_by: Option<String>,
+    /// The fields that were cut for length and their original sizes in
+    /// bytes, as canonical JSON (`{"hash":900000}`); `None` when nothing was.
+    pub cut: Option<String>,
+    /// How many requests this row stands for (summary rows); `None` = one.
+    pub count: Option<i64>,
+    /// Start of the period a summary row covers.
+    pub span_start: Option<i64>,
+    /// End of that period (exclusive).
+    pub span_end: Option<i64>,
+    /// Set when the row was compacted: the `seq` of the
+    /// [`EventKind::AuditCompacted`] row that did it. Its text fields are
+    /// gone; `seq, at, kind, peer_uid, count, span_*, prev, row_hash` stay.
+    /// Not part of the row's hash (it is set afterwards); the compaction
+    /// row's digest vouches for it.
+    pub compacted_by: Option<i64>,
 }
 
 impl Event {
@@ -331,6 +494,19 @@ impl Event {
         m.insert("reason".into(), text(&self.reason));
         m.insert("principal".into(), text(&self.principal));
         m.insert("prev".into(), self.prev.clone().into());
+        // Format 2 columns: only when set, so format 1 rows keep their hash.
+        let later: [(&str, serde_json::Value); 5] = [
+            ("confirmed_by", text(&self.confirmed_by)),
+            ("cut", text(&self.cut)),
+            ("count", int(self.count)),
+            ("span_start", int(self.span_start)),
+            ("span_end", int(self.span_end)),
+        ];
+        for (k, v) in later {
+            if !v.is_null() {
+                m.insert(k.into(), v);
+            }
+        }
         parley_core::canonical::canonical(&serde_json::Value::Object(m)).map_err(|e| {
             AuditError::OutOfRange {
                 field: "an integer field",
@@ -387,12 +563,18 @@ impl Event {
         cell(text(&self.principal));
         cell(csv_text(&self.prev));
         cell(csv_text(&self.row_hash));
+        cell(text(&self.confirmed_by));
+        cell(text(&self.cut));
+        cell(int(self.count));
+        cell(int(self.span_start));
+        cell(int(self.span_end));
+        cell(int(self.compacted_by));
         out
     }
 }
 
 /// The CSV header row, in column order.
-pub const CSV_HEADER: &str = "seq,at,kind,peer_uid,peer_pid,peer_exe,agent,service,capability,hash,cost_amount,cost_currency,risk,undo,expires,token_id,caveats,reason,principal,prev,row_hash";
+pub const CSV_HEADER: &str = "seq,at,kind,peer_uid,peer_pid,peer_exe,agent,service,capability,hash,cost_amount,cost_currency,risk,undo,expires,token_id,caveats,reason,principal,prev,row_hash,confirmed_by,cut,count,span_start,span_end,compacted_by";
 
 /// A quoted CSV cell, neutralized against formula injection.
 fn csv_text(s: &str) -> String {
@@ -458,6 +640,14 @@ pub struct VerifyReport {
     pub first_bad_seq: Option<i64>,
     /// What is wrong, for a human.
     pub problem: Option<String>,
+    /// Whether every row was re-hashed (else only those from `checked_from`).
+    pub full: bool,
+    /// The first row this check re-hashed (rows before it were verified
+    /// earlier, up to the checkpoint).
+    pub checked_from: i64,
+    /// The verified end of the chain `(seq, row_hash)`, when `ok`.
+    #[serde(skip)]
+    pub head: Option<(i64, String)>,
 }
 
 /// The connection's durability settings, as SQLite reports them.
@@ -537,6 +727,28 @@ pub enum AuditError {
         /// The last `seq` the head records.
         last_seq: i64,
     },
+    /// The filesystem holding the log has less room than one more row
+    /// needs; checked before anything is signed ([`Audit::ready_to_record`]).
+    #[error("the disk holding the audit log is full ({} free at {}): nothing is signed until there is room", human_bytes(*free), dir.display())]
+    DiskFull {
+        /// The directory of the database file.
+        dir: PathBuf,
+        /// Bytes available to this user.
+        free: u64,
+    },
+    /// The log cannot be written (read-only file or filesystem).
+    #[error(
+        "the audit log {path} is read-only ({why}): nothing is signed until it can be written"
+    )]
+    ReadOnly {
+        /// The database file.
+        path: PathBuf,
+        /// What is read-only.
+        why: &'static str,
+    },
+    /// A retention policy that cannot be stored.
+    #[error("the stored retention policy is not readable ({0}); set it again")]
+    Policy(String),
     /// A stored row that cannot be read back (edited outside this program).
     #[error("audit row {seq} is malformed ({reason}); run verify")]
     Corrupt {
@@ -547,11 +759,33 @@ pub enum AuditError {
     },
 }
 
+/// `3 KiB`, `12 MiB`: sizes for people.
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if n < 1024 {
+        return format!("{n} bytes");
+    }
+    let mut v = n as f64 / 1024.0;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if v < 10.0 {
+        format!("{:.1} {}", v, UNITS[unit])
+    } else {
+        format!("{:.0} {}", v, UNITS[unit])
+    }
+}
+
 /// An open audit log. One writer process at a time is assumed (appends are
 /// also safe across processes: each is one `BEGIN IMMEDIATE` transaction).
 pub struct Audit {
     conn: Connection,
     path: PathBuf,
+    retention: RetentionPolicy,
+    /// The hour of the last compaction attempt (one per hour at most).
+    compacted_hour: Option<i64>,
 }
 
 impl fmt::Debug for Audit {
@@ -596,6 +830,8 @@ impl Audit {
             });
         }
         tx.execute_batch(SCHEMA).map_err(open_err)?;
+        migrate_events(&tx).map_err(open_err)?;
+        tx.execute_batch(SCHEMA_V2).map_err(open_err)?;
         let has_head: bool = tx
             .query_row("SELECT EXISTS(SELECT 1 FROM chain_head)", [], |r| r.get(0))
             .map_err(open_err)?;
@@ -614,9 +850,12 @@ impl Audit {
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(open_err)?;
         tx.commit().map_err(open_err)?;
+        let retention = retention::load(&conn)?.unwrap_or_default();
         Ok(Audit {
             conn,
             path: path.to_path_buf(),
+            retention,
+            compacted_hour: None,
         })
     }
 
@@ -639,100 +878,230 @@ impl Audit {
 
     /// Appends one event, chained to the recorded head, in one `BEGIN
     /// IMMEDIATE` transaction (the head read, the insert and the head update
-    /// commit together or not at all). Oversized or out-of-range fields are
-    /// refused before anything is written.
+    /// commit together or not at all). Fields are bounded first (see the
+    /// module docs): a signed or key event with an oversized field, or any
+    /// event with an out-of-range integer, is refused before anything is
+    /// written; any other event's oversized fields are cut. No retention:
+    /// the engine writes through [`Audit::record`].
     pub fn append(&mut self, ev: &NewEvent) -> Result<Event, AuditError> {
-        check_new_event(ev)?;
+        let (ev, cut) = prepare(ev)?;
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let (last_seq, head): (i64, String) = tx
-            .query_row(
-                "SELECT last_seq, head FROM chain_head WHERE id = 1",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?
-            .ok_or(AuditError::HeadMissing)?;
-        // The last row must be the one the head records. Anything else (rows
-        // deleted from the end, a row forged after the head, the last row
-        // replaced) is tampering: refuse to write on top of it, so the break
-        // stays where verify can name it and the caller learns at once.
-        let tail: Option<(i64, String)> = tx
-            .query_row(
-                "SELECT seq, row_hash FROM events ORDER BY seq DESC LIMIT 1",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?;
-        let consistent = match &tail {
-            None => last_seq == 0,
-            Some((seq, hash)) => *seq == last_seq && *hash == head,
-        };
-        if !consistent {
-            return Err(AuditError::HeadMismatch { last_seq });
-        }
-        let seq = last_seq + 1;
-        let mut event = Event {
-            seq,
-            at: ev.at,
-            kind: ev.kind,
-            peer_uid: ev.peer_uid,
-            peer_pid: ev.peer_pid,
-            peer_exe: ev.peer_exe.clone(),
-            agent: ev.agent.clone(),
-            service: ev.service.clone(),
-            capability: ev.capability.clone(),
-            hash: ev.hash.clone(),
-            cost_amount: ev.cost_amount,
-            cost_currency: ev.cost_currency.clone(),
-            risk: ev.risk.clone(),
-            undo: ev.undo,
-            expires: ev.expires,
-            token_id: ev.token_id.clone(),
-            caveats: ev.caveats.clone(),
-            reason: ev.reason.clone(),
-            principal: ev.principal.clone(),
-            prev: head,
-            row_hash: String::new(),
-        };
-        event.row_hash = event.compute_row_hash()?;
-        let inserted = tx.execute(
-            &format!(
-                "INSERT INTO events ({COLUMNS}) VALUES \
-                 (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)"
-            ),
-            params![
-                event.seq,
-                event.at,
-                event.kind.as_str(),
-                event.peer_uid,
-                event.peer_pid,
-                event.peer_exe,
-                event.agent,
-                event.service,
-                event.capability,
-                event.hash,
-                event.cost_amount,
-                event.cost_currency,
-                event.risk,
-                event.undo,
-                event.expires,
-                event.token_id,
-                event.caveats,
-                event.reason,
-                event.principal,
-                event.prev,
-                event.row_hash,
-            ],
-        );
-        inserted?;
-        tx.execute(
-            "UPDATE chain_head SET count = count + 1, last_seq = ?1, head = ?2 WHERE id = 1",
-            params![seq, event.row_hash],
-        )?;
+        let event = append_in(&tx, &ev, cut)?;
         tx.commit()?;
         Ok(event)
+    }
+
+    /// Writes one event under the [`RetentionPolicy`]: a rejection beyond
+    /// the policy's rows for its peer and hour is counted instead of written
+    /// (the count is committed before this returns, and becomes part of one
+    /// summary row when the hour is over); everything else is appended.
+    /// Hours that are over are summarized first, in the same transaction.
+    pub fn record(&mut self, ev: &NewEvent) -> Result<Recorded, AuditError> {
+        let (ev, cut) = prepare(ev)?;
+        let policy = self.retention;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        retention::close_hours(&tx, ev.at, policy, false)?;
+        let out = if ev.kind == EventKind::RequestRejected {
+            let mut tally = retention::Tally::load(&tx, ev.peer_uid, ev.at)?;
+            if tally.logged < u64::from(policy.rejections_per_hour) {
+                let event = append_in(&tx, &ev, cut)?;
+                tally.logged += 1;
+                tally.store(&tx)?;
+                Recorded::Logged(Box::new(event))
+            } else {
+                tally.count(ev.reason.as_deref(), ev.at);
+                tally.store(&tx)?;
+                Recorded::Counted {
+                    peer_uid: ev.peer_uid,
+                    hour_start: tally.hour * 3600,
+                }
+            }
+        } else {
+            Recorded::Logged(Box::new(append_in(&tx, &ev, cut)?))
+        };
+        tx.commit()?;
+        let hour = ev.at.div_euclid(3600);
+        if policy.compact_after_days.is_some() && self.compacted_hour != Some(hour) {
+            self.compacted_hour = Some(hour);
+            // The event is written; a failed compaction is retried next hour.
+            if let Err(e) = self.compact(ev.at) {
+                tracing::error!("audit compaction failed: {e}");
+            }
+        }
+        Ok(out)
+    }
+
+    /// Writes the summary rows of every hour that is over at `now`; with
+    /// `include_open_hour`, also of the hour still running (at shutdown, or
+    /// to show a complete count), whose row then covers up to `now`.
+    /// Returns the summary rows written.
+    pub fn flush_tallies(
+        &mut self,
+        now: i64,
+        include_open_hour: bool,
+    ) -> Result<Vec<Event>, AuditError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let written = retention::close_hours(&tx, now, self.retention, include_open_hour)?;
+        tx.commit()?;
+        Ok(written)
+    }
+
+    /// The retention policy in effect.
+    pub fn retention(&self) -> RetentionPolicy {
+        self.retention
+    }
+
+    /// Makes `policy` the one in effect and stores it in the log, so every
+    /// reader (`parley audit`, the app) shows the same. A change is itself
+    /// an event ([`EventKind::RetentionChanged`]); setting the policy
+    /// already in effect (or the default on a fresh log) writes nothing.
+    pub fn set_retention(&mut self, policy: RetentionPolicy, at: i64) -> Result<bool, AuditError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let stored = retention::load(&tx)?;
+        let before = stored.unwrap_or_default();
+        if stored.is_some() && before == policy {
+            self.retention = policy;
+            return Ok(false);
+        }
+        retention::store(&tx, policy)?;
+        let changed = before != policy;
+        if changed {
+            let mut ev = NewEvent::new(EventKind::RetentionChanged, at);
+            ev.reason = Some(format!("retention policy now: {policy} (was: {before})"));
+            let (ev, cut) = prepare(&ev)?;
+            append_in(&tx, &ev, cut)?;
+        }
+        tx.commit()?;
+        self.retention = policy;
+        Ok(changed)
+    }
+
+    /// Compacts the rows the policy's `compact_after_days` has made old
+    /// (rejected, expired, cancelled requests and rejection summaries older
+    /// than that; never a signed, key or denial row): one
+    /// [`EventKind::AuditCompacted`] row is appended with how many rows of
+    /// each kind it compacted and, in `hash`, the digest of their `(seq,
+    /// kind, row_hash)`; then their text fields are cleared and their
+    /// `compacted_by` set to that row, all in one transaction. What stays of
+    /// each (`seq, at, kind, peer_uid, count, span_*, prev, row_hash`) keeps
+    /// the chain linked and every request counted. Verification takes a
+    /// compacted row's hash as stored, and checks the compaction row's digest
+    /// against the rows marked as compacted by it, so marking a signed row
+    /// compacted (or unmarking one) breaks the chain like any edit. Returns
+    /// the compaction row, or `None` when there was nothing to compact (or
+    /// the policy compacts nothing). The freed pages are reused by new rows;
+    /// the file does not shrink.
+    pub fn compact(&mut self, now: i64) -> Result<Option<Event>, AuditError> {
+        let Some(days) = self.retention.compact_after_days else {
+            return Ok(None);
+        };
+        let cutoff = now.saturating_sub(i64::from(days) * 86_400);
+        let kinds: Vec<String> = EventKind::ALL
+            .into_iter()
+            .filter(|k| k.is_compactable())
+            .map(|k| format!("'{}'", k.as_str()))
+            .collect();
+        let which = format!(
+            "compacted_by IS NULL AND at < ?1 AND kind IN ({})",
+            kinds.join(", ")
+        );
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut by_kind: std::collections::BTreeMap<String, i64> = Default::default();
+        let mut requests = 0i64;
+        let mut span: Option<(i64, i64)> = None;
+        {
+            let mut stmt = tx.prepare(&format!(
+                "SELECT kind, count, at FROM events WHERE {which} ORDER BY seq"
+            ))?;
+            let mut rows = stmt.query([cutoff])?;
+            while let Some(r) = rows.next()? {
+                let (kind, count, at): (String, Option<i64>, i64) =
+                    (r.get(0)?, r.get(1)?, r.get(2)?);
+                *by_kind.entry(kind).or_insert(0) += 1;
+                requests = requests.saturating_add(count.unwrap_or(1));
+                span = Some(span.map_or((at, at), |(a, b)| (a.min(at), b.max(at))));
+            }
+        }
+        let Some((first, last)) = span else {
+            return Ok(None);
+        };
+        let rows: i64 = by_kind.values().sum();
+        let (last_seq,): (i64,) =
+            tx.query_row("SELECT last_seq FROM chain_head WHERE id = 1", [], |r| {
+                Ok((r.get(0)?,))
+            })?;
+        let by = last_seq + 1;
+        let marked = tx.execute(
+            &format!(
+                "UPDATE events SET compacted_by = ?2, peer_pid = NULL, peer_exe = NULL, agent = NULL, \
+                 service = NULL, capability = NULL, hash = NULL, cost_amount = NULL, \
+                 cost_currency = NULL, risk = NULL, undo = NULL, expires = NULL, token_id = NULL, \
+                 caveats = NULL, reason = NULL, principal = NULL, confirmed_by = NULL, cut = NULL \
+                 WHERE {which}"
+            ),
+            params![cutoff, by],
+        )?;
+        if i64::try_from(marked).ok() != Some(rows) {
+            return Err(AuditError::Policy(format!(
+                "compaction found {rows} rows but marked {marked}; nothing was changed"
+            )));
+        }
+        let (digest, n) = compaction_digest(&tx, by)?;
+        let parts: Vec<String> = by_kind.iter().map(|(k, n)| format!("{n} {k}")).collect();
+        let mut ev = NewEvent::new(EventKind::AuditCompacted, now);
+        ev.count = Some(n);
+        ev.span_start = Some(first);
+        ev.span_end = Some(last + 1);
+        ev.hash = Some(digest);
+        ev.reason = Some(format!(
+            "compacted {n} rows older than {days} days, standing for {requests} requests ({}), between {} and {}: their details are gone, their place in the chain and their count stay",
+            parts.join(", "),
+            parley_core::lens::time(first),
+            parley_core::lens::time(last + 1),
+        ));
+        let (ev, cut) = prepare(&ev)?;
+        let event = append_in(&tx, &ev, cut)?;
+        debug_assert_eq!(event.seq, by);
+        tx.commit()?;
+        Ok(Some(event))
+    }
+
+    /// Rejections counted this hour (or earlier) that no summary row holds
+    /// yet, per peer and hour.
+    pub fn open_tallies(&self) -> Result<Vec<OpenTally>, AuditError> {
+        retention::open_tallies(&self.conn)
+    }
+
+    /// Every rejected request the log accounts for, of one peer or of all:
+    /// rejection rows, plus the counts of summary rows, plus the counts not
+    /// yet summarized. A flood is bounded in rows but never in this number.
+    pub fn rejections_accounted(&self, peer_uid: Option<u32>) -> Result<u64, AuditError> {
+        retention::accounted(&self.conn, peer_uid)
+    }
+
+    /// Whether one more row can be written: the filesystem holding the log
+    /// has at least [`MIN_FREE_BYTES`] available and neither the file nor
+    /// the filesystem is read-only. The engine calls this right before it
+    /// signs, so a full disk refuses the decision instead of producing a
+    /// signature no row records.
+    pub fn ready_to_record(&self) -> Result<(), AuditError> {
+        if self.conn.is_readonly(rusqlite::DatabaseName::Main)? {
+            return Err(AuditError::ReadOnly {
+                path: self.path.clone(),
+                why: "SQLite opened it read-only",
+            });
+        }
+        space::check(&self.path)
     }
 
     /// Events matching `q`, newest first. Parameterized SQL only.
@@ -794,36 +1163,111 @@ impl Audit {
         Ok(out)
     }
 
-    /// Recomputes the chain from row 1 and checks it against the recorded
-    /// head. Reports the first problem: an edited row (its hash no longer
-    /// matches), a missing row (a gap in `seq`), a row that does not link to
-    /// its predecessor (one of the two was replaced), rows deleted from the
-    /// end or added after the head.
+    /// Recomputes the whole chain from row 1 and checks it against the
+    /// recorded head. Reports the first problem: an edited row (its hash no
+    /// longer matches), a missing row (a gap in `seq`), a row that does not
+    /// link to its predecessor (one of the two was replaced), rows deleted
+    /// from the end or added after the head. On success the last row becomes
+    /// the checkpoint of [`Audit::verify_incremental`].
     pub fn verify(&self) -> Result<VerifyReport, AuditError> {
-        let rows: i64 = self
+        let report = self.walk(None)?;
+        self.store_checkpoint(&report);
+        Ok(report)
+    }
+
+    /// Like [`Audit::verify`], but re-hashes only the rows after the
+    /// checkpoint (the last row a successful verify saw), once it has
+    /// checked that the checkpoint row still carries the recorded hash.
+    /// What it cannot see: a row before the checkpoint edited together with
+    /// its stored hash and its successors' links. [`Audit::verify`] (full)
+    /// finds that. With no checkpoint yet this is a full verify.
+    pub fn verify_incremental(&self) -> Result<VerifyReport, AuditError> {
+        let checkpoint: Option<(i64, String)> = self
             .conn
-            .query_row("SELECT COUNT(*) FROM events", [], |r| r.get(0))?;
+            .query_row(
+                "SELECT seq, row_hash FROM checkpoint WHERE id = 1",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        let report = self.walk(checkpoint)?;
+        self.store_checkpoint(&report);
+        Ok(report)
+    }
+
+    /// The row the next incremental verify starts after, if any.
+    pub fn checkpoint(&self) -> Result<Option<i64>, AuditError> {
+        Ok(self
+            .conn
+            .query_row("SELECT seq FROM checkpoint WHERE id = 1", [], |r| r.get(0))
+            .optional()?)
+    }
+
+    /// Moves the checkpoint to the end of a chain that verified. A failure
+    /// (a read-only copy of the log) only means the next verify starts
+    /// earlier.
+    fn store_checkpoint(&self, report: &VerifyReport) {
+        let (true, Some((seq, hash))) = (report.ok, report.head.clone()) else {
+            return;
+        };
+        let stored = self.conn.execute(
+            "INSERT INTO checkpoint (id, seq, row_hash, at) VALUES (1, ?1, ?2, unixepoch()) \
+             ON CONFLICT(id) DO UPDATE SET seq = excluded.seq, row_hash = excluded.row_hash, at = excluded.at",
+            params![seq, hash],
+        );
+        if let Err(e) = stored {
+            tracing::debug!("the audit checkpoint was not moved: {e}");
+        }
+    }
+
+    /// Verifies from `from` (a checkpoint `(seq, row_hash)`; `None` = row
+    /// 1), in one read transaction so a concurrent append cannot look like
+    /// tampering.
+    fn walk(&self, from: Option<(i64, String)>) -> Result<VerifyReport, AuditError> {
+        let tx = self.conn.unchecked_transaction()?;
+        let rows: i64 = tx.query_row("SELECT COUNT(*) FROM events", [], |r| r.get(0))?;
         let rows = u64::try_from(rows).unwrap_or(0);
+        let full = from.is_none();
+        let (start_seq, start_prev) = from.clone().unwrap_or((0, GENESIS.to_owned()));
         let bad = |seq: Option<i64>, problem: String| VerifyReport {
             rows,
             ok: false,
             first_bad_seq: seq,
             problem: Some(problem),
+            full,
+            checked_from: start_seq + 1,
+            head: None,
         };
-        let head: Option<(i64, i64, String)> = self
-            .conn
+        if let Some((seq, hash)) = &from {
+            let stored: Option<String> = tx
+                .query_row("SELECT row_hash FROM events WHERE seq = ?1", [seq], |r| {
+                    r.get(0)
+                })
+                .optional()?;
+            if stored.as_ref() != Some(hash) {
+                return Ok(bad(
+                    Some(*seq),
+                    format!(
+                        "row {seq}, the last verified row (checkpoint), was changed or deleted since it was verified; run a full verify"
+                    ),
+                ));
+            }
+        }
+        let head: Option<(i64, i64, String)> = tx
             .query_row(
                 "SELECT count, last_seq, head FROM chain_head WHERE id = 1",
                 [],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )
             .optional()?;
-        let mut stmt = self
-            .conn
-            .prepare(&format!("SELECT {COLUMNS} FROM events ORDER BY seq ASC"))?;
-        let mut cursor = stmt.query([])?;
-        let mut expected_seq: i64 = 1;
-        let mut expected_prev = GENESIS.to_owned();
+        let mut stmt = tx.prepare(&format!(
+            "SELECT {COLUMNS} FROM events WHERE seq > ?1 ORDER BY seq ASC"
+        ))?;
+        let mut cursor = stmt.query([start_seq])?;
+        let mut expected_seq: i64 = start_seq + 1;
+        let mut expected_prev = start_prev;
+        // Compaction rows named by compacted rows, not reached yet.
+        let mut vouched = std::collections::BTreeSet::new();
         while let Some(row) = cursor.next()? {
             let seq: i64 = row.get(0)?;
             if seq != expected_seq {
@@ -849,17 +1293,49 @@ impl Audit {
                 };
                 return Ok(bad(Some(seq), problem));
             }
-            match event.compute_row_hash() {
-                Ok(h) if h == event.row_hash => {}
-                _ => {
+            if let Some(by) = event.compacted_by {
+                // A compacted row: its contents are gone, so its hash is
+                // taken as stored; the compaction row `by` (later in the
+                // chain, itself hashed) vouches for it with its digest.
+                if by <= seq || !event.kind.is_compactable() {
                     return Ok(bad(
                         Some(seq),
-                        format!("row {seq} was edited: its contents do not match its hash"),
-                    ))
+                        format!(
+                            "row {seq} ({}) is marked compacted by row {by}, which it cannot be",
+                            event.kind
+                        ),
+                    ));
                 }
+                vouched.insert(by);
+            } else {
+                match event.compute_row_hash() {
+                    Ok(h) if h == event.row_hash => {}
+                    _ => {
+                        return Ok(bad(
+                            Some(seq),
+                            format!("row {seq} was edited: its contents do not match its hash"),
+                        ))
+                    }
+                }
+            }
+            if event.kind == EventKind::AuditCompacted {
+                let (digest, n) = compaction_digest(&tx, seq)?;
+                if event.hash.as_deref() != Some(digest.as_str()) || event.count != Some(n) {
+                    return Ok(bad(
+                        Some(seq),
+                        format!("row {seq} (a compaction) does not match the rows marked as compacted by it: a row was compacted behind its back, or restored"),
+                    ));
+                }
+                vouched.remove(&seq);
             }
             expected_prev = event.row_hash;
             expected_seq += 1;
+        }
+        if let Some(by) = vouched.first() {
+            return Ok(bad(
+                Some(*by),
+                format!("rows are marked compacted by row {by}, which is no compaction row"),
+            ));
         }
         let last_seq = expected_seq - 1;
         let Some((count, head_seq, head_hash)) = head else {
@@ -897,41 +1373,248 @@ impl Audit {
             ok: true,
             first_bad_seq: None,
             problem: None,
+            full,
+            checked_from: start_seq + 1,
+            head: (last_seq > 0).then_some((last_seq, expected_prev)),
         })
     }
 }
 
-/// Field bounds, checked before the transaction starts.
-fn check_new_event(ev: &NewEvent) -> Result<(), AuditError> {
-    let texts: [(&'static str, &Option<String>); 11] = [
-        ("peer_exe", &ev.peer_exe),
-        ("agent", &ev.agent),
-        ("service", &ev.service),
-        ("capability", &ev.capability),
-        ("hash", &ev.hash),
-        ("cost_currency", &ev.cost_currency),
-        ("risk", &ev.risk),
-        ("token_id", &ev.token_id),
-        ("caveats", &ev.caveats),
-        ("reason", &ev.reason),
-        ("principal", &ev.principal),
+/// The digest a compaction row carries, over the rows marked as compacted
+/// by it and everything they keep: b64url(SHA-256 of the canonical JSON
+/// array of `[seq, at, kind, peer_uid, count, span_start, span_end,
+/// row_hash]` per row, in `seq` order), and their number. So a kept field
+/// changed afterwards (a lowered count) breaks the compaction row too.
+fn compaction_digest(conn: &Connection, by: i64) -> Result<(String, i64), AuditError> {
+    let mut stmt = conn.prepare(
+        "SELECT seq, at, kind, peer_uid, count, span_start, span_end, row_hash \
+         FROM events WHERE compacted_by = ?1 ORDER BY seq ASC",
+    )?;
+    let mut rows = stmt.query([by])?;
+    let mut kept = Vec::new();
+    while let Some(r) = rows.next()? {
+        let int = |i: usize| -> Result<serde_json::Value, rusqlite::Error> {
+            Ok(r.get::<_, Option<i64>>(i)?
+                .map_or(serde_json::Value::Null, Into::into))
+        };
+        kept.push(serde_json::Value::Array(vec![
+            int(0)?,
+            int(1)?,
+            r.get::<_, String>(2)?.into(),
+            int(3)?,
+            int(4)?,
+            int(5)?,
+            int(6)?,
+            r.get::<_, String>(7)?.into(),
+        ]));
+    }
+    let n = kept.len() as i64;
+    let text = parley_core::canonical::canonical(&serde_json::Value::Array(kept)).map_err(|e| {
+        AuditError::OutOfRange {
+            field: "a compacted row",
+            detail: e.to_string(),
+        }
+    })?;
+    Ok((b64::encode(Sha256::digest(text.as_bytes())), n))
+}
+
+/// Adds the format 2 columns to a format 1 `events` table (existing rows
+/// get `NULL`, which leaves their hashes as they were).
+fn migrate_events(tx: &rusqlite::Transaction<'_>) -> Result<(), rusqlite::Error> {
+    let mut have = Vec::new();
+    {
+        let mut stmt = tx.prepare("SELECT name FROM pragma_table_info('events')")?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            have.push(r.get::<_, String>(0)?);
+        }
+    }
+    for (name, ty) in ADDED_COLUMNS {
+        if !have.iter().any(|h| h == name) {
+            tx.execute_batch(&format!("ALTER TABLE events ADD COLUMN {name} {ty}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Applies the field bounds of the module docs: refuses out-of-range
+/// integers and oversized fields of exact kinds, cuts the oversized fields of
+/// every other kind. Returns the event to store and its `cut` record.
+fn prepare(ev: &NewEvent) -> Result<(NewEvent, Option<String>), AuditError> {
+    check_ints(ev)?;
+    let mut ev = ev.clone();
+    let exact = ev.kind.is_exact();
+    let mut cut = serde_json::Map::new();
+    let texts: [(&'static str, &mut Option<String>); 12] = [
+        ("peer_exe", &mut ev.peer_exe),
+        ("agent", &mut ev.agent),
+        ("service", &mut ev.service),
+        ("capability", &mut ev.capability),
+        ("hash", &mut ev.hash),
+        ("cost_currency", &mut ev.cost_currency),
+        ("risk", &mut ev.risk),
+        ("token_id", &mut ev.token_id),
+        ("caveats", &mut ev.caveats),
+        ("reason", &mut ev.reason),
+        ("principal", &mut ev.principal),
+        ("confirmed_by", &mut ev.confirmed_by),
     ];
     for (field, value) in texts {
-        if let Some(v) = value {
+        let Some(v) = value else { continue };
+        if exact {
             if v.len() > MAX_FIELD_BYTES {
                 return Err(AuditError::FieldTooLong {
                     field,
                     len: v.len(),
                 });
             }
+        } else if v.len() > CUT_FIELD_BYTES {
+            cut.insert(field.into(), v.len().into());
+            *v = cut_text(v);
         }
     }
-    let ints: [(&'static str, Option<i64>); 5] = [
+    let cut = if cut.is_empty() {
+        None
+    } else {
+        Some(
+            parley_core::canonical::canonical(&serde_json::Value::Object(cut)).map_err(|e| {
+                AuditError::OutOfRange {
+                    field: "cut",
+                    detail: e.to_string(),
+                }
+            })?,
+        )
+    };
+    Ok((ev, cut))
+}
+
+/// The first bytes of `v` (at a character boundary) and [`CUT_MARK`], at
+/// most [`CUT_FIELD_BYTES`] in all.
+fn cut_text(v: &str) -> String {
+    let mut end = CUT_FIELD_BYTES - CUT_MARK.len();
+    while !v.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{CUT_MARK}", &v[..end])
+}
+
+/// Appends inside `tx` (the caller commits): checks the tail against the
+/// head, chains, inserts and moves the head.
+fn append_in(
+    tx: &rusqlite::Transaction<'_>,
+    ev: &NewEvent,
+    cut: Option<String>,
+) -> Result<Event, AuditError> {
+    let (last_seq, head): (i64, String) = tx
+        .query_row(
+            "SELECT last_seq, head FROM chain_head WHERE id = 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?
+        .ok_or(AuditError::HeadMissing)?;
+    // The last row must be the one the head records. Anything else (rows
+    // deleted from the end, a row forged after the head, the last row
+    // replaced) is tampering: refuse to write on top of it, so the break
+    // stays where verify can name it and the caller learns at once.
+    let tail: Option<(i64, String)> = tx
+        .query_row(
+            "SELECT seq, row_hash FROM events ORDER BY seq DESC LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    let consistent = match &tail {
+        None => last_seq == 0,
+        Some((seq, hash)) => *seq == last_seq && *hash == head,
+    };
+    if !consistent {
+        return Err(AuditError::HeadMismatch { last_seq });
+    }
+    let seq = last_seq + 1;
+    let mut event = Event {
+        seq,
+        at: ev.at,
+        kind: ev.kind,
+        peer_uid: ev.peer_uid,
+        peer_pid: ev.peer_pid,
+        peer_exe: ev.peer_exe.clone(),
+        agent: ev.agent.clone(),
+        service: ev.service.clone(),
+        capability: ev.capability.clone(),
+        hash: ev.hash.clone(),
+        cost_amount: ev.cost_amount,
+        cost_currency: ev.cost_currency.clone(),
+        risk: ev.risk.clone(),
+        undo: ev.undo,
+        expires: ev.expires,
+        token_id: ev.token_id.clone(),
+        caveats: ev.caveats.clone(),
+        reason: ev.reason.clone(),
+        principal: ev.principal.clone(),
+        prev: head,
+        row_hash: String::new(),
+        confirmed_by: ev.confirmed_by.clone(),
+        cut,
+        count: ev.count,
+        span_start: ev.span_start,
+        span_end: ev.span_end,
+        compacted_by: None,
+    };
+    event.row_hash = event.compute_row_hash()?;
+    tx.execute(
+        &format!(
+            "INSERT INTO events ({INSERT_COLUMNS}) VALUES \
+             (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, \
+              ?22, ?23, ?24, ?25, ?26)"
+        ),
+        params![
+            event.seq,
+            event.at,
+            event.kind.as_str(),
+            event.peer_uid,
+            event.peer_pid,
+            event.peer_exe,
+            event.agent,
+            event.service,
+            event.capability,
+            event.hash,
+            event.cost_amount,
+            event.cost_currency,
+            event.risk,
+            event.undo,
+            event.expires,
+            event.token_id,
+            event.caveats,
+            event.reason,
+            event.principal,
+            event.prev,
+            event.row_hash,
+            event.confirmed_by,
+            event.cut,
+            event.count,
+            event.span_start,
+            event.span_end,
+        ],
+    )?;
+    tx.execute(
+        "UPDATE chain_head SET count = count + 1, last_seq = ?1, head = ?2 WHERE id = 1",
+        params![seq, event.row_hash],
+    )?;
+    Ok(event)
+}
+
+/// Integer bounds (canonical JSON hashes only ±(2^53−1)).
+fn check_ints(ev: &NewEvent) -> Result<(), AuditError> {
+    let ints: [(&'static str, Option<i64>); 8] = [
         ("at", Some(ev.at)),
         ("peer_pid", ev.peer_pid),
         ("cost_amount", ev.cost_amount),
         ("undo", ev.undo),
         ("expires", ev.expires),
+        ("count", ev.count),
+        ("span_start", ev.span_start),
+        ("span_end", ev.span_end),
     ];
     for (field, value) in ints {
         if let Some(v) = value {
@@ -983,6 +1666,12 @@ fn read_event(row: &rusqlite::Row<'_>) -> Result<Event, AuditError> {
         principal: row.get(18).map_err(corrupt)?,
         prev: row.get(19).map_err(corrupt)?,
         row_hash: row.get(20).map_err(corrupt)?,
+        confirmed_by: row.get(21).map_err(corrupt)?,
+        cut: row.get(22).map_err(corrupt)?,
+        count: row.get(23).map_err(corrupt)?,
+        span_start: row.get(24).map_err(corrupt)?,
+        span_end: row.get(25).map_err(corrupt)?,
+        compacted_by: row.get(26).map_err(corrupt)?,
     })
 }
 
@@ -1069,6 +1758,12 @@ mod tests {
             principal: None,
             prev: GENESIS.into(),
             row_hash: String::new(),
+            confirmed_by: None,
+            cut: None,
+            count: None,
+            span_start: None,
+            span_end: None,
+            compacted_by: None,
         };
         assert_eq!(
             e.canonical_fields().unwrap(),
@@ -1083,5 +1778,64 @@ mod tests {
         h.update(GENESIS.as_bytes());
         h.update(e.canonical_fields().unwrap().as_bytes());
         assert_eq!(e.compute_row_hash().unwrap(), b64::encode(h.finalize()));
+    }
+
+    #[test]
+    fn format_2_columns_enter_the_hash_only_when_set() {
+        let mut e = Event {
+            seq: 1,
+            at: 10,
+            kind: EventKind::GrantIssued,
+            peer_uid: None,
+            peer_pid: None,
+            peer_exe: None,
+            agent: None,
+            service: None,
+            capability: None,
+            hash: None,
+            cost_amount: None,
+            cost_currency: None,
+            risk: None,
+            undo: None,
+            expires: None,
+            token_id: None,
+            caveats: None,
+            reason: None,
+            principal: None,
+            prev: GENESIS.into(),
+            row_hash: String::new(),
+            confirmed_by: None,
+            cut: None,
+            count: None,
+            span_start: None,
+            span_end: None,
+            compacted_by: Some(9),
+        };
+        let v1 = e.canonical_fields().unwrap();
+        assert!(!v1.contains("confirmed_by") && !v1.contains("compacted_by"));
+        e.confirmed_by = Some("click".into());
+        e.count = Some(3);
+        let v2 = e.canonical_fields().unwrap();
+        assert!(v2.contains("\"confirmed_by\":\"click\"") && v2.contains("\"count\":3"));
+        assert_ne!(v1, v2);
+    }
+
+    #[test]
+    fn cuts_end_on_a_character_boundary_with_the_mark() {
+        let long = "é".repeat(CUT_FIELD_BYTES);
+        let c = cut_text(&long);
+        assert!(c.len() <= CUT_FIELD_BYTES && c.ends_with(CUT_MARK));
+        let (ev, cut) = prepare(&NewEvent {
+            hash: Some(long.clone()),
+            ..NewEvent::new(EventKind::RequestRejected, 1)
+        })
+        .unwrap();
+        assert_eq!(ev.hash.as_deref(), Some(c.as_str()));
+        assert_eq!(
+            cut.as_deref(),
+            Some(format!("{{\"hash\":{}}}", long.len()).as_str())
+        );
+        assert_eq!(human_bytes(3 * 1024), "3.0 KiB");
+        assert_eq!(human_bytes(12), "12 bytes");
     }
 }

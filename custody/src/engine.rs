@@ -13,7 +13,7 @@
 
 use crate::approval::Approval;
 use crate::approver::{Approver, PendingView, Verdict, Yes};
-use crate::audit::{Audit, EventKind, NewEvent, Query};
+use crate::audit::{Audit, EventKind, NewEvent, Query, RetentionPolicy};
 use crate::ipc::peer::PeerInfo;
 use crate::keystore::Keystore;
 use crate::protocol::{ErrorCode, Op, Principal, Reply, Request, RequestState, VERSION};
@@ -38,6 +38,9 @@ pub struct EngineConfig {
     pub review: ReviewLimits,
     /// Queue limits (pending bounds, rate, wait).
     pub queue: QueueLimits,
+    /// What the audit log keeps of rejected requests (stored in the log, so
+    /// `parley audit` and the app show the one in effect).
+    pub retention: RetentionPolicy,
     /// Which approvals need OS authentication (default: every consent and
     /// every grant that allows COMMIT or UNDO).
     pub step_up: StepUpPolicy,
@@ -53,6 +56,7 @@ impl Default for EngineConfig {
             queue: QueueLimits::default(),
             step_up: StepUpPolicy::default(),
             polkit: Polkit::desktop(),
+            retention: RetentionPolicy::default(),
         }
     }
 }
@@ -206,6 +210,10 @@ impl Engine {
         approver: Arc<dyn Approver>,
         config: EngineConfig,
     ) -> Engine {
+        let mut audit = audit;
+        if let Err(e) = audit.set_retention(config.retention, unix_now()) {
+            tracing::error!("the audit retention policy could not be stored: {e}");
+        }
         Engine {
             inner: Arc::new(Inner {
                 keystore,
@@ -294,10 +302,13 @@ impl Engine {
     /// (milliseconds): on a multi-threaded runtime the worker hands its other
     /// tasks away first, so a flood of logged rejections cannot stall the
     /// answers to well-behaved clients.
+    ///
+    /// Rejections go through the retention policy ([`Audit::record`]):
+    /// beyond its rows per peer and hour they are counted, not written.
     fn log(&self, ev: NewEvent) -> Result<(), String> {
         let append = || {
             lock(&self.inner.audit)
-                .append(&ev)
+                .record(&ev)
                 .map(|_| ())
                 .map_err(|e| e.to_string())
         };
@@ -394,6 +405,8 @@ impl Engine {
             .admit(peer.uid, Instant::now())
         {
             tracing::warn!(uid = peer.uid, "request refused: {refused}");
+            // Refused before review, still a request the log accounts for.
+            let _ = self.log(refused_event(peer, &refused));
             return refusal(refused);
         }
         let me = self.clone();
@@ -451,6 +464,7 @@ impl Engine {
         let id = match offered {
             Err(refused) => {
                 tracing::warn!(uid = peer.uid, "request refused: {refused}");
+                let _ = self.log(refused_event(peer, &refused));
                 return refusal(refused);
             }
             Ok(Offer::Done(outcome)) => return outcome_reply(outcome),
@@ -561,9 +575,9 @@ impl Engine {
                 reason,
                 ..
             } => {
-                ev.caveats = serde_json::to_string(caveats)
-                    .ok()
-                    .map(|s| s.chars().take(4096).collect());
+                // Stored whole: the audit writer cuts what is too long and
+                // records its original size.
+                ev.caveats = serde_json::to_string(caveats).ok();
                 review::review_grant(agent, caveats, reason.as_deref(), None, &ctx)
                     .map(|g| Reviewed::Grant(Box::new(g)))
             }
@@ -572,21 +586,43 @@ impl Engine {
         match result {
             Ok(r) => Ok((r, agent_text)),
             Err(rej) => {
-                ev.agent = Some(agent_text.chars().take(256).collect());
+                // Whole: the audit writer cuts oversized fields (a visible
+                // mark, the original size in the row's `cut`), so a hostile
+                // 900 KB field can neither stop the row nor fill the disk.
+                ev.agent = Some(agent_text);
                 ev.reason = Some(format!("{}: {}", rej.code, rej.message));
                 if let Op::Consent { consent, .. } = &op {
                     ev.hash = consent
                         .get("hash")
                         .and_then(Value::as_str)
-                        .map(|h| h.chars().take(256).collect());
+                        .map(str::to_owned);
                     ev.capability = consent
                         .get("capability")
                         .and_then(Value::as_str)
-                        .map(|h| h.chars().take(256).collect());
+                        .map(str::to_owned);
                 }
                 Err(Box::new((rej, ev)))
             }
         }
+    }
+
+    /// Whether the audit log can record one more row (disk space, not
+    /// read-only); checked right before every signature.
+    fn ready_to_record(&self) -> Result<(), String> {
+        let r = lock(&self.inner.audit)
+            .ready_to_record()
+            .map_err(|e| e.to_string());
+        if let Err(e) = &r {
+            tracing::error!("refusing to sign: {e}");
+        }
+        r
+    }
+
+    /// Sets the audit retention policy in effect (the app's settings).
+    pub fn set_retention(&self, policy: RetentionPolicy) -> Result<bool, String> {
+        lock(&self.inner.audit)
+            .set_retention(policy, unix_now())
+            .map_err(|e| e.to_string())
     }
 
     fn agent_known(&self, agent: &str) -> bool {
@@ -775,6 +811,8 @@ impl Engine {
             .map_err(IssueError::StepUp)?;
         let subject = Approval::subject_of_grant(&reviewed.agent().to_string(), reviewed.caveats());
         let approval = Approval::confirmed(yes, os, subject);
+        // Nothing is signed that the log has no room to record.
+        self.ready_to_record().map_err(IssueError::Audit)?;
         let me = self.clone();
         let g = reviewed.clone();
         let now = unix_now();
@@ -878,6 +916,8 @@ impl Engine {
                     self.close_expired_after_decision(id);
                     return Err(DecideError::NotPending);
                 }
+                // Nothing is signed that the log has no room to record.
+                self.ready_to_record().map_err(DecideError::Audit)?;
                 let me = self.clone();
                 let cc = c.clone();
                 let a = approval.clone();
@@ -897,6 +937,8 @@ impl Engine {
                 ))
             }
             Reviewed::Grant(g) => {
+                // Nothing is signed that the log has no room to record.
+                self.ready_to_record().map_err(DecideError::Audit)?;
                 let me = self.clone();
                 let gg = g.clone();
                 let a = approval.clone();
@@ -1004,6 +1046,21 @@ fn event(kind: EventKind, item: &Item) -> NewEvent {
             });
         }
     }
+    ev
+}
+
+/// The audit row of a request refused before review (rate limit, full
+/// queue): a rejection like any other, under the retention policy.
+fn refused_event(peer: &PeerInfo, refused: &Refused) -> NewEvent {
+    let mut ev = NewEvent::new(EventKind::RequestRejected, unix_now());
+    ev.peer_uid = Some(peer.uid);
+    ev.peer_pid = peer.pid.map(i64::from);
+    ev.peer_exe = peer.exe.as_ref().map(|e| e.to_string_lossy().into_owned());
+    let code = match refused {
+        Refused::RateLimited => "rate_limited",
+        Refused::Busy => "busy",
+    };
+    ev.reason = Some(format!("{code}: {refused}"));
     ev
 }
 

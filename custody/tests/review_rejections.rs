@@ -61,6 +61,8 @@ async fn start() -> Custody {
     config.review.max_consent_horizon = HORIZON;
     // Every case must reach re-verification, not the rate limiter.
     config.queue.per_minute = 10_000;
+    // Every case's row is checked, so none may be summarized.
+    config.retention.rejections_per_hour = 10_000;
     let engine = Engine::new(ks, audit, approver.clone(), config);
     let socket = scratch().join("custody.sock");
     let listener = Listener::bind(BindOptions {

@@ -117,6 +117,16 @@ pub struct EventView {
     pub reason: Option<String>,
     /// The principal key.
     pub principal: Option<String>,
+    /// How the human confirmed a signed decision (`click`, `click+os-auth`,
+    /// `terminal`, …), or why a step-up failed.
+    pub confirmed_by: Option<String>,
+    /// Fields cut for length and their original sizes in bytes (JSON text,
+    /// e.g. `{"hash":900000}`): the stored text ends in a cut mark.
+    pub cut: Option<String>,
+    /// How many requests a summary row stands for.
+    pub count: Option<i64>,
+    /// The period a summary row covers (unix seconds, end exclusive).
+    pub span: Option<(i64, i64)>,
 }
 
 impl EventView {
@@ -177,6 +187,10 @@ impl EventView {
             preview,
             reason: s(&e.reason),
             principal: s(&e.principal),
+            confirmed_by: s(&e.confirmed_by),
+            cut: s(&e.cut),
+            count: e.count,
+            span: e.span_start.zip(e.span_end),
         }
     }
 }
@@ -210,6 +224,12 @@ mod tests {
             principal: None,
             prev: String::new(),
             row_hash: String::new(),
+            confirmed_by: Some("click+os-auth".into()),
+            cut: None,
+            count: None,
+            span_start: None,
+            span_end: None,
+            compacted_by: None,
         }
     }
 

@@ -4,8 +4,11 @@
 //! user) cannot, by design.
 //!
 //! Output: text (one line per event, newest first), `--json` (an array),
-//! `--jsonl`, `--csv` (formula-safe). `--verify` checks the hash chain
-//! instead (exit 1 if it is broken).
+//! `--jsonl`, `--csv` (formula-safe). The text listing starts with the
+//! retention policy in effect and ends with the rejections counted but not
+//! yet summarized. `--verify` checks the hash chain from the last verified
+//! row (the checkpoint) instead, `--verify --full` from row 1 (exit 1 if it
+//! is broken).
 
 use super::grant::{parse_when, Relative};
 use super::Report;
@@ -13,7 +16,9 @@ use crate::cli::AuditArgs;
 use crate::error::CliError;
 use parley_core::lens;
 use parley_core::money::Money;
-use parley_custody::audit::{self, Audit, Event, EventKind, Query, VerifyReport};
+use parley_custody::audit::{
+    self, Audit, Event, EventKind, OpenTally, Query, RetentionPolicy, VerifyReport,
+};
 use parley_custody::paths;
 use serde::Serialize;
 use std::fmt;
@@ -97,6 +102,15 @@ fn line(e: &Event) -> String {
         out.push('=');
         out.push_str(&value);
     };
+    if let Some(n) = e.count {
+        field("requests", n.to_string());
+    }
+    if let (Some(from), Some(to)) = (e.span_start, e.span_end) {
+        field(
+            "period",
+            format!("{}..{}", lens::time(from), lens::time(to)),
+        );
+    }
     if let Some(p) = &e.principal {
         field("principal", v(p));
     }
@@ -145,23 +159,53 @@ fn line(e: &Event) -> String {
         }
         field("peer", format!("({peer})"));
     }
+    if let Some(c) = &e.confirmed_by {
+        field("confirmed", v(c));
+    }
     if let Some(r) = &e.reason {
         field("reason", format!("\"{}\"", v(r)));
+    }
+    if let Some(c) = &e.cut {
+        field("cut", format!("(too long, original bytes: {})", v(c)));
     }
     out
 }
 
-#[derive(Serialize)]
-#[serde(transparent)]
-struct Listing(Vec<Event>);
+/// The listing's text form: the policy first, then the events, then what is
+/// counted but not yet in a row.
+struct Listing {
+    events: Vec<Event>,
+    retention: RetentionPolicy,
+    open: Vec<OpenTally>,
+}
+
+impl Serialize for Listing {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.events.serialize(s)
+    }
+}
 
 impl fmt::Display for Listing {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        if self.0.is_empty() {
-            return write!(f, "no events");
+        writeln!(f, "retention: {}", self.retention)?;
+        if self.events.is_empty() {
+            write!(f, "no events")?;
         }
-        let lines: Vec<String> = self.0.iter().map(line).collect();
-        f.write_str(&lines.join("\n"))
+        let lines: Vec<String> = self.events.iter().map(line).collect();
+        f.write_str(&lines.join("\n"))?;
+        for t in &self.open {
+            let who = t
+                .peer_uid
+                .map_or("a peer of unknown uid".to_owned(), |u| format!("uid {u}"));
+            write!(
+                f,
+                "\ncounting: {} more rejected requests from {who} since {} (logged one by one: {}), summarized when the hour is over",
+                t.counted,
+                lens::time(t.hour_start),
+                t.logged
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -175,11 +219,20 @@ struct Verified {
 impl fmt::Display for Verified {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         let r = &self.report;
-        if r.ok {
+        if r.ok && r.full {
             return write!(
                 f,
                 "audit log ok: {} rows, hash chain and head intact ({})",
                 r.rows,
+                self.log.display()
+            );
+        }
+        if r.ok {
+            return write!(
+                f,
+                "audit log ok: {} rows, rows {} and later re-hashed, linked to the checkpoint and the head ({}); rows before were verified earlier: --full re-hashes them too",
+                r.rows,
+                r.checked_from,
                 self.log.display()
             );
         }
@@ -204,7 +257,12 @@ pub fn run(a: AuditArgs, json: bool) -> Result<Report, CliError> {
     let dir = data_dir(a.data_dir.as_ref())?;
     let log = open_existing(&dir)?;
     if a.verify {
-        let report = log.verify().map_err(CliError::bad)?;
+        let report = if a.full {
+            log.verify()
+        } else {
+            log.verify_incremental()
+        }
+        .map_err(CliError::bad)?;
         let exit = if report.ok { 0 } else { 1 };
         return Ok(Report::new(
             &Verified {
@@ -232,7 +290,12 @@ pub fn run(a: AuditArgs, json: bool) -> Result<Report, CliError> {
             })?;
         return Ok(Report::done(0));
     }
-    Ok(Report::new(&Listing(events), 0))
+    let listing = Listing {
+        events,
+        retention: log.retention(),
+        open: log.open_tallies().map_err(CliError::bad)?,
+    };
+    Ok(Report::new(&listing, 0))
 }
 
 #[cfg(test)]
@@ -251,6 +314,7 @@ mod tests {
             jsonl: false,
             csv: false,
             verify: false,
+            full: false,
             data_dir: None,
         }
     }
@@ -310,8 +374,19 @@ mod tests {
             principal: None,
             prev: "p".into(),
             row_hash: "h".into(),
+            confirmed_by: Some("click+os-auth".into()),
+            cut: Some("{\"hash\":900000}".into()),
+            count: None,
+            span_start: None,
+            span_end: None,
+            compacted_by: None,
         };
         let l = line(&e);
+        assert!(l.contains("confirmed=click+os-auth"), "{l}");
+        assert!(
+            l.contains("cut=(too long, original bytes: {\"hash\":900000})"),
+            "{l}"
+        );
         assert!(!l.contains('\n') && !l.contains('\u{202e}'), "{l}");
         assert!(l.starts_with("2026-09-21T"), "{l}");
         assert!(l.contains("#3 consent_approved"), "{l}");

@@ -54,6 +54,16 @@ struct Args {
     /// New requests per minute from one user.
     #[arg(long = "rate", default_value_t = 30)]
     rate: u32,
+    /// Audit retention: rejected requests of one peer logged one by one per
+    /// hour; the rest of that hour are counted into one summary row
+    /// (0: summarize all). Signed and key events are always logged in full.
+    #[arg(long = "rejections-per-hour", default_value_t = parley_custody::audit::RetentionPolicy::default().rejections_per_hour)]
+    rejections_per_hour: u32,
+    /// Audit retention: compact rejected, expired and cancelled rows older
+    /// than this many days (their details go; counts and the chain stay).
+    /// Default: never.
+    #[arg(long = "compact-after-days", value_name = "DAYS")]
+    compact_after_days: Option<u32>,
     /// Which approvals need OS authentication (polkit, through pkttyagent on
     /// this terminal) after you answer: `committing` (every consent and every
     /// grant that allows COMMIT or UNDO), `above:AMOUNT` (e.g. above:50USD:
@@ -199,6 +209,9 @@ fn main() -> ExitCode {
     config.review.max_grant_lifetime = args.max_grant_lifetime;
     config.queue.total = args.queue_size;
     config.queue.per_minute = args.rate;
+    config.retention.rejections_per_hour = args.rejections_per_hour;
+    config.retention.compact_after_days = args.compact_after_days;
+    eprintln!("parley-custodyd: audit retention: {}", config.retention);
     config.step_up = args.step_up.clone();
     config.polkit = Polkit::terminal(TextAgent::pkttyagent())
         .with_timeout(std::time::Duration::from_secs(args.step_up_timeout.max(1)));
