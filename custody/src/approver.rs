@@ -11,9 +11,8 @@
 //! only (behind the `test-approver` feature, which no binary enables and no
 //! flag or environment variable reaches).
 
-use crate::review::Review;
+use crate::review::{FormGrant, Review};
 use serde::Serialize;
-use serde_json::Value;
 
 /// A request waiting for the human.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -33,8 +32,9 @@ pub struct PendingView {
 pub enum Verdict {
     /// Sign it as reviewed.
     Approve,
-    /// Grants only: sign these caveats instead (the human narrowed the request).
-    ApproveWith(Value),
+    /// Grants only: sign the form's caveats instead (the human edited the
+    /// request; a widening must be confirmed, see [`FormGrant`]).
+    ApproveWith(FormGrant),
     /// Do not sign.
     Deny(Option<String>),
 }

@@ -16,4 +16,6 @@ pub mod queue;
 pub mod review;
 pub mod server;
 pub mod signer;
+pub mod summary_cost;
 pub mod terminal;
+pub mod widening;

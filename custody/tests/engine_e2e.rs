@@ -433,7 +433,7 @@ fn grants_are_reviewed_narrowed_and_time_boxed() {
         let exp = unix_now() + 3600;
         let narrowed = json!([{"svc": ["shop.example"]}, {"verbs": ["ASK", "INTENT", "COMMIT"]},
             {"per": {"max": 4000, "currency": "USD"}}, {"spend": {"max": 10000, "currency": "USD"}}, {"exp": exp}]);
-        c.engine.decide(&shown.id, Verdict::ApproveWith(narrowed.clone())).await.unwrap();
+        c.engine.decide(&shown.id, Verdict::ApproveWith(narrowed.clone().into())).await.unwrap();
         let fin = agent.final_for("g1").await;
         assert_eq!(fin["kind"], "ISSUED", "{fin}");
         assert_eq!(fin["caveats"], narrowed);
