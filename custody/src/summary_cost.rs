@@ -49,7 +49,7 @@ impl Named {
     }
     /// Whether it is exactly `m`.
     fn equals(&self, m: &Money) -> bool {
-        if !self.currencies.iter().any(|c| *c == m.currency) {
+        if !self.currencies.contains(&m.currency) {
             return false;
         }
         let zero = is_zero_decimal(&m.currency);

@@ -11,11 +11,12 @@ use parley_core::proposal::proposal_hash;
 use parley_core::{PublicKey, SecretKey};
 use parley_custody::approver::{PendingView, ScriptedApprover, Verdict};
 use parley_custody::audit::{Audit, EventKind, Query};
-use parley_custody::engine::{unix_now, Engine, EngineConfig};
+use parley_custody::engine::{unix_now, DecideError, Engine, EngineConfig};
 use parley_custody::ipc::frame::{FrameReader, FrameWriter};
 use parley_custody::ipc::peer::PeerPolicy;
 use parley_custody::ipc::socket::{connect, BindOptions, ConnLimits, Listener, SocketPath};
 use parley_custody::keystore::Keystore;
+use parley_custody::review::FormGrant;
 use parley_custody::server::{serve, ServerLimits};
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -402,6 +403,79 @@ fn deny_expire_cancel_dedupe_and_rejection() {
         assert_eq!(count(EventKind::RequestCancelled), 1);
         assert_eq!(count(EventKind::RequestRejected), 2);
         assert!(audit.verify().unwrap().ok);
+    });
+}
+
+/// The grant form's attack: an edit that widens the agent's request (adds
+/// COMMIT, drops the capability list) must not be signed unless the caller
+/// passes back exactly the widenings the engine names; and what is signed
+/// must be what the form showed.
+#[test]
+fn a_widening_form_edit_is_refused_unless_each_widening_is_confirmed() {
+    if !in_session(
+        "a_widening_form_edit_is_refused_unless_each_widening_is_confirmed",
+        Session::Keyring,
+    ) {
+        return;
+    }
+    rt().block_on(async {
+        let mut c = start(EngineConfig::default()).await;
+        let mut agent = Agent::connect(&c.socket).await;
+        let me = agent_key().public().to_string();
+        let exp = unix_now() + 3600;
+        agent
+            .send(json!({"custody": 1, "id": "w1", "op": "grant", "agent": me,
+            "caveats": [{"svc": ["shop.example"]}, {"verbs": ["ASK"]}, {"can": []}, {"exp": exp}]}))
+            .await;
+        let shown = c.shown.recv().await.unwrap();
+        let wider = json!([{"svc": ["shop.example"]}, {"verbs": ["ASK", "COMMIT"]}, {"exp": exp}]);
+        let preview = c
+            .engine
+            .preview_grant(&me, &wider, None, Some(&shown.id))
+            .await
+            .unwrap();
+        assert_eq!(
+            preview.widenings,
+            ["adds COMMIT", "allows every capability"]
+        );
+        assert_eq!(preview.caveats, wider);
+        let form = |confirmed: &[&str], shown_caveats: &Value| FormGrant {
+            caveats: wider.clone(),
+            shown: Some(shown_caveats.clone()),
+            confirmed_widenings: confirmed.iter().map(|w| w.to_string()).collect(),
+        };
+        for (what, f, code) in [
+            ("not confirmed", form(&[], &wider), "widening_not_confirmed"),
+            (
+                "confirmed in part",
+                form(&["adds COMMIT"], &wider),
+                "widening_not_confirmed",
+            ),
+            (
+                "shown something else",
+                form(&["adds COMMIT", "allows every capability"], &json!([])),
+                "not_what_was_shown",
+            ),
+        ] {
+            match c.engine.decide(&shown.id, Verdict::ApproveWith(f)).await {
+                Err(DecideError::Narrowed(r)) => assert_eq!(r.code, code, "{what}: {r}"),
+                other => panic!("{what}: {other:?}"),
+            }
+        }
+        assert!(
+            c.engine.pending().iter().any(|p| p.id == shown.id),
+            "still waiting, nothing signed"
+        );
+        c.engine
+            .decide(
+                &shown.id,
+                Verdict::ApproveWith(form(&["adds COMMIT", "allows every capability"], &wider)),
+            )
+            .await
+            .unwrap();
+        let fin = agent.final_for("w1").await;
+        assert_eq!(fin["kind"], "ISSUED", "{fin}");
+        assert_eq!(fin["caveats"], wider);
     });
 }
 

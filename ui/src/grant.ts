@@ -191,6 +191,12 @@ async function main() {
   let seq = 0
   let armedAt = performance.now()
   let focused = document.hasFocus()
+  // The "now" an expiry preset counts from: it moves only when the expiry is
+  // chosen again and every 30 s, so that what was previewed stays what is
+  // issued (a preset recomputed on every keystroke would change the caveats
+  // between the preview and the click).
+  let planNow = Math.floor(Date.now() / 1000)
+  for (const b of presetBoxes) b.r.addEventListener('change', () => (planNow = Math.floor(Date.now() / 1000)), { capture: true })
   const principalValue = () => (req ? null : principal.value || null)
   const lines = (cs: unknown[]) => (cs.length ? `[\n${cs.map((c) => `  ${visible(JSON.stringify(c))}`).join(',\n')}\n]` : '[]')
 
@@ -226,7 +232,7 @@ async function main() {
   }
 
   function refresh() {
-    const pl = plan(read(), Math.floor(Date.now() / 1000), ctx.max_grant_lifetime_secs)
+    const pl = plan(read(), planNow, ctx.max_grant_lifetime_secs)
     setText(preview, pl.ok || pl.caveats.length ? `This grant ${pl.preview}.` : '')
     replace(warnings, ...pl.warnings.map((w) => h('li', null, w)))
     warnings.hidden = pl.warnings.length === 0
@@ -296,7 +302,11 @@ async function main() {
   cancel.addEventListener('click', () => void api.windowClose().catch(() => {}))
   pointerOnly(issue, () => !issue.disabled, async (gesture: Gesture) => {
     const s = shown
-    if (!s || s.key !== wantedKey || issued) return
+    if (issued) return
+    if (!s || s.key !== wantedKey) {
+      say(status, 'warn', 'Custody is still checking the latest change: look at the preview, then issue again.')
+      return
+    }
     const widenings = s.view.widenings.length && widenConfirm.checked ? s.view.widenings : []
     issue.disabled = true
     issuing = true
@@ -364,6 +374,7 @@ async function main() {
 
   refresh()
   setInterval(() => {
+    planNow = Math.floor(Date.now() / 1000)
     if (!issued) refresh()
   }, 30_000)
   if (req) {

@@ -201,6 +201,8 @@ test('grant: the agent asks, the human issues it from the grant form in the app'
   await wd.click('#exp-1h')
   await wd.type('#agent-label', 'playground agent')
   assert.match(await wd.text(tid('preview')), /up to 40\.00 USD each, 100\.00 USD in total, risk up to medium, until/)
+  // Issue is armed once custody previewed the form and the window has been in front for a moment.
+  await wd.until(async () => (await wd.prop(tid('issue'), 'disabled')) === false, 'Issue armed')
   await wd.click(tid('issue'))
   await wd.until(async () => /sent to the waiting agent/.test(await wd.text(tid('status'))), 'the form says the grant went to the agent')
 
