@@ -373,6 +373,7 @@ test('a_widening_form_edit_is_shown_and_refused_unless_confirmed', async () => {
   )
   assert.match(refused, /allows more than the agent asked for \(adds COMMIT\)/, refused)
   assert.ok(!agent.frames.some((f) => f.re === 'g2' && f.kind !== 'PENDING'), 'nothing issued')
+  await wd.exec(`document.querySelector('[data-testid="widenings"]').scrollIntoView({ block: 'center' })`)
   await wd.screenshot(join(SHOTS, 'grant-form-widening.png'))
   await wd.click(tid('confirm-widening'))
   await issueWhenArmed()
