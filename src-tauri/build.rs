@@ -10,6 +10,7 @@ const COMMANDS: &[&str] = &[
     "open_window",
     "window_close",
     "grant_context",
+    "grant_preview",
     "grant_issue",
     "audit_query",
     "audit_export",

@@ -132,6 +132,14 @@ const FIELDS: &[&str] = &[
 const EFFECT_FIELDS: &[&str] = &["op", "target", "field", "from", "to", "detail"];
 
 impl Proposal {
+    /// Whether the proposal cannot be undone: no undo window, or a window of
+    /// zero seconds (an undo that must arrive within 0 s never can).
+    pub fn irreversible(&self) -> bool {
+        matches!(self.undo, None | Some(0))
+    }
+}
+
+impl Proposal {
     /// Reads and checks a proposal as received: shape, enums, integers, and
     /// that its content hashes to its `hash` (§5.1; ARCHITECTURE.md checklist 1 and 5).
     pub fn from_value(v: &Value) -> Result<Proposal, ProposalError> {

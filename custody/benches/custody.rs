@@ -634,8 +634,8 @@ fn vm_rss(pid: u32) -> Option<u64> {
 // ------------------------------------------------------------ M7: huge fields
 
 /// M7: reviewing a consent whose summary, consent summary and an effect
-/// target are 300,000 characters each (hash recomputation, the checks, and
-/// the display-safe review model, which cuts fields to 4,096 characters);
+/// target are 300,000 characters each (hash recomputation and the checks,
+/// which refuse a field longer than the 4,096 characters a review shows);
 /// and a `pc1.` code of that size, refused at its size bound. Median of 21.
 fn m7_review() -> Vec<(String, String)> {
     use parley_custody::review::{review_code, review_consent, Requester, ReviewContext};
@@ -659,6 +659,7 @@ fn m7_review() -> Vec<(String, String)> {
     let ctx = ReviewContext {
         now,
         principals: &principals,
+        principal_labels: &[],
         limits: Default::default(),
         requester: Requester {
             user: "agent".into(),
@@ -682,16 +683,16 @@ fn m7_review() -> Vec<(String, String)> {
     };
     let review = median(
         &mut || match review_consent(&consent, &p, "shop.example", &agent, &ctx) {
-            // Cut at 4,096 source characters; each hidden one shows as 8.
-            Ok(r) => r.review().their_words.chars().count() < 9 * 4_096 + 64,
-            Err(e) => panic!("M7 review refused: {e}"),
+            // Nothing is approved unseen: a field that would be cut is refused.
+            Ok(_) => panic!("M7 review accepted a field too large to show"),
+            Err(e) => e.code == "too_large_to_review",
         },
     );
     let code = format!("pc1.{}", "A".repeat(400_000));
     let refused = median(&mut || review_code(&code, &agent, &ctx).is_err());
     vec![
         (
-            "M7: review of a consent with three 300,000-character fields".into(),
+            "M7: review of a consent with three 300,000-character fields (refused: too large to review)".into(),
             format!("{review:.2} ms (goal: well under 100 ms)"),
         ),
         (

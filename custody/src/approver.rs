@@ -11,10 +11,9 @@
 //! only (behind the `test-approver` feature, which no binary enables and no
 //! flag or environment variable reaches).
 
-use crate::review::Review;
+use crate::review::{FormGrant, Review};
 use crate::stepup::StepUpNeed;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// A request waiting for the human.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -59,8 +58,9 @@ pub struct Yes {
 pub enum Verdict {
     /// Sign it as reviewed.
     Approve(Yes),
-    /// Grants only: sign these caveats instead (the human narrowed the request).
-    ApproveWith(Value, Yes),
+    /// Grants only: sign the form's caveats instead (the human edited the
+    /// request; a widening must be confirmed, see [`FormGrant`]).
+    ApproveWith(FormGrant, Yes),
     /// Do not sign.
     Deny(Option<String>),
 }

@@ -19,7 +19,8 @@ use crate::keystore::Keystore;
 use crate::protocol::{ErrorCode, Op, Principal, Reply, Request, RequestState, VERSION};
 use crate::queue::{Offer, Outcome, Queue, QueueLimits, Refused};
 use crate::review::{
-    self, Rejection, Requester, ReviewContext, ReviewLimits, ReviewedConsent, ReviewedGrant,
+    self, FormGrant, Rejection, Requester, ReviewContext, ReviewLimits, ReviewedConsent,
+    ReviewedGrant,
 };
 use crate::signer;
 pub use crate::signer::SignError;
@@ -132,7 +133,7 @@ pub enum DecideError {
     #[error("a consent is approved or denied as it is; it cannot be changed")]
     NotAGrant,
     /// High risk or irreversible, and the approver did not report the second confirmation.
-    #[error("this request is high risk or cannot be undone: it needs a second confirmation before it is signed")]
+    #[error("this request is high risk, cannot be undone or does not state its cost: it needs a second confirmation before it is signed")]
     SecondConfirmation,
     /// OS authentication did not succeed; the request is still pending.
     #[error("{0}")]
@@ -180,6 +181,17 @@ pub struct IssuedGrant {
     /// The caveats exactly as signed.
     pub caveats: Value,
     /// The review of what was signed (preview, caveats in words, warnings).
+    pub review: review::Review,
+}
+
+/// The grant form's preview: what its caveats would sign.
+#[derive(Debug, Clone)]
+pub struct GrantPreview {
+    /// The caveats exactly as they would be signed (the form sends them back as `shown`).
+    pub caveats: Value,
+    /// How they widen the request the form answers, in words (empty: they do not).
+    pub widenings: Vec<String>,
+    /// The review of that grant (in words, warnings, principal).
     pub review: review::Review,
 }
 
@@ -296,6 +308,16 @@ impl Engine {
 
     fn principals(&self) -> Result<Vec<PublicKey>, String> {
         self.inner.keystore.public_keys().map_err(|e| e.to_string())
+    }
+
+    /// The human's labels for the principal keys, for the review (a key the
+    /// list cannot name is shown by its short form alone).
+    fn principal_labels(&self) -> Vec<(PublicKey, String)> {
+        self.inner
+            .keystore
+            .list()
+            .map(|l| l.into_iter().map(|k| (k.public, k.label)).collect())
+            .unwrap_or_default()
     }
 
     /// Appends an audit row. The append is an fsync'd SQLite transaction
@@ -547,9 +569,11 @@ impl Engine {
             }
             _ => String::new(),
         };
+        let labels = self.principal_labels();
         let ctx = ReviewContext {
             now,
             principals: &principals,
+            principal_labels: &labels,
             limits: self.inner.config.review,
             requester: Requester::from(peer),
             agent_label: None,
@@ -759,32 +783,37 @@ impl Engine {
     /// present and within the configured lifetime: a missing or later one is
     /// clamped, and the review says so); the grant is signed, the
     /// `grant_issued` row written, and only then is the token returned.
+    /// `form` is the caveats (a `&Value` converts) or the form's whole
+    /// [`FormGrant`], whose `shown` caveats must be what is signed.
     pub async fn issue_grant(
         &self,
         agent: &str,
-        caveats: &Value,
+        form: impl Into<FormGrant>,
         principal: Option<&PublicKey>,
         note: Option<&str>,
         yes: Yes,
     ) -> Result<IssuedGrant, IssueError> {
         let me = self.clone();
-        let (agent, caveats, principal) = (agent.to_string(), caveats.clone(), principal.cloned());
+        let (agent, form, principal) = (agent.to_string(), form.into(), principal.cloned());
         let now = unix_now();
         let (reviewed, requester) = tokio::task::spawn_blocking(move || {
             let principals = me.principals().map_err(IssueError::Internal)?;
             let own = crate::ipc::peer::PeerPolicy::own_user_only().own_uid;
             let human =
                 PeerInfo::from_creds(own, crate::ipc::peer::UNKNOWN_ID, Some(std::process::id()));
+            let labels = me.principal_labels();
             let ctx = ReviewContext {
                 now,
                 principals: &principals,
+                principal_labels: &labels,
                 limits: me.inner.config.review,
                 requester: Requester::from(&human),
                 agent_label: None,
                 agent_known: me.agent_known(&agent),
             };
-            let g = review::review_grant(&agent, &caveats, None, principal.as_ref(), &ctx)
+            let g = review::review_grant(&agent, &form.caveats, None, principal.as_ref(), &ctx)
                 .map_err(IssueError::Rejected)?;
+            review::check_form(&g, None, &form).map_err(IssueError::Rejected)?;
             Ok::<_, IssueError>((g, human))
         })
         .await
@@ -842,6 +871,66 @@ impl Engine {
         })
     }
 
+    /// What the grant form's caveats would sign, before anything is signed:
+    /// the review (caveats exactly as signed, in words, warnings) and, when
+    /// the form answers pending request `request`, every way it widens that
+    /// request. The form shows both and sends them back with its decision.
+    pub async fn preview_grant(
+        &self,
+        agent: &str,
+        caveats: &Value,
+        principal: Option<&PublicKey>,
+        request: Option<&str>,
+    ) -> Result<GrantPreview, IssueError> {
+        let requested = match request {
+            None => None,
+            Some(id) => match lock(&self.inner.state)
+                .queue
+                .get(id)
+                .map(|e| e.item.reviewed.clone())
+            {
+                Some(Reviewed::Grant(g)) => Some(g),
+                _ => {
+                    return Err(IssueError::Rejected(Rejection {
+                        code: "not_pending",
+                        message: "that grant request is no longer waiting".into(),
+                    }))
+                }
+            },
+        };
+        let me = self.clone();
+        let (agent, caveats) = (agent.to_string(), caveats.clone());
+        let principal = requested
+            .as_ref()
+            .map(|g| g.principal().clone())
+            .or_else(|| principal.cloned());
+        tokio::task::spawn_blocking(move || {
+            let principals = me.principals().map_err(IssueError::Internal)?;
+            let labels = me.principal_labels();
+            let own = crate::ipc::peer::PeerPolicy::own_user_only().own_uid;
+            let human =
+                PeerInfo::from_creds(own, crate::ipc::peer::UNKNOWN_ID, Some(std::process::id()));
+            let ctx = ReviewContext {
+                now: unix_now(),
+                principals: &principals,
+                principal_labels: &labels,
+                limits: me.inner.config.review,
+                requester: Requester::from(&human),
+                agent_label: None,
+                agent_known: false,
+            };
+            let g = review::review_grant(&agent, &caveats, None, principal.as_ref(), &ctx)
+                .map_err(IssueError::Rejected)?;
+            Ok(GrantPreview {
+                caveats: g.caveats_value(),
+                widenings: requested.map(|r| r.widenings(&g)).unwrap_or_default(),
+                review: g.review().clone(),
+            })
+        })
+        .await
+        .map_err(|e| IssueError::Internal(e.to_string()))?
+    }
+
     async fn carry_out(
         &self,
         id: &str,
@@ -870,17 +959,19 @@ impl Engine {
             }
             (Reviewed::Consent(_), Verdict::ApproveWith(..)) => return Err(DecideError::NotAGrant),
             (reviewed, Verdict::Approve(yes)) => (yes, reviewed),
-            (Reviewed::Grant(g), Verdict::ApproveWith(caveats, yes)) => {
+            (Reviewed::Grant(g), Verdict::ApproveWith(form, yes)) => {
                 let principals = self.principals().map_err(DecideError::Internal)?;
+                let labels = self.principal_labels();
                 let ctx = ReviewContext {
                     now,
                     principals: &principals,
+                    principal_labels: &labels,
                     limits: self.inner.config.review,
                     requester: Requester::from(&peer),
                     agent_label: None,
                     agent_known: false,
                 };
-                let narrowed = g.narrowed(&caveats, &ctx).map_err(DecideError::Narrowed)?;
+                let narrowed = g.narrowed(&form, &ctx).map_err(DecideError::Narrowed)?;
                 (yes, Reviewed::Grant(Box::new(narrowed)))
             }
         };

@@ -18,4 +18,6 @@ pub mod review;
 pub mod server;
 mod signer;
 pub mod stepup;
+pub mod summary_cost;
 pub mod terminal;
+pub mod widening;

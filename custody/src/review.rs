@@ -8,11 +8,12 @@
 //! [`Review`] the human is shown, built from the proposal itself (effects,
 //! cost, risk, undo, expiry) and never from the service's summary alone.
 
-use crate::display::{has_non_ascii, safe};
+use crate::display::{has_non_ascii, safe, MAX_FIELD_CHARS};
 use crate::ipc::peer::PeerInfo;
 use parley_core::caveat::Caveat;
 use parley_core::consent::{self, CheckedConsent, ConsentError, ConsentRequest};
 use parley_core::money::Money;
+use parley_core::proposal::EffectOp;
 use parley_core::{code, lens, PublicKey};
 use serde::Serialize;
 use serde_json::Value;
@@ -37,6 +38,14 @@ impl Default for ReviewLimits {
         }
     }
 }
+
+/// The most effects a consent may list: a human does not read more than
+/// this, so custody refuses a longer proposal instead of asking for a yes
+/// to a list nobody can check.
+pub const MAX_EFFECTS: usize = 100;
+
+/// What the cost says when the proposal states none but an effect charges.
+pub const COST_NOT_STATED: &str = "not stated (an effect charges)";
 
 /// Why a request was refused before reaching the human.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -168,6 +177,10 @@ pub struct Review {
     pub hash_short: String,
     /// The principal key that will sign.
     pub principal: String,
+    /// The human's label for that principal (display-safe), if any.
+    pub principal_label: Option<String>,
+    /// Its short form (`ed25519:` plus 10 characters).
+    pub principal_short: String,
     /// The caveats that will be signed.
     pub caveats: Vec<CaveatView>,
     /// A plain-language sentence of what the grant allows (grant).
@@ -184,6 +197,9 @@ pub struct ReviewContext<'a> {
     pub now: i64,
     /// The principal keys this custody holds.
     pub principals: &'a [PublicKey],
+    /// The human's labels for them (from the keystore list); a key missing
+    /// here is shown by its short form alone.
+    pub principal_labels: &'a [(PublicKey, String)],
     /// The limits in force.
     pub limits: ReviewLimits,
     /// Who asked.
@@ -244,25 +260,126 @@ impl ReviewedGrant {
         &self.caveats
     }
 
-    /// The human narrowed the request (the grant form): re-review the new
-    /// caveats, which must pass the same checks.
+    /// The human edited the request (the grant form): re-review the new
+    /// caveats, which must pass the same checks, and refuse an edit that
+    /// widens the request unless the form showed exactly these widenings and
+    /// the human confirmed them ([`check_form`]).
     pub fn narrowed(
         &self,
-        caveats: &Value,
+        form: &FormGrant,
         ctx: &ReviewContext,
     ) -> Result<ReviewedGrant, Rejection> {
-        review_grant(
+        let mut g = review_grant(
             &self.agent.to_string(),
-            caveats,
+            &form.caveats,
             None,
             Some(&self.principal),
             ctx,
-        )
-        .map(|mut g| {
-            g.review.their_words = self.review.their_words.clone();
-            g
-        })
+        )?;
+        g.review.their_words = self.review.their_words.clone();
+        check_form(&g, Some(self), form)?;
+        Ok(g)
     }
+
+    /// How the edited grant `edited` widens this request, in words
+    /// ([`crate::widening::widenings`]).
+    pub fn widenings(&self, edited: &ReviewedGrant) -> Vec<String> {
+        crate::widening::widenings(&self.caveats, &edited.caveats)
+    }
+
+    /// The caveats as JSON, exactly as they will be signed.
+    pub fn caveats_value(&self) -> Value {
+        Value::Array(self.caveats.iter().map(|c| c.to_value()).collect())
+    }
+}
+
+/// A grant as the human's form sends it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FormGrant {
+    /// The caveats the form built.
+    pub caveats: Value,
+    /// The caveats the form showed as "exactly what will be signed" (the
+    /// engine's own preview of `caveats`). `None` only for callers with no
+    /// screen (tests, scripts); the desktop app always sends it.
+    pub shown: Option<Value>,
+    /// The widenings the form showed and the human confirmed on purpose,
+    /// word for word.
+    pub confirmed_widenings: Vec<String>,
+}
+
+impl From<Value> for FormGrant {
+    fn from(caveats: Value) -> FormGrant {
+        FormGrant {
+            caveats,
+            ..FormGrant::default()
+        }
+    }
+}
+
+impl From<&Value> for FormGrant {
+    fn from(caveats: &Value) -> FormGrant {
+        FormGrant::from(caveats.clone())
+    }
+}
+
+/// What is about to be signed must be what the form showed, and any way it
+/// allows more than `requested` must be exactly what the human confirmed.
+pub fn check_form(
+    g: &ReviewedGrant,
+    requested: Option<&ReviewedGrant>,
+    form: &FormGrant,
+) -> Result<(), Rejection> {
+    if let Some(shown) = &form.shown {
+        if *shown != g.caveats_value() {
+            return Err(Rejection::new(
+                "not_what_was_shown",
+                "what would be signed differs from what the form showed; \
+                 look at the form again and issue once its preview is up to date",
+            ));
+        }
+    }
+    let widened = requested.map(|r| r.widenings(g)).unwrap_or_default();
+    if widened != form.confirmed_widenings {
+        return Err(if widened.is_empty() {
+            Rejection::new(
+                "widening_not_made",
+                "the form confirmed widenings that this grant does not make; look at the form again",
+            )
+        } else {
+            Rejection::new(
+                "widening_not_confirmed",
+                format!(
+                    "this edit allows more than the agent asked for ({}); \
+                     the form must show it and you must confirm it on purpose",
+                    widened.join("; ")
+                ),
+            )
+        });
+    }
+    Ok(())
+}
+
+/// Refuses a field custody would have to cut to show: nothing is approved
+/// unseen.
+fn fits(what: &str, text: &str) -> Result<(), Rejection> {
+    let n = text.chars().count();
+    if n > MAX_FIELD_CHARS {
+        return Err(Rejection::new(
+            "too_large_to_review",
+            format!(
+                "the {what} has {n} characters; custody shows at most {MAX_FIELD_CHARS} per \
+                 field and does not ask a human to approve what it cannot show in full"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn principal_label(pk: &PublicKey, ctx: &ReviewContext) -> Option<String> {
+    ctx.principal_labels
+        .iter()
+        .find(|(k, l)| k == pk && !l.trim().is_empty())
+        .map(|(_, l)| safe(l))
 }
 
 fn agent_view(agent: &PublicKey, ctx: &ReviewContext) -> AgentView {
@@ -346,7 +463,43 @@ fn review_request(
             ),
         ));
     }
+    if p.effects.len() > MAX_EFFECTS {
+        return Err(Rejection::new(
+            "too_large_to_review",
+            format!(
+                "the proposal lists {} effects; custody asks a human about at most {MAX_EFFECTS}",
+                p.effects.len()
+            ),
+        ));
+    }
+    let lines: Vec<String> = p
+        .effects
+        .iter()
+        .map(|e| lens::effect_line(&e.raw))
+        .collect();
+    fits("service id", service)?;
+    fits("capability", &p.capability)?;
+    fits("consent summary", &checked.request().summary)?;
+    for (i, line) in lines.iter().enumerate() {
+        fits(&format!("effect {}", i + 1), line)?;
+    }
+    let caveats = checked.caveats();
+    for c in &caveats {
+        fits("caveat", &c.describe())?;
+    }
+    let charges = p.effects.iter().any(|e| e.op == EffectOp::Charge);
+    let says_free_but_charges = p.cost.is_none() && charges;
     let mut warnings = Vec::new();
+    if says_free_but_charges {
+        warnings.push(
+            "SAYS FREE BUT CHARGES: the proposal states no cost, yet an effect charges. \
+             Nothing limits what it charges; deny unless you know the amount."
+                .into(),
+        );
+    }
+    if let Some(w) = crate::summary_cost::mismatch(&checked.request().summary, p.cost.as_ref()) {
+        warnings.push(w);
+    }
     if has_non_ascii(service) {
         warnings.push(
             "The service id contains non-ASCII characters: check it for look-alike letters.".into(),
@@ -356,10 +509,13 @@ fn review_request(
         warnings
             .push("The service's consent summary differs from the proposal's own summary.".into());
     }
-    let cost = p
-        .cost
-        .as_ref()
-        .map_or_else(|| "free".to_string(), |m| safe(&m.to_string()));
+    let cost = match &p.cost {
+        Some(m) => safe(&m.to_string()),
+        None if charges => COST_NOT_STATED.to_string(),
+        None => "free".to_string(),
+    };
+    let irreversible = p.irreversible();
+    let principal = checked.request().principal.clone();
     let review = Review {
         kind: ReviewKind::Consent,
         service: safe(service),
@@ -367,19 +523,21 @@ fn review_request(
         cost,
         cost_money: p.cost.clone(),
         risk: p.risk.to_string(),
-        undo: p
-            .undo
-            .map_or_else(|| "irreversible".to_string(), lens::duration),
-        irreversible: p.undo.is_none(),
+        undo: match p.undo {
+            Some(w) if !irreversible => lens::duration(w),
+            _ => "irreversible".to_string(),
+        },
+        irreversible,
         effects: p
             .effects
             .iter()
-            .map(|e| EffectView {
+            .zip(&lines)
+            .map(|(e, line)| EffectView {
                 op: serde_json::to_value(e.op)
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_string))
                     .unwrap_or_default(),
-                line: safe(&lens::effect_line(&e.raw)),
+                line: safe(line),
             })
             .collect(),
         expires: checked.exp(),
@@ -389,11 +547,15 @@ fn review_request(
         summary_differs: checked.summary_differs(),
         hash: p.hash.clone(),
         hash_short: p.hash.chars().take(12).collect(),
-        principal: checked.request().principal.to_string(),
-        caveats: caveat_views(&checked.caveats()),
+        principal: principal.to_string(),
+        principal_label: principal_label(&principal, ctx),
+        principal_short: principal.short(),
+        caveats: caveat_views(&caveats),
         preview: String::new(),
         warnings,
-        needs_second_confirmation: p.risk == parley_core::RiskLevel::High || p.undo.is_none(),
+        needs_second_confirmation: p.risk == parley_core::RiskLevel::High
+            || irreversible
+            || says_free_but_charges,
     };
     Ok(ReviewedConsent {
         checked,
@@ -458,6 +620,10 @@ pub fn review_grant(
             }
             c => parsed.push(c),
         }
+    }
+    fits("reason", reason.unwrap_or(""))?;
+    for c in &parsed {
+        fits("caveat", &c.describe())?;
     }
     let mut warnings = Vec::new();
     let latest = ctx.now.saturating_add(ctx.limits.max_grant_lifetime);
@@ -546,9 +712,13 @@ pub fn review_grant(
             }
         })
         .collect();
+    let services = services.join(" ∩ ");
+    let preview_text = preview(&parsed);
+    fits("list of services", &services)?;
+    fits("grant in words", &preview_text)?;
     let review = Review {
         kind: ReviewKind::Grant,
-        service: safe(&services.join(" ∩ ")),
+        service: safe(&services),
         capability: String::new(),
         cost: String::new(),
         cost_money: None,
@@ -564,8 +734,10 @@ pub fn review_grant(
         hash: String::new(),
         hash_short: String::new(),
         principal: principal.to_string(),
+        principal_label: principal_label(&principal, ctx),
+        principal_short: principal.short(),
         caveats: caveat_views(&parsed),
-        preview: safe(&preview(&parsed)),
+        preview: safe(&preview_text),
         warnings,
         needs_second_confirmation: false,
     };
@@ -601,5 +773,312 @@ pub fn preview(caveats: &[Caveat]) -> String {
         format!("may {verbs}")
     } else {
         format!("may {verbs} {}", parts.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parley_core::proposal::proposal_hash;
+    use parley_core::SecretKey;
+    use serde_json::json;
+    use zeroize::Zeroizing;
+
+    const NOW: i64 = 1_800_000_000;
+
+    fn key(seed: u8) -> PublicKey {
+        SecretKey::from_seed(&Zeroizing::new([seed; 32])).public()
+    }
+
+    fn ctx<'a>(
+        principals: &'a [PublicKey],
+        labels: &'a [(PublicKey, String)],
+    ) -> ReviewContext<'a> {
+        ReviewContext {
+            now: NOW,
+            principals,
+            principal_labels: labels,
+            limits: ReviewLimits::default(),
+            requester: Requester {
+                user: "agent".into(),
+                uid: 1001,
+                pid: Some(42),
+                exe: None,
+            },
+            agent_label: None,
+            agent_known: false,
+        }
+    }
+
+    /// A proposal with `over` merged in, its hash recomputed, and the consent for it.
+    fn request(over: Value, summary: &str) -> (Value, Value) {
+        let mut p = json!({
+            "id": "p1", "capability": "shop.order", "summary": "Order 3 items",
+            "effects": [{"op": "create", "target": "order"},
+                        {"op": "charge", "target": "card ••42", "detail": "71.36 USD"}],
+            "cost": {"amount": 7136, "currency": "USD"}, "risk": "medium",
+            "undo": {"window": 1800}, "expires": NOW + 600
+        });
+        for (k, v) in over.as_object().expect("an object") {
+            p[k] = v.clone();
+        }
+        p["summary"] = json!(summary);
+        p["hash"] = json!(proposal_hash(&p).expect("hash"));
+        let consent = json!({"proposal": "p1", "hash": p["hash"], "service": "shop.example",
+            "capability": "shop.order", "principal": key(1).to_string(),
+            "summary": summary, "expires": NOW + 600});
+        (consent, p)
+    }
+
+    fn review(over: Value, summary: &str) -> Result<Review, Rejection> {
+        let (consent, p) = request(over, summary);
+        let principals = [key(1)];
+        let labels = [(key(1), "household \u{202e} key".to_string())];
+        review_consent(
+            &consent,
+            &p,
+            "shop.example",
+            &key(2).to_string(),
+            &ctx(&principals, &labels),
+        )
+        .map(|c| c.review().clone())
+    }
+
+    #[test]
+    fn consent_review_rules() {
+        let big = "x".repeat(MAX_FIELD_CHARS + 1);
+        let many: Vec<Value> = (0..=MAX_EFFECTS)
+            .map(|i| json!({"op": "create", "target": format!("item {i}")}))
+            .collect();
+        let at_most: Vec<Value> = many[..MAX_EFFECTS].to_vec();
+        type Check = fn(&Result<Review, Rejection>) -> bool;
+        let cases: Vec<(&str, Value, &str, Check)> = vec![
+            (
+                "an ordinary proposal is reversible and priced",
+                json!({}),
+                "Order 3 items, 71.36 USD",
+                |r| {
+                    r.as_ref().is_ok_and(|r| {
+                        !r.irreversible
+                            && r.undo == "30m"
+                            && r.cost == "71.36 USD"
+                            && r.warnings.is_empty()
+                            && !r.needs_second_confirmation
+                    })
+                },
+            ),
+            (
+                "undo window 0 is irreversible",
+                json!({"undo": {"window": 0}}),
+                "Order 3 items, 71.36 USD",
+                |r| {
+                    r.as_ref().is_ok_and(|r| {
+                        r.irreversible && r.undo == "irreversible" && r.needs_second_confirmation
+                    })
+                },
+            ),
+            (
+                "undo null is irreversible",
+                json!({"undo": null}),
+                "Order 3 items, 71.36 USD",
+                |r| {
+                    r.as_ref()
+                        .is_ok_and(|r| r.irreversible && r.needs_second_confirmation)
+                },
+            ),
+            (
+                "cost null with a charge effect: says free but charges",
+                json!({"cost": null}),
+                "Order 3 items",
+                |r| {
+                    r.as_ref().is_ok_and(|r| {
+                        r.cost == COST_NOT_STATED
+                            && r.warnings
+                                .first()
+                                .is_some_and(|w| w.starts_with("SAYS FREE BUT CHARGES"))
+                            && r.needs_second_confirmation
+                    })
+                },
+            ),
+            (
+                "cost null with no charge effect is free",
+                json!({"cost": null, "effects": [{"op": "create", "target": "list"}]}),
+                "Make a list",
+                |r| {
+                    r.as_ref()
+                        .is_ok_and(|r| r.cost == "free" && r.warnings.is_empty())
+                },
+            ),
+            (
+                "a summary naming another amount is flagged",
+                json!({}),
+                "Order 3 items for 7.13 USD",
+                |r| {
+                    r.as_ref().is_ok_and(|r| {
+                        r.warnings
+                            .iter()
+                            .any(|w| w.contains("says 7.13 USD, but the proposal costs 71.36 USD"))
+                    })
+                },
+            ),
+            (
+                "the signing principal is named by label and short key",
+                json!({}),
+                "Order 3 items, 71.36 USD",
+                |r| {
+                    r.as_ref().is_ok_and(|r| {
+                        r.principal_label.as_deref() == Some("household \\u{202e} key")
+                            && r.principal_short == key(1).short()
+                            && r.principal == key(1).to_string()
+                    })
+                },
+            ),
+            (
+                "an effect line that would be cut is refused",
+                json!({"effects": [{"op": "send", "target": big}]}),
+                "x",
+                |r| matches!(r, Err(e) if e.code == "too_large_to_review" && e.message.contains("effect 1")),
+            ),
+            (
+                "a summary that would be cut is refused",
+                json!({}),
+                "LONG",
+                |r| matches!(r, Err(e) if e.code == "too_large_to_review" && e.message.contains("consent summary")),
+            ),
+            (
+                "more effects than a human reads is refused",
+                json!({"effects": many}),
+                "x",
+                |r| matches!(r, Err(e) if e.code == "too_large_to_review" && e.message.contains("101 effects")),
+            ),
+            (
+                "the most effects allowed are all shown",
+                json!({"effects": at_most, "cost": null}),
+                "x",
+                |r| r.as_ref().is_ok_and(|r| r.effects.len() == MAX_EFFECTS),
+            ),
+        ];
+        for (name, over, summary, check) in cases {
+            let summary = if summary == "LONG" {
+                big.as_str()
+            } else {
+                summary
+            };
+            let got = review(over, summary);
+            assert!(check(&got), "{name}: {got:#?}");
+        }
+    }
+
+    fn grant(caveats: Value, reason: Option<&str>) -> Result<ReviewedGrant, Rejection> {
+        let principals = [key(1)];
+        let labels = [(key(1), "household".to_string())];
+        review_grant(
+            &key(2).to_string(),
+            &caveats,
+            reason,
+            None,
+            &ctx(&principals, &labels),
+        )
+    }
+
+    #[test]
+    fn grant_review_names_the_principal_and_refuses_what_it_cannot_show() {
+        let g =
+            grant(json!([{"svc": ["shop.example"]}, {"exp": NOW + 60}]), None).expect("reviewed");
+        assert_eq!(g.review().principal_label.as_deref(), Some("household"));
+        assert_eq!(g.review().principal_short, key(1).short());
+        let long = "s".repeat(MAX_FIELD_CHARS + 1);
+        for (name, caveats, reason) in [
+            (
+                "a service id too long to show",
+                json!([{"svc": [long]}]),
+                None,
+            ),
+            (
+                "a reason too long to show",
+                json!([{"svc": ["a"]}]),
+                Some(long.as_str()),
+            ),
+        ] {
+            match grant(caveats, reason) {
+                Err(e) => assert_eq!(e.code, "too_large_to_review", "{name}"),
+                Ok(_) => panic!("{name}: accepted"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_widening_edit_is_signed_only_when_confirmed_word_for_word() {
+        let principals = [key(1)];
+        let c = ctx(&principals, &[]);
+        let requested = json!([{"svc": ["shop.example"]}, {"verbs": ["ASK"]}, {"can": []},
+            {"per": {"max": 4000, "currency": "USD"}}, {"exp": NOW + 3600}]);
+        let g = grant(requested.clone(), Some("groceries")).expect("reviewed");
+        let narrower = json!([{"svc": ["shop.example"]}, {"verbs": ["ASK"]}, {"can": []},
+            {"per": {"max": 1000, "currency": "USD"}}, {"exp": NOW + 600}]);
+        let wider = json!([{"svc": ["shop.example"]}, {"verbs": ["ASK", "COMMIT"]},
+            {"per": {"max": 8000, "currency": "USD"}}, {"exp": NOW + 3600}]);
+        let said = vec![
+            "adds COMMIT".to_string(),
+            "allows every capability".to_string(),
+            "raises the per-action cap from 40.00 USD to 80.00 USD".to_string(),
+        ];
+        let shown = |v: &Value| grant(v.clone(), None).expect("reviewed").caveats_value();
+        let form = |caveats: &Value, shown: Option<Value>, confirmed: Vec<String>| FormGrant {
+            caveats: caveats.clone(),
+            shown,
+            confirmed_widenings: confirmed,
+        };
+        let cases: Vec<(&str, FormGrant, Result<(), &str>)> = vec![
+            (
+                "the request unchanged",
+                form(&requested, Some(shown(&requested)), vec![]),
+                Ok(()),
+            ),
+            (
+                "narrower, nothing to confirm",
+                form(&narrower, Some(shown(&narrower)), vec![]),
+                Ok(()),
+            ),
+            (
+                "wider, not confirmed",
+                form(&wider, Some(shown(&wider)), vec![]),
+                Err("widening_not_confirmed"),
+            ),
+            (
+                "wider, confirmed in part",
+                form(&wider, Some(shown(&wider)), said[..1].to_vec()),
+                Err("widening_not_confirmed"),
+            ),
+            (
+                "wider, confirmed word for word",
+                form(&wider, Some(shown(&wider)), said.clone()),
+                Ok(()),
+            ),
+            (
+                "narrower, but widenings confirmed",
+                form(&narrower, None, said.clone()),
+                Err("widening_not_made"),
+            ),
+            (
+                "signed differs from shown",
+                form(&wider, Some(shown(&narrower)), said.clone()),
+                Err("not_what_was_shown"),
+            ),
+        ];
+        for (name, f, want) in cases {
+            let got = g.narrowed(&f, &c).map(|n| {
+                assert_eq!(
+                    n.review().their_words,
+                    "groceries",
+                    "{name}: the reason stays"
+                );
+            });
+            match (got, want) {
+                (Ok(()), Ok(())) => {}
+                (Err(e), Err(code)) => assert_eq!(e.code, code, "{name}: {e}"),
+                (got, want) => panic!("{name}: got {got:?}, want {want:?}"),
+            }
+        }
     }
 }

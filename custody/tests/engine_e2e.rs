@@ -12,11 +12,12 @@ use parley_core::{PublicKey, SecretKey};
 use parley_custody::approver::{Gesture, Yes};
 use parley_custody::approver::{PendingView, ScriptedApprover, Verdict};
 use parley_custody::audit::{Audit, EventKind, Query};
-use parley_custody::engine::{unix_now, Engine, EngineConfig};
+use parley_custody::engine::{unix_now, DecideError, Engine, EngineConfig};
 use parley_custody::ipc::frame::{FrameReader, FrameWriter};
 use parley_custody::ipc::peer::PeerPolicy;
 use parley_custody::ipc::socket::{connect, BindOptions, ConnLimits, Listener, SocketPath};
 use parley_custody::keystore::Keystore;
+use parley_custody::review::FormGrant;
 use parley_custody::server::{serve, ServerLimits};
 use parley_custody::stepup::StepUpPolicy;
 use serde_json::{json, Value};
@@ -427,6 +428,79 @@ fn deny_expire_cancel_dedupe_and_rejection() {
     });
 }
 
+/// The grant form's attack: an edit that widens the agent's request (adds
+/// COMMIT, drops the capability list) must not be signed unless the caller
+/// passes back exactly the widenings the engine names; and what is signed
+/// must be what the form showed.
+#[test]
+fn a_widening_form_edit_is_refused_unless_each_widening_is_confirmed() {
+    if !in_session(
+        "a_widening_form_edit_is_refused_unless_each_widening_is_confirmed",
+        Session::Keyring,
+    ) {
+        return;
+    }
+    rt().block_on(async {
+        let mut c = start(EngineConfig::default()).await;
+        let mut agent = Agent::connect(&c.socket).await;
+        let me = agent_key().public().to_string();
+        let exp = unix_now() + 3600;
+        agent
+            .send(json!({"custody": 1, "id": "w1", "op": "grant", "agent": me,
+            "caveats": [{"svc": ["shop.example"]}, {"verbs": ["ASK"]}, {"can": []}, {"exp": exp}]}))
+            .await;
+        let shown = c.shown.recv().await.unwrap();
+        let wider = json!([{"svc": ["shop.example"]}, {"verbs": ["ASK", "COMMIT"]}, {"exp": exp}]);
+        let preview = c
+            .engine
+            .preview_grant(&me, &wider, None, Some(&shown.id))
+            .await
+            .unwrap();
+        assert_eq!(
+            preview.widenings,
+            ["adds COMMIT", "allows every capability"]
+        );
+        assert_eq!(preview.caveats, wider);
+        let form = |confirmed: &[&str], shown_caveats: &Value| FormGrant {
+            caveats: wider.clone(),
+            shown: Some(shown_caveats.clone()),
+            confirmed_widenings: confirmed.iter().map(|w| w.to_string()).collect(),
+        };
+        for (what, f, code) in [
+            ("not confirmed", form(&[], &wider), "widening_not_confirmed"),
+            (
+                "confirmed in part",
+                form(&["adds COMMIT"], &wider),
+                "widening_not_confirmed",
+            ),
+            (
+                "shown something else",
+                form(&["adds COMMIT", "allows every capability"], &json!([])),
+                "not_what_was_shown",
+            ),
+        ] {
+            match c.engine.decide(&shown.id, Verdict::ApproveWith(f, YES)).await {
+                Err(DecideError::Narrowed(r)) => assert_eq!(r.code, code, "{what}: {r}"),
+                other => panic!("{what}: {other:?}"),
+            }
+        }
+        assert!(
+            c.engine.pending().iter().any(|p| p.id == shown.id),
+            "still waiting, nothing signed"
+        );
+        c.engine
+            .decide(
+                &shown.id,
+                Verdict::ApproveWith(form(&["adds COMMIT", "allows every capability"], &wider), YES),
+            )
+            .await
+            .unwrap();
+        let fin = agent.final_for("w1").await;
+        assert_eq!(fin["kind"], "ISSUED", "{fin}");
+        assert_eq!(fin["caveats"], wider);
+    });
+}
+
 #[test]
 fn grants_are_reviewed_narrowed_and_time_boxed() {
     if !in_session(
@@ -455,7 +529,7 @@ fn grants_are_reviewed_narrowed_and_time_boxed() {
         let exp = unix_now() + 3600;
         let narrowed = json!([{"svc": ["shop.example"]}, {"verbs": ["ASK", "INTENT", "COMMIT"]},
             {"per": {"max": 4000, "currency": "USD"}}, {"spend": {"max": 10000, "currency": "USD"}}, {"exp": exp}]);
-        c.engine.decide(&shown.id, Verdict::ApproveWith(narrowed.clone(), YES)).await.unwrap();
+        c.engine.decide(&shown.id, Verdict::ApproveWith(narrowed.clone().into(), YES)).await.unwrap();
         let fin = agent.final_for("g1").await;
         assert_eq!(fin["kind"], "ISSUED", "{fin}");
         assert_eq!(fin["caveats"], narrowed);
@@ -610,7 +684,7 @@ fn a_decision_whose_caller_gave_up_still_finishes_and_never_sticks() {
             .engine
             .decide(
                 &shown.id,
-                Verdict::ApproveWith(json!([{"svc": "not a list"}]), YES),
+                Verdict::ApproveWith(json!([{"svc": "not a list"}]).into(), YES),
             )
             .await;
         assert!(bad.is_err(), "{bad:?}");

@@ -149,6 +149,7 @@ pub fn review_context(now: i64) -> ReviewContext<'static> {
     ReviewContext {
         now,
         principals: PRINCIPALS.get_or_init(|| vec![principal().public()]),
+        principal_labels: &[],
         limits: ReviewLimits::default(),
         requester: Requester {
             user: "agent".into(),

@@ -5,9 +5,12 @@
 //!
 //! Which window may call which command is set by `capabilities/*.json`; the
 //! commands that sign also check the calling window themselves: an approval
-//! is accepted only from the request's own review window, after it has been
-//! on screen (and focused) for [`windows::APPROVE_DELAY`], and a grant only
-//! from the grant form.
+//! is accepted only from the request's own review window, a grant only from
+//! the grant form; either only while that window is focused, after it has
+//! been in front for [`windows::APPROVE_DELAY`], and only from a pointer
+//! gesture on the button ([`Gesture`]: the keyboard alone cannot approve).
+//! A grant form's caveats are signed only if they are what the form showed,
+//! and a widened request only if the human confirmed each widening.
 
 use crate::notify::NotifyStatus;
 use crate::settings::{self, Settings};
@@ -19,7 +22,7 @@ use parley_custody::approver::{Gesture, PendingView, Verdict, Yes};
 use parley_custody::audit::{self, EventKind, NewEvent, Query, VerifyReport};
 use parley_custody::engine::{unix_now, DecideError, IssueError};
 use parley_custody::queue::Outcome;
-use parley_custody::review::ReviewKind;
+use parley_custody::review::{FormGrant, ReviewKind};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::future::Future;
@@ -172,6 +175,32 @@ pub async fn review_get(state: State<'_, AppState>, id: String) -> R<Option<Pend
     Ok(pending(&state, &id).ok())
 }
 
+/// Whether `window` may sign now: focused, in front for the arming delay,
+/// and the human used the pointer. `what` names the button.
+fn may_sign(window: &Window, state: &AppState, gesture: Option<Gesture>, what: &str) -> R<Gesture> {
+    let Some(gesture) = gesture else {
+        return Err(format!(
+            "{what} needs a click or press-and-hold with the pointer; the keyboard alone cannot {}.",
+            what.to_lowercase()
+        ));
+    };
+    // How the human pressed Approve or Issue: a trusted pointer click or a
+    // press-and-hold (the UI ignores keyboard-made clicks). A window cannot
+    // claim to be the terminal.
+    if gesture == Gesture::Terminal {
+        return Err(format!("{what} is given with the pointer in this window."));
+    }
+    if !window.is_focused().unwrap_or(false) {
+        return Err(format!(
+            "{what} counts only while its window is in front and focused."
+        ));
+    }
+    if !state.armed.ready(window.label()) {
+        return Err(format!("{what} came too soon after the window appeared or regained focus. Read it, then try again."));
+    }
+    Ok(gesture)
+}
+
 /// The result of a decision.
 #[derive(Debug, Serialize)]
 pub struct DecisionView {
@@ -189,6 +218,7 @@ pub async fn review_decide(
     id: String,
     approve: bool,
     confirmed: bool,
+    gesture: Option<Gesture>,
     reason: Option<String>,
 ) -> R<DecisionView> {
     request_id(&id)?;
@@ -200,11 +230,11 @@ pub async fn review_decide(
                 "An approval is accepted only from the request's own review window.".into(),
             );
         }
-        if !state.armed.ready(window.label()) {
-            return Err("Approve came too soon after the window appeared or regained focus. Read the request, then approve again.".into());
-        }
+        // The one place this command builds an approval. The engine checks
+        // the second confirmation against the review, then asks the OS.
+        let gesture = may_sign(&window, &state, gesture, "Approve")?;
         Verdict::Approve(Yes {
-            gesture: Gesture::Click,
+            gesture,
             second_confirmation: confirmed,
         })
     } else {
@@ -398,8 +428,89 @@ pub struct IssuedView {
     pub warnings: Vec<String>,
 }
 
+/// What the grant form's caveats would sign, for the form to show before
+/// Issue: the caveats exactly as signed, in words, and every way they widen
+/// the request the form answers.
+#[derive(Debug, Serialize)]
+pub struct GrantPreviewView {
+    /// The caveats as they would be signed (sent back as `shown` on Issue).
+    pub caveats: Value,
+    /// In plain words.
+    pub caveat_words: Vec<String>,
+    /// In one sentence.
+    pub preview: String,
+    /// What custody noticed.
+    pub warnings: Vec<String>,
+    /// How this widens the agent's request, in words (sent back, word for
+    /// word, once the human confirmed them).
+    pub widenings: Vec<String>,
+    /// The principal key that would sign.
+    pub principal: String,
+    /// Its label.
+    pub principal_label: Option<String>,
+    /// Its short form.
+    pub principal_short: String,
+}
+
+fn form_principal(principal: Option<&str>) -> R<Option<PublicKey>> {
+    match principal.filter(|p| !p.is_empty()) {
+        Some(p) => p
+            .parse()
+            .map(Some)
+            .map_err(|e| format!("the principal key is not usable: {e}")),
+        None => Ok(None),
+    }
+}
+
+/// Previews the grant form's caveats (nothing is signed).
+#[tauri::command(rename_all = "snake_case")]
+pub async fn grant_preview(
+    window: Window,
+    state: State<'_, AppState>,
+    agent: String,
+    caveats: Value,
+    principal: Option<String>,
+    request: Option<String>,
+) -> R<GrantPreviewView> {
+    if !windows::is_grant_form(window.label()) {
+        return Err("Grants are previewed in the grant form.".into());
+    }
+    if let Some(id) = &request {
+        request_id(id)?;
+    }
+    let core = state.core()?;
+    let principal = form_principal(principal.as_deref())?;
+    let p = timed(
+        "the preview",
+        core.engine.preview_grant(
+            agent.trim(),
+            &caveats,
+            principal.as_ref(),
+            request.as_deref(),
+        ),
+    )
+    .await?
+    .map_err(|e| match e {
+        IssueError::Rejected(r) => format!("The grant is not valid: {}", r.message),
+        e => e.to_string(),
+    })?;
+    let (caveat_words, _) = views::caveat_words(&p.caveats);
+    Ok(GrantPreviewView {
+        caveats: p.caveats,
+        caveat_words,
+        preview: p.review.preview,
+        warnings: p.review.warnings,
+        widenings: p.widenings,
+        principal: p.review.principal,
+        principal_label: p.review.principal_label,
+        principal_short: p.review.principal_short,
+    })
+}
+
 /// Issues a grant from the form: to the waiting agent (`request`), or for
-/// the human to copy.
+/// the human to copy. `shown` is the preview's caveats the form displayed
+/// (what is signed must equal them); `widenings` the preview's widenings
+/// the human confirmed on purpose (they must be exactly the edit's).
 #[tauri::command(rename_all = "snake_case")]
 #[allow(clippy::too_many_arguments)]
 pub async fn grant_issue(
@@ -407,6 +518,9 @@ pub async fn grant_issue(
     state: State<'_, AppState>,
     agent: String,
     caveats: Value,
+    shown: Value,
+    widenings: Vec<String>,
+    gesture: Option<Gesture>,
     principal: Option<String>,
     note: Option<String>,
     request: Option<String>,
@@ -414,15 +528,16 @@ pub async fn grant_issue(
     if !windows::is_grant_form(window.label()) {
         return Err("Grants are issued from the grant form.".into());
     }
+    let gesture = may_sign(&window, &state, gesture, "Issue")?;
     let core = state.core()?;
-    let principal: Option<PublicKey> = match principal.as_deref().filter(|p| !p.is_empty()) {
-        Some(p) => Some(
-            p.parse()
-                .map_err(|e| format!("the principal key is not usable: {e}"))?,
-        ),
-        None => None,
-    };
+    let principal = form_principal(principal.as_deref())?;
     let agent = agent.trim().to_string();
+    // The one place this command builds what it signs.
+    let form = FormGrant {
+        caveats,
+        shown: Some(shown),
+        confirmed_widenings: widenings,
+    };
     if let Some(id) = request {
         request_id(&id)?;
         let p = pending(&state, &id)?;
@@ -446,9 +561,9 @@ pub async fn grant_issue(
             core.engine.decide(
                 &id,
                 Verdict::ApproveWith(
-                    caveats,
+                    form,
                     Yes {
-                        gesture: Gesture::Click,
+                        gesture,
                         second_confirmation: false,
                     },
                 ),
@@ -479,11 +594,11 @@ pub async fn grant_issue(
         "issuing the grant",
         core.engine.issue_grant(
             &agent,
-            &caveats,
+            form,
             principal.as_ref(),
             note.as_deref(),
             Yes {
-                gesture: Gesture::Click,
+                gesture,
                 second_confirmation: false,
             },
         ),

@@ -76,6 +76,7 @@ fn main() {
             commands::open_window,
             commands::window_close,
             commands::grant_context,
+            commands::grant_preview,
             commands::grant_issue,
             commands::audit_query,
             commands::audit_export,

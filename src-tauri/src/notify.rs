@@ -72,13 +72,31 @@ pub fn sentence(p: &PendingView) -> String {
             format!("{who} asks you to approve {} at {}", r.cost, r.service)
         }
         ReviewKind::Consent => format!(
-            "{who} asks you to approve {} at {} (no cost)",
-            r.capability, r.service
+            "{who} asks you to approve {} at {} ({})",
+            r.capability,
+            r.service,
+            // "free", or "not stated (an effect charges)": never "no cost" for a charge.
+            if r.cost == "free" { "no cost" } else { &r.cost }
         ),
         ReviewKind::Grant if r.service.is_empty() => {
             format!("{who} asks for a grant at every service")
         }
         ReviewKind::Grant => format!("{who} asks for a grant at {}", r.service),
+    }
+}
+
+/// Which principal key would sign, on its own line of the notification so
+/// a long service id cannot push it out: "Signed with “household”
+/// (ed25519:iojj3XQJ8Z…)". Custody may hold several keys; the request picks one.
+pub fn principal_line(p: &PendingView) -> String {
+    let r = &p.review;
+    match r.principal_label.as_deref() {
+        Some(l) => format!(
+            "Signed with “{}” ({})",
+            l.chars().take(60).collect::<String>(),
+            r.principal_short
+        ),
+        None => format!("Signed with {}", r.principal_short),
     }
 }
 
@@ -124,7 +142,11 @@ impl Notifier {
             }
             return;
         }
-        let text = body_text(&sentence(p));
+        let text = format!(
+            "{}\n{}",
+            body_text(&sentence(p)),
+            body_text(&principal_line(p))
+        );
         let left = (p.closes_at - parley_custody::engine::unix_now()).max(1) as u64;
         let lifetime = Duration::from_secs(left).min(MAX_LIFETIME);
         let (tx, rx) = oneshot::channel();

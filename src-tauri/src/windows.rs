@@ -36,8 +36,8 @@ pub fn valid_request_id(id: &str) -> bool {
         && id[1..].bytes().all(|b| b.is_ascii_digit())
 }
 
-/// When each review window last appeared or regained focus; approvals that
-/// come sooner than [`APPROVE_DELAY`] after it are refused.
+/// When each review window or grant form last appeared or regained focus;
+/// approvals that come sooner than [`APPROVE_DELAY`] after it are refused.
 #[derive(Default)]
 pub struct Armed(Mutex<HashMap<String, Instant>>);
 
@@ -122,10 +122,17 @@ pub fn open_review(app: &AppHandle, id: &str) -> Result<(), String> {
         "Review request — Parley Custody",
         (620.0, 820.0),
     )?;
-    let armed = app.state::<crate::state::AppState>();
-    armed.armed.arm(&label);
+    arm_while_focused(app, &w, &label);
+    Ok(())
+}
+
+/// Arms `label` now and whenever it regains focus, disarms it when it loses
+/// focus: the windows that sign (review, grant form) accept a decision only
+/// [`APPROVE_DELAY`] after they came to the front.
+fn arm_while_focused(app: &AppHandle, w: &tauri::WebviewWindow, label: &str) {
+    app.state::<crate::state::AppState>().armed.arm(label);
     let handle = app.clone();
-    let l = label.clone();
+    let l = label.to_string();
     w.on_window_event(move |e| {
         let armed = &handle.state::<crate::state::AppState>().armed;
         match e {
@@ -134,7 +141,6 @@ pub fn open_review(app: &AppHandle, id: &str) -> Result<(), String> {
             _ => {}
         }
     });
-    Ok(())
 }
 
 /// The grant form: `grant-<id>` answers pending grant request `id` (one
@@ -157,14 +163,15 @@ pub fn open_grant(
     if show(app, &label) {
         return Ok(());
     }
-    build(
+    let w = build(
         app,
         &label,
         format!("grant.html{fragment}"),
         "Issue a grant — Parley Custody",
         (720.0, 860.0),
-    )
-    .map(|_| ())
+    )?;
+    arm_while_focused(app, &w, &label);
+    Ok(())
 }
 
 /// Whether `label` is a grant form window.

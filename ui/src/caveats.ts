@@ -2,6 +2,12 @@
 // exact caveats (Parley §6.3) that will be signed, a plain-language preview,
 // errors per field and warnings. The engine checks the caveats again before
 // signing (custody/src/review.rs), so this is for the human, not the guard.
+//
+// Filling the form from a request must never widen it by accident: a value
+// the form's fields cannot hold exactly (an empty list, a service id with a
+// space or a comma, a currency not in capitals) is kept verbatim as an extra
+// condition instead of being reinterpreted. The engine names any widening
+// that remains and the form shows it before Issue (custody/src/widening.rs).
 
 import { money, parseAmount, isCurrency, localTime, fromLocalInput, toLocalInput, span } from './format'
 
@@ -63,13 +69,21 @@ export interface GrantPlan {
 export const AGENT_KEY = /^ed25519:[A-Za-z0-9_-]{43}$/
 const CAPABILITY = /^(\*|[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*(\.\*)?)$/
 
-/** Splits a list typed by a person (commas, spaces or new lines), dropping duplicates. */
+/** Splits a list typed by a person (commas or new lines; each item trimmed), dropping
+ *  duplicates. A space inside an item stays in it (and the item is then refused), so
+ *  "shop example" never silently becomes two services. */
 export function splitList(s: string): string[] {
   const out: string[] = []
-  for (const part of s.split(/[\s,]+/)) {
+  for (const raw of s.split(/[,\n]+/)) {
+    const part = raw.trim()
     if (part && !out.includes(part)) out.push(part)
   }
   return out
+}
+
+/** Whether a requested list can be shown in a text field and read back exactly. */
+function representable(l: string[]): boolean {
+  return l.length > 0 && l.every((x) => x !== '' && !/[\s,]/.test(x))
 }
 
 function isPrintableAscii(s: string): boolean {
@@ -91,8 +105,9 @@ export function plan(v: GrantFormValues, now: number, maxLifetime: number): Gran
   if (agent === '') errors.agent = 'paste the agent’s key (ed25519:…) or pick a known agent'
   else if (!AGENT_KEY.test(agent)) errors.agent = 'an agent key looks like ed25519: followed by 43 letters, digits, - or _'
 
+  const kept = (name: string) => v.extra.some((c) => typeof c === 'object' && c !== null && name in c)
   const services = splitList(v.services)
-  if (services.length === 0) errors.services = 'name at least one service (a grant without one works everywhere)'
+  if (services.length === 0 && !kept('svc')) errors.services = 'name at least one service (a grant without one works everywhere)'
   for (const s of services) {
     if (s.length > 253) errors.services = 'a service id has at most 253 characters'
     else if (Array.from(s).some((ch) => (ch.codePointAt(0) ?? 0) <= 0x20 || ch === '\u007f'))
@@ -104,8 +119,8 @@ export function plan(v: GrantFormValues, now: number, maxLifetime: number): Gran
   if (services.length) caveats.push({ svc: services })
 
   const verbs = VERBS.filter((x) => v.verbs.includes(x))
-  if (verbs.length === 0) errors.verbs = 'choose at least one verb'
-  else caveats.push({ verbs: [...verbs] })
+  if (verbs.length === 0 && !kept('verbs')) errors.verbs = 'choose at least one verb'
+  else if (verbs.length) caveats.push({ verbs: [...verbs] })
 
   const caps = splitList(v.capabilities)
   for (const c of caps) {
@@ -114,9 +129,10 @@ export function plan(v: GrantFormValues, now: number, maxLifetime: number): Gran
   if (caps.length) caveats.push({ can: caps })
   if (caps.includes('*')) warnings.push('The capability pattern * allows every capability.')
 
-  const currency = v.currency.trim().toUpperCase()
+  // Never changed for the human (usd is not USD to a service).
+  const currency = v.currency.trim()
   const wantsMoney = v.per.trim() !== '' || v.spend.trim() !== ''
-  if (wantsMoney && !isCurrency(currency)) errors.currency = 'a three-letter currency code, like USD'
+  if (wantsMoney && !isCurrency(currency)) errors.currency = 'a three-letter currency code in capitals, like USD'
   let per: number | undefined
   let spend: number | undefined
   if (v.per.trim() !== '') {
@@ -207,7 +223,9 @@ export function fromCaveats(list: unknown[]): Partial<GrantFormValues> {
       case 'verbs':
       case 'can': {
         const l = strings(value)
-        if (!l) {
+        // An empty list allows nothing, and an id with a space or a comma
+        // would be read back as another list: keep such a caveat as it is.
+        if (!l || !representable(l)) {
           keep()
           break
         }
@@ -225,6 +243,7 @@ export function fromCaveats(list: unknown[]): Partial<GrantFormValues> {
           typeof m !== 'object' ||
           !Number.isSafeInteger(m.max) ||
           !cur ||
+          !isCurrency(cur) ||
           (out.currency !== undefined && out.currency !== cur)
         ) {
           keep()

@@ -1,17 +1,28 @@
 // The grant form: a time-boxed grant for an agent key, as exact caveats,
 // with a plain-language preview. Issued to the agent that asked for it (a
 // pending grant request) or, with no request, shown once for the human to copy.
+//
+// Before Issue, custody previews the form's caveats (grant_preview): the exact
+// caveats it would sign, and every way they widen the agent's request in
+// words. A widening must be confirmed on purpose (a checkbox next to the
+// list); Issue sends back the caveats shown and the widenings confirmed, and
+// the engine refuses anything else. Issue answers the pointer only, while
+// this window is focused and armed, like Approve (gesture.ts).
 
 import './style.css'
-import { api, on, errorText, type GrantContext, type IssuedView } from './ipc'
+import { api, on, errorText, type GrantContext, type GrantPreviewView, type Gesture, type IssuedView } from './ipc'
+import { pointerOnly } from './gesture'
 import { h, replace, byId, say, setText, copyText, visible } from './dom'
-import { emptyForm, fromCaveats, plan, PRESETS, VERBS, VERB_WORDS, type Field, type GrantFormValues } from './caveats'
+import { emptyForm, fromCaveats, plan, PRESETS, VERBS, VERB_WORDS, type Caveat, type Field, type GrantFormValues } from './caveats'
 import { localTime } from './format'
 
 const app = byId('app')
 const params = new URLSearchParams(location.hash.replace(/^#/, ''))
 const requestId = params.get('request')
 const agentParam = params.get('agent')
+
+/** The delay after the window (re)gains focus before Issue is enabled (the backend's APPROVE_DELAY). */
+export const ISSUE_DELAY_MS = 1500
 
 function field(label: string, control: HTMLElement, name: Field | null, help?: string): HTMLElement {
   const err = h('p', { class: 'field-error', testid: name ? `err-${name}` : undefined })
@@ -93,6 +104,19 @@ async function main() {
   const preview = h('p', { class: 'preview', testid: 'preview' })
   const warnings = h('ul', { class: 'warnings', testid: 'form-warnings' })
   const exact = h('pre', { class: 'json', testid: 'caveats-json' })
+  const checking = h('p', { class: 'muted', testid: 'preview-state' })
+  const signer = h('p', { testid: 'signing-principal' })
+  const widenList = h('ul', { testid: 'widening-list' })
+  const widenConfirm = h('input', { id: 'confirm-widening', testid: 'confirm-widening', attrs: { type: 'checkbox' } })
+  const widenBox = h(
+    'section',
+    { class: 'widenings warn', testid: 'widenings' },
+    h('h3', null, 'This allows MORE than the agent asked for'),
+    widenList,
+    h('label', { class: 'check' }, widenConfirm, h('span', null, ' I mean to allow all of this')),
+  )
+  widenBox.hidden = true
+  const issueHint = h('span', { class: 'hint', testid: 'issue-hint' })
   const issue = h('button', { class: 'btn btn-approve', testid: 'issue', attrs: { type: 'button' } }, req ? 'Issue and send to the agent' : 'Issue grant')
   const cancel = h('button', { class: 'btn btn-default', testid: 'cancel', attrs: { type: 'button' } }, 'Cancel')
   const status = h('p', { class: 'msg', testid: 'status', attrs: { role: 'status' } })
@@ -138,8 +162,8 @@ async function main() {
       field('Not before (optional)', nbf, 'notBefore'),
       req ? null : field('Note (optional)', note, null),
     ),
-    h('section', { class: 'preview-box' }, h('h2', null, 'This grant'), preview, warnings, h('h3', null, 'Exact caveats that will be signed'), exact),
-    h('div', { class: 'actions' }, cancel, issue),
+    h('section', { class: 'preview-box' }, h('h2', null, 'This grant'), preview, signer, widenBox, warnings, h('h3', null, 'Exact caveats that will be signed'), exact, checking),
+    h('div', { class: 'actions' }, cancel, issue, issueHint),
     status,
     result,
   )
@@ -161,22 +185,99 @@ async function main() {
 
   let issued = false
   let issuing = false
+  // What custody said the current plan would sign; Issue uses exactly this.
+  let shown: { key: string; plan: Caveat[]; view: GrantPreviewView } | null = null
+  let wantedKey = ''
+  let seq = 0
+  let armedAt = performance.now()
+  let focused = document.hasFocus()
+  // The "now" an expiry preset counts from: it moves only when the expiry is
+  // chosen again and every 30 s, so that what was previewed stays what is
+  // issued (a preset recomputed on every keystroke would change the caveats
+  // between the preview and the click).
+  let planNow = Math.floor(Date.now() / 1000)
+  for (const b of presetBoxes) b.r.addEventListener('change', () => (planNow = Math.floor(Date.now() / 1000)), { capture: true })
+  const principalValue = () => (req ? null : principal.value || null)
+  const lines = (cs: unknown[]) => (cs.length ? `[\n${cs.map((c) => `  ${visible(JSON.stringify(c))}`).join(',\n')}\n]` : '[]')
+
+  function showPreview() {
+    const current = shown !== null && shown.key === wantedKey
+    const v = current ? shown!.view : null
+    // One caveat per line; each line made visible on its own (the line breaks are ours).
+    if (v) exact.textContent = lines(v.caveats)
+    setText(checking, v ? '' : wantedKey ? 'Checking with custody…' : '')
+    const who = v ? v.principal_short : null
+    setText(signer, who ? `Signed with ${v!.principal_label ? `“${v!.principal_label}” ` : ''}${who}` : '')
+    const widen = v?.widenings ?? []
+    if (widenList.dataset.list !== JSON.stringify(widen)) {
+      widenList.dataset.list = JSON.stringify(widen)
+      replace(widenList, ...widen.map((w) => h('li', null, w)))
+      widenConfirm.checked = false
+    }
+    widenBox.hidden = widen.length === 0
+    updateIssue()
+  }
+
+  function updateIssue() {
+    const current = shown !== null && shown.key === wantedKey
+    const widen = current ? shown!.view.widenings : []
+    const left = ISSUE_DELAY_MS - (performance.now() - armedAt)
+    const ready = current && (widen.length === 0 || widenConfirm.checked) && !issued && !issuing && ctx.principals.length > 0
+    issue.disabled = !ready || !focused || left > 0
+    issue.dataset.state = issue.disabled ? 'waiting' : 'ready'
+    if (issued || !ready) setText(issueHint, current && widen.length && !widenConfirm.checked ? 'Confirm the widening above first.' : '')
+    else if (!focused) setText(issueHint, 'Issue is off while this window is not in front.')
+    else if (left > 0) setText(issueHint, `Issue in ${(left / 1000).toFixed(1)} s`)
+    else setText(issueHint, 'Click, or press and hold, with the pointer.')
+  }
+
   function refresh() {
-    const pl = plan(read(), Math.floor(Date.now() / 1000), ctx.max_grant_lifetime_secs)
+    const pl = plan(read(), planNow, ctx.max_grant_lifetime_secs)
     setText(preview, pl.ok || pl.caveats.length ? `This grant ${pl.preview}.` : '')
     replace(warnings, ...pl.warnings.map((w) => h('li', null, w)))
     warnings.hidden = pl.warnings.length === 0
-    // One caveat per line; each line made visible on its own (the line breaks are ours).
-    exact.textContent = pl.caveats.length ? `[\n${pl.caveats.map((c) => `  ${visible(JSON.stringify(c))}`).join(',\n')}\n]` : '[]'
+    exact.textContent = lines(pl.caveats)
     for (const el of app.querySelectorAll<HTMLElement>('.field-error')) {
       const name = el.dataset.testid?.replace(/^err-/, '') as Field
       const msg = pl.errors[name]
       el.hidden = !msg
       setText(el, msg ?? '')
     }
-    issue.disabled = !pl.ok || issued || ctx.principals.length === 0
+    const key = pl.ok ? JSON.stringify([agent.value.trim(), pl.caveats, principalValue()]) : ''
+    if (key !== wantedKey) {
+      wantedKey = key
+      if (key && !issued) {
+        const mine = ++seq
+        const planned = pl.caveats
+        api
+          .grantPreview({ agent: agent.value.trim(), caveats: planned, principal: principalValue(), request: req ? req.id : null })
+          .then((view) => {
+            if (mine !== seq) return
+            shown = { key, plan: planned, view }
+            showPreview()
+          })
+          .catch((e) => {
+            if (mine !== seq) return
+            shown = null
+            say(status, 'error', errorText(e))
+            showPreview()
+          })
+      }
+    }
+    showPreview()
     return pl
   }
+  window.addEventListener('focus', () => {
+    focused = true
+    armedAt = performance.now()
+    updateIssue()
+  })
+  window.addEventListener('blur', () => {
+    focused = false
+    updateIssue()
+  })
+  widenConfirm.addEventListener('change', () => updateIssue())
+  setInterval(updateIssue, 100)
   if (ctx.principals.length === 0) {
     say(status, 'error', 'There is no principal key to sign with yet: create one in Settings first.')
   }
@@ -199,17 +300,25 @@ async function main() {
   custom.addEventListener('focus', pickCustom)
   custom.addEventListener('input', pickCustom)
   cancel.addEventListener('click', () => void api.windowClose().catch(() => {}))
-  issue.addEventListener('click', async () => {
-    const pl = refresh()
-    if (!pl.ok || issued) return
+  pointerOnly(issue, () => !issue.disabled, async (gesture: Gesture) => {
+    const s = shown
+    if (issued) return
+    if (!s || s.key !== wantedKey) {
+      say(status, 'warn', 'Custody is still checking the latest change: look at the preview, then issue again.')
+      return
+    }
+    const widenings = s.view.widenings.length && widenConfirm.checked ? s.view.widenings : []
     issue.disabled = true
     issuing = true
     say(status, 'info', 'Signing…')
     try {
       const r: IssuedView = await api.grantIssue({
         agent: agent.value.trim(),
-        caveats: pl.caveats,
-        principal: req ? null : principal.value || null,
+        caveats: s.plan,
+        shown: s.view.caveats,
+        widenings,
+        gesture,
+        principal: principalValue(),
         note: req ? null : note.value.trim() || null,
         request: req ? req.id : null,
       })
@@ -222,9 +331,10 @@ async function main() {
       showResult(r)
     } catch (e) {
       say(status, 'error', errorText(e))
-      issue.disabled = false
+      armedAt = performance.now()
     } finally {
       issuing = false
+      updateIssue()
     }
   })
 
@@ -264,6 +374,7 @@ async function main() {
 
   refresh()
   setInterval(() => {
+    planNow = Math.floor(Date.now() / 1000)
     if (!issued) refresh()
   }, 30_000)
   if (req) {

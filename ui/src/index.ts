@@ -12,7 +12,9 @@ export function describe(p: PendingView): string {
   const r = p.review
   const who = r.agent.label ?? r.agent.short
   if (r.kind === 'consent') {
-    return r.cost_money ? `${who} asks you to approve ${r.cost} at ${r.service}` : `${who} asks you to approve ${r.capability} at ${r.service} (no cost)`
+    if (r.cost_money) return `${who} asks you to approve ${r.cost} at ${r.service}`
+    // "free", or "not stated (an effect charges)": never "no cost" for a charge.
+    return `${who} asks you to approve ${r.capability} at ${r.service} (${r.cost === 'free' ? 'no cost' : r.cost})`
   }
   return `${who} asks for a grant at ${r.service || 'every service'}`
 }

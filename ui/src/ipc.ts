@@ -48,6 +48,8 @@ export interface Review {
   hash: string
   hash_short: string
   principal: string
+  principal_label: string | null
+  principal_short: string
   caveats: CaveatView[]
   preview: string
   warnings: string[]
@@ -109,6 +111,19 @@ export interface GrantContext {
   known_agents: KnownAgent[]
   max_grant_lifetime_secs: number
   request: PendingView | null
+}
+/** How the human pressed Approve or Issue (the backend refuses an approval without one). */
+export type Gesture = 'click' | 'hold'
+
+export interface GrantPreviewView {
+  caveats: unknown[]
+  caveat_words: string[]
+  preview: string
+  warnings: string[]
+  widenings: string[]
+  principal: string
+  principal_label: string | null
+  principal_short: string
 }
 export interface IssuedView {
   sent_to_agent: boolean
@@ -238,15 +253,20 @@ export const api = {
   status: () => call<StatusView>('status'),
   pendingList: () => call<PendingView[]>('pending_list'),
   reviewGet: (id: string) => call<PendingView | null>('review_get', { id }),
-  reviewDecide: (id: string, approve: boolean, confirmed: boolean, reason: string | null) =>
-    call<DecisionView>('review_decide', { id, approve, confirmed, reason }),
+  reviewDecide: (id: string, approve: boolean, confirmed: boolean, gesture: Gesture | null, reason: string | null) =>
+    call<DecisionView>('review_decide', { id, approve, confirmed, gesture, reason }),
   openWindow: (kind: string, id: string | null = null, agent: string | null = null) =>
     call<void>('open_window', { kind, id, agent }),
   windowClose: () => call<void>('window_close'),
   grantContext: (request: string | null) => call<GrantContext>('grant_context', { request }),
+  grantPreview: (a: { agent: string; caveats: unknown[]; principal: string | null; request: string | null }) =>
+    call<GrantPreviewView>('grant_preview', a),
   grantIssue: (a: {
     agent: string
     caveats: unknown[]
+    shown: unknown[]
+    widenings: string[]
+    gesture: Gesture
     principal: string | null
     note: string | null
     request: string | null

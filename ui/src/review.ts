@@ -4,11 +4,14 @@
 // Deny is the default (focused; Esc denies). Approve is enabled only after
 // APPROVE_DELAY_MS since the window appeared or regained focus, and is
 // disabled while the window is not focused (anti-clickjacking; the backend
-// checks the same delay). A high-risk or irreversible proposal needs a second,
-// explicit confirmation.
+// checks the same delay and the focus). Approve answers the pointer only
+// (gesture.ts): Tab then Space or Enter never approves. A high-risk,
+// irreversible or cost-less-but-charging proposal needs a second, explicit
+// confirmation.
 
 import './style.css'
-import { api, on, errorText, type PendingView, type Review } from './ipc'
+import { api, on, errorText, type Gesture, type PendingView, type Review } from './ipc'
+import { pointerOnly } from './gesture'
 import { h, replace, byId, row, say, setText } from './dom'
 import { fullTime, localTime, span } from './format'
 
@@ -52,6 +55,15 @@ function agent(r: Review): HTMLElement {
   )
 }
 
+function principal(r: Review): HTMLElement {
+  return h(
+    'span',
+    { class: 'principal' },
+    r.principal_label ? h('span', { class: 'label' }, `“${r.principal_label}” `) : null,
+    h('code', { title: r.principal }, r.principal_short),
+  )
+}
+
 function render(p: PendingView): void {
   const r = p.review
   const consent = r.kind === 'consent'
@@ -64,7 +76,7 @@ function render(p: PendingView): void {
     facts.append(
       ...row('Service', h('span', { class: 'ident' }, r.service), 'service'),
       ...row('Capability', h('span', { class: 'ident' }, r.capability), 'capability'),
-      ...row('Cost', r.cost, 'cost', 'cost'),
+      ...row('Cost', r.cost, 'cost', r.cost_money === null && r.cost !== 'free' ? 'cost cost-unstated' : 'cost'),
       ...row('Risk', h('span', { class: `badge risk-${/^(low|medium|high)$/.test(r.risk) ? r.risk : 'high'}` }, r.risk), 'risk'),
       ...row(
         'Undo',
@@ -81,12 +93,13 @@ function render(p: PendingView): void {
       ...row('Grant ends', `${localTime(r.expires)} (${fullTime(r.expires)})`, 'grant-exp'),
     )
   }
+  facts.append(...row('Signed with', principal(r), 'principal'))
 
   const effects = consent
     ? h(
         'section',
         { class: 'effects' },
-        h('h2', null, `What it does — every effect (${r.effects.length})`),
+        h('h2', { testid: 'effect-count' }, `What it does — every effect (${r.effects.length} effect${r.effects.length === 1 ? '' : 's'})`),
         r.effects.length
           ? h('ol', { testid: 'effects' }, ...r.effects.map((e) => h('li', { class: opSymbolClass(e.op) }, e.line)))
           : h('p', { testid: 'effects', class: 'muted' }, 'The proposal lists no effects.'),
@@ -122,7 +135,7 @@ function render(p: PendingView): void {
   const stepUp = h('p', { class: p.step_up.required ? 'step-up' : 'step-up step-up-off', testid: 'step-up' }, p.step_up.words)
 
   const deny = h('button', { id: 'deny', class: 'btn btn-default', testid: 'deny', attrs: { type: 'button', autofocus: '' } }, 'Deny')
-  const approve = h('button', { id: 'approve', class: 'btn btn-approve', testid: 'approve', attrs: { type: 'button' } }, consent ? 'Approve' : 'Approve as requested')
+  const approve = h('button', { id: 'approve', class: 'btn btn-approve', testid: 'approve', attrs: { type: 'button', title: 'Click, or press and hold, with the pointer' } }, consent ? 'Approve' : 'Approve as requested')
   approve.disabled = true
   const hint = h('span', { class: 'hint', testid: 'approve-hint' })
   const edit = consent
@@ -153,13 +166,13 @@ function render(p: PendingView): void {
       h('div', { class: 'kind' }, consent ? 'An agent asks for your consent' : 'An agent asks for a grant'),
       h('h1', { testid: 'headline' }, consent ? `${r.cost} at ${r.service}` : r.preview),
     ),
+    warnings,
     facts,
     effects,
     countdown,
     h('section', { class: 'requested' }, h('h2', null, 'Asked by'), who(r), agent(r)),
     their,
     hash,
-    warnings,
     stepUp,
     h('div', { class: 'actions' }, deny, edit, approve, hint),
     h('div', { class: 'reason' }, reason),
@@ -179,11 +192,11 @@ function render(p: PendingView): void {
     update()
   }
 
-  async function decide(approveIt: boolean, confirmed: boolean) {
+  async function decide(approveIt: boolean, confirmed: boolean, gesture: Gesture | null = null) {
     if (closed || busy) return
     setBusy(true)
     try {
-      const d = await api.reviewDecide(p.id, approveIt, confirmed, approveIt ? null : reason.value || null)
+      const d = await api.reviewDecide(p.id, approveIt, confirmed, approveIt ? gesture : null, approveIt ? null : reason.value || null)
       finish(d.message, d.outcome === 'approved' || d.outcome === 'issued' ? 'ok' : 'info')
       setTimeout(() => void api.windowClose().catch(() => {}), 1500)
     } catch (e) {
@@ -198,8 +211,7 @@ function render(p: PendingView): void {
 
   deny.addEventListener('click', () => void decide(false, false))
   confirmNo.addEventListener('click', () => void decide(false, false))
-  approve.addEventListener('click', () => {
-    if (approve.disabled || closed || busy) return
+  pointerOnly(approve, () => !approve.disabled && !closed && !busy, (gesture) => {
     if (r.needs_second_confirmation) {
       confirm.hidden = false
       confirmShownAt = performance.now()
@@ -207,12 +219,9 @@ function render(p: PendingView): void {
       update()
       return
     }
-    void decide(true, false)
+    void decide(true, false, gesture)
   })
-  confirmYes.addEventListener('click', () => {
-    if (confirmYes.disabled) return
-    void decide(true, true)
-  })
+  pointerOnly(confirmYes, () => !confirmYes.disabled && !closed && !busy, (gesture) => void decide(true, true, gesture))
   edit?.addEventListener('click', () => void api.openWindow('grant', p.id).catch((e) => say(status, 'error', errorText(e))))
   document.addEventListener('keydown', (ev) => {
     if (ev.key === 'Escape') {
@@ -233,7 +242,7 @@ function render(p: PendingView): void {
     if (closed) hint.textContent = ''
     else if (!focused) hint.textContent = 'Approve is off while this window is not in front.'
     else if (left > 0) hint.textContent = `Approve in ${(left / 1000).toFixed(1)} s`
-    else hint.textContent = ''
+    else hint.textContent = 'Click, or press and hold, with the pointer: the keyboard cannot approve.'
     const confirmLeft = CONFIRM_DELAY_MS - (now - confirmShownAt)
     confirmYes.disabled = closed || busy || !focused || confirmLeft > 0
     deny.disabled = closed || busy

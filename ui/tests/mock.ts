@@ -6,7 +6,7 @@
 import { mockIPC, mockWindows } from '@tauri-apps/api/mocks'
 import { emit } from '@tauri-apps/api/event'
 
-type Fixture = unknown | { __error: string } | { __delay: number; value: unknown }
+type Fixture = unknown | { __error: string } | { __delay: number; value: unknown } | { __echo: true; value: object }
 
 declare global {
   interface Window {
@@ -25,6 +25,11 @@ mockIPC(
     const f = (window.__PARLEY_FIXTURES__ ?? {})[cmd]
     if (f === undefined) throw `no fixture for ${cmd}`
     if (typeof f === 'object' && f !== null && '__error' in f) throw (f as { __error: string }).__error
+    // `{ __echo: true, value }`: the value with the call's `caveats` (a preview of them).
+    if (typeof f === 'object' && f !== null && '__echo' in f) {
+      const p = (payload ?? {}) as { caveats?: unknown }
+      return { ...(f as unknown as { value: object }).value, caveats: p.caveats }
+    }
     if (typeof f === 'object' && f !== null && '__delay' in f) {
       const d = f as { __delay: number; value: unknown }
       await new Promise((r) => setTimeout(r, d.__delay))

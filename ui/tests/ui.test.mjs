@@ -179,7 +179,7 @@ test('review: Approve waits for the delay, and again after the window regains fo
   assert.ok(reEnabledAt - focusedAt >= 1450, `the delay restarts on focus (${reEnabledAt - focusedAt} ms)`)
   await approve.click()
   await page.locator(`${tid('status')}.msg-ok`).waitFor()
-  assert.deepEqual(await calls(page, 'review_decide'), [{ id: 'q1', approve: true, confirmed: false, reason: null }])
+  assert.deepEqual(await calls(page, 'review_decide'), [{ id: 'q1', approve: true, confirmed: false, gesture: 'click', reason: null }])
   assert.equal(await approve.isDisabled(), true, 'decided once')
   await page.waitForTimeout(1700)
   assert.equal((await calls(page, 'window_close')).length, 1, 'the window closes after the decision')
@@ -203,7 +203,7 @@ test('review: Deny is the default — focused, Enter and Esc deny', async () => 
   await page.locator('#reason').fill('too expensive')
   await page.locator(tid('deny')).click()
   await page.locator(`${tid('status')}:not([hidden])`).waitFor()
-  assert.deepEqual(await calls(page, 'review_decide'), [{ id: 'q1', approve: false, confirmed: false, reason: 'too expensive' }])
+  assert.deepEqual(await calls(page, 'review_decide'), [{ id: 'q1', approve: false, confirmed: false, gesture: null, reason: 'too expensive' }])
   await page.close()
 })
 
@@ -222,7 +222,93 @@ test('review: high risk or irreversible asks for a second confirmation', async (
   await page.waitForFunction(() => !document.querySelector('[data-testid="confirm-approve"]').disabled)
   await page.locator(tid('confirm-approve')).click()
   await page.locator(`${tid('status')}.msg-ok`).waitFor()
-  assert.deepEqual(await calls(page, 'review_decide'), [{ id: 'q1', approve: true, confirmed: true, reason: null }])
+  assert.deepEqual(await calls(page, 'review_decide'), [{ id: 'q1', approve: true, confirmed: true, gesture: 'click', reason: null }])
+  await page.close()
+})
+
+const approvals = async (page) => (await calls(page, 'review_decide')).filter((c) => c.approve)
+
+test('review: Tab then Space or Enter never approves; a script-made click neither; a pointer click does', async () => {
+  const page = await open('review.html#q1', reviewFixtures(consent()), { label: 'review-q1' })
+  await page.locator(tid('approve')).waitFor()
+  await enabled(page, 'approve')
+  // Tab walks the window's controls; Approve is never one of them.
+  const reached = []
+  for (let i = 0; i < 6; i++) {
+    await page.keyboard.press('Tab')
+    const at = await page.evaluate(() => document.activeElement?.dataset.testid ?? document.activeElement?.id ?? '')
+    reached.push(at)
+    // Space or Enter on Deny would deny (rightly); everywhere else, press both.
+    if (at !== 'deny') {
+      await page.keyboard.press('Space')
+      await page.keyboard.press('Enter')
+    }
+  }
+  assert.ok(!reached.includes('approve'), `Tab never reaches Approve: ${reached}`)
+  // (Tabbing out of the page and back re-arms the delay.)
+  await enabled(page, 'approve')
+  // Even focused on purpose, the keys do nothing to it.
+  await page.evaluate(() => document.querySelector('[data-testid="approve"]').focus())
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), 'approve')
+  await page.keyboard.press('Space')
+  await page.keyboard.press('Enter')
+  await page.evaluate(() => {
+    const b = document.querySelector('[data-testid="approve"]')
+    b.click()
+    b.dispatchEvent(new MouseEvent('click', { bubbles: true, detail: 1 }))
+  })
+  await page.waitForTimeout(300)
+  assert.deepEqual(await approvals(page), [], 'no approval from keys or scripts')
+  await page.locator(tid('approve')).click()
+  await page.locator(`${tid('status')}.msg-ok`).waitFor()
+  assert.deepEqual(await approvals(page), [{ id: 'q1', approve: true, confirmed: false, gesture: 'click', reason: null }])
+  await page.close()
+})
+
+test('review: press-and-hold approves; letting go early does not', async () => {
+  const page = await open('review.html#q1', reviewFixtures(consent()), { label: 'review-q1' })
+  await enabled(page, 'approve')
+  const box = await page.locator(tid('approve')).boundingBox()
+  const [x, y] = [box.x + box.width / 2, box.y + box.height / 2]
+  // Held for a moment, then slid off the button: nothing.
+  await page.mouse.move(x, y)
+  await page.mouse.down()
+  await page.waitForTimeout(300)
+  assert.equal(await page.locator(tid('approve')).getAttribute('data-holding'), 'true')
+  await page.mouse.move(x, y + 200)
+  await page.mouse.up()
+  await page.waitForTimeout(1200)
+  assert.deepEqual(await approvals(page), [], 'an early release approves nothing')
+  // Held for the whole time: one approval, the release adds none.
+  await page.mouse.move(x, y)
+  await page.mouse.down()
+  await page.locator(`${tid('status')}.msg-ok`).waitFor({ timeout: 3000 })
+  await page.mouse.up()
+  await page.waitForTimeout(200)
+  assert.deepEqual(await approvals(page), [{ id: 'q1', approve: true, confirmed: false, gesture: 'hold', reason: null }])
+  await page.close()
+})
+
+test('review: the signing principal is named; "says free but charges" stands out above the facts', async () => {
+  const p = consent({
+    review: {
+      cost: 'not stated (an effect charges)',
+      cost_money: null,
+      principal_label: 'household',
+      principal_short: 'ed25519:iojj3XQJ8Z…',
+      warnings: ['SAYS FREE BUT CHARGES: the proposal states no cost, yet an effect charges. Nothing limits what it charges; deny unless you know the amount.'],
+      needs_second_confirmation: true,
+    },
+  })
+  const page = await open('review.html#q1', reviewFixtures(p), { label: 'review-q1' })
+  await page.locator(tid('approve')).waitFor()
+  assert.equal(await text(page, 'principal'), '“household” ed25519:iojj3XQJ8Z…')
+  assert.equal(await text(page, 'cost'), 'not stated (an effect charges)')
+  assert.match(await page.locator(tid('cost')).getAttribute('class'), /cost-unstated/)
+  assert.match(await text(page, 'warnings'), /^SAYS FREE BUT CHARGES/)
+  const first = await page.evaluate(() => document.querySelector('[data-testid="warnings"]').compareDocumentPosition(document.querySelector('[data-testid="service"]')) & Node.DOCUMENT_POSITION_FOLLOWING)
+  assert.ok(first, 'the warnings come before the facts')
+  assert.match(await text(page, 'effect-count'), /\(2 effects\)/)
   await page.close()
 })
 
@@ -275,11 +361,19 @@ function grantFixtures(extra = {}) {
       request: null,
     },
     grant_issue: { sent_to_agent: false, token: 'pg1.TOKEN', caveats: [], caveat_words: ['only at the services "shop.example"'], preview: 'may …', warnings: [] },
+    grant_preview: { __echo: true, value: preview() },
     agent_label_set: null,
     window_close: null,
     ...extra,
   }
 }
+
+/** The grant form's preview as custody returns it (the mock echoes the caveats). */
+function preview(over = {}) {
+  return { caveat_words: [], preview: 'may …', warnings: [], widenings: [], principal: PRINCIPAL, principal_label: 'principal', principal_short: 'ed25519:iojj3XQJ8Z…', ...over }
+}
+/** Waits until the button is enabled (armed, previewed). */
+const enabled = (page, id) => page.waitForFunction((i) => !document.querySelector(`[data-testid="${i}"]`).disabled, id)
 
 const errorOf = (page, field) => page.locator(`${tid(`err-${field}`)}`).first()
 
@@ -295,7 +389,7 @@ test('grant form: validation', async () => {
   await page.locator('#agent').fill(AGENT)
   assert.equal(await errorOf(page, 'agent').isHidden(), true)
   await page.locator('#services').fill('shop.example')
-  assert.equal(await issue.isDisabled(), false, 'agent, service, verbs and an expiry are enough')
+  await enabled(page, 'issue') // agent, service, verbs and an expiry are enough
   // Verbs: at least one.
   for (const v of ['ASK', 'INTENT']) await page.locator(`#verb-${v}`).uncheck()
   assert.match(await errorOf(page, 'verbs').innerText(), /at least one verb/)
@@ -331,7 +425,7 @@ test('grant form: validation', async () => {
   await page.locator('#nbf').fill('2199-01-01T10:00')
   assert.match(await errorOf(page, 'notBefore').innerText(), /before the end/)
   await page.locator('#nbf').fill('')
-  assert.equal(await issue.isDisabled(), false)
+  await enabled(page, 'issue')
   assert.deepEqual(page.problems, [])
   await page.close()
 })
@@ -426,12 +520,80 @@ test('grant form: a request decided elsewhere cannot be issued from the form any
   const page = await open('grant.html#request=q7', grantFixtures({ grant_context: { ...grantFixtures().grant_context, request: grantRequest() } }), { label: 'grant-q7', width: 760, height: 1000 })
   await page.locator(tid('request-banner')).waitFor()
   await page.locator('#spend').fill('100')
-  assert.equal(await page.locator(tid('issue')).isDisabled(), false)
+  await enabled(page, 'issue')
   await page.evaluate(() => window.__parleyEmit('pending-withdrawn', 'q7'))
   await page.locator(`${tid('status')}.msg-warn`).waitFor()
   assert.match(await text(page, 'status'), /no longer waiting/)
   assert.equal(await page.locator(tid('issue')).isDisabled(), true)
   assert.deepEqual(await calls(page, 'grant_issue'), [])
+  await page.close()
+})
+
+test('grant form: a widening edit is shown, must be confirmed, and is sent back word for word', async () => {
+  const req = grantRequest({ caveats: [{ svc: ['shop.example'] }, { verbs: ['ASK', 'INTENT'] }, { per: { max: 4000, currency: 'USD' } }, { exp: now() + 3600 }] })
+  const page = await open('grant.html#request=q7', grantFixtures({
+    grant_context: { ...grantFixtures().grant_context, request: req },
+    grant_preview: { __echo: true, value: preview({ principal_label: 'household' }) },
+    grant_issue: { sent_to_agent: true, token: null, caveats: [], caveat_words: ['x'], preview: 'may …', warnings: [] },
+  }), { label: 'grant-q7', width: 760, height: 1000 })
+  await page.locator(tid('request-banner')).waitFor()
+  await enabled(page, 'issue')
+  assert.equal(await page.locator(tid('widenings')).isHidden(), true, 'as requested: nothing widens')
+  assert.equal(await text(page, 'signing-principal'), 'Signed with “household” ed25519:iojj3XQJ8Z…')
+  // The human adds COMMIT: custody names the widening.
+  await page.evaluate(() => {
+    window.__PARLEY_FIXTURES__.grant_preview = { __echo: true, value: { ...window.__PARLEY_FIXTURES__.grant_preview.value, widenings: ['adds COMMIT', 'raises the per-action cap from 40.00 USD to 80.00 USD'] } }
+  })
+  await page.locator('#verb-COMMIT').check()
+  await page.locator('#per').fill('80')
+  await page.locator(tid('widenings')).waitFor()
+  assert.deepEqual(await page.locator(`${tid('widening-list')} li`).allInnerTexts(), ['adds COMMIT', 'raises the per-action cap from 40.00 USD to 80.00 USD'])
+  await page.waitForTimeout(1700)
+  assert.equal(await page.locator(tid('issue')).isDisabled(), true, 'not before the widening is confirmed')
+  assert.match(await text(page, 'issue-hint'), /Confirm the widening/)
+  await page.locator(tid('confirm-widening')).check()
+  await enabled(page, 'issue')
+  // Keys do not issue.
+  await page.evaluate(() => document.querySelector('[data-testid="issue"]').focus())
+  await page.keyboard.press('Enter')
+  await page.keyboard.press('Space')
+  await page.waitForTimeout(200)
+  assert.deepEqual(await calls(page, 'grant_issue'), [])
+  await page.locator(tid('issue')).click()
+  await page.locator(tid('result')).waitFor()
+  const [issued] = await calls(page, 'grant_issue')
+  assert.deepEqual(issued.widenings, ['adds COMMIT', 'raises the per-action cap from 40.00 USD to 80.00 USD'])
+  assert.deepEqual(issued.shown, issued.caveats, 'what was shown is sent back')
+  assert.equal(issued.gesture, 'click')
+  assert.ok(issued.caveats.some((c) => c.per?.max === 8000))
+  const previews = await calls(page, 'grant_preview')
+  assert.deepEqual(previews.at(-1).caveats, issued.caveats, 'the caveats issued are the last ones previewed')
+  assert.equal(previews.at(-1).request, 'q7')
+  await page.close()
+})
+
+test('grant form: filling it from a request never widens it (empty lists, spaces in ids, lower-case currency)', async () => {
+  const exp = now() + 3600
+  const odd = [{ svc: ['shop example'] }, { can: [] }, { per: { max: 4000, currency: 'usd' } }]
+  const req = grantRequest({ caveats: [...odd, { verbs: ['ASK'] }, { exp }] })
+  const page = await open('grant.html#request=q7', grantFixtures({ grant_context: { ...grantFixtures().grant_context, request: req } }), { label: 'grant-q7', width: 760, height: 1000 })
+  await page.locator(tid('request-banner')).waitFor()
+  assert.equal(await page.locator('#services').inputValue(), '', 'a service id with a space is not split into two')
+  assert.equal(await page.locator('#capabilities').inputValue(), '')
+  assert.equal(await page.locator('#per').inputValue(), '', 'a lower-case currency is not made upper case')
+  assert.match(await text(page, 'request-banner'), /3 requested condition\(s\) have no field here/)
+  const json = JSON.parse(await text(page, 'caveats-json'))
+  for (const c of odd) assert.ok(json.some((x) => JSON.stringify(x) === JSON.stringify(c)), `${JSON.stringify(c)} kept verbatim in ${JSON.stringify(json)}`)
+  assert.ok(!json.some((x) => x.svc && x.svc.length === 2))
+  await enabled(page, 'issue')
+  // Typed by the human: one id with a space is an error, not two services; usd is not USD.
+  await page.locator('#services').fill('shop example')
+  assert.match(await errorOf(page, 'services').innerText(), /no spaces/)
+  await page.locator('#services').fill('a.example, b.example')
+  assert.equal(await errorOf(page, 'services').isHidden(), true)
+  await page.locator('#currency').fill('usd')
+  await page.locator('#spend').fill('10')
+  assert.match(await errorOf(page, 'currency').innerText(), /in capitals/)
   await page.close()
 })
 

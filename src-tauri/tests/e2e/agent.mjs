@@ -90,7 +90,7 @@ export function agentKey() {
 }
 
 /** A proposal with its hash computed by `parley hash` (§5.1). */
-export function proposal(parley, { id, amount, currency = 'USD', risk = 'medium', undo = 1800, expiresIn = 900, effects, summary = 'Order 3 items' }) {
+export function proposal(parley, { id, amount, currency = 'USD', risk = 'medium', undo = 1800, expiresIn = 900, effects, summary = 'Order 3 items', cost }) {
   const p = {
     id,
     capability: 'shop.order',
@@ -99,7 +99,7 @@ export function proposal(parley, { id, amount, currency = 'USD', risk = 'medium'
       { op: 'create', target: 'order' },
       { op: 'charge', target: 'card ••42', detail: `${(amount / 100).toFixed(2)} ${currency}` },
     ],
-    cost: { amount, currency },
+    cost: cost === undefined ? { amount, currency } : cost,
     risk,
     undo: undo === null ? null : { window: undo },
     expires: Math.floor(Date.now() / 1000) + expiresIn,

@@ -81,6 +81,12 @@ async function closeByButton(id) {
   })
 }
 
+/** Clicks Issue once custody previewed the form and the window is armed. */
+async function issueWhenArmed() {
+  await wd.until(async () => (await wd.prop(tid('issue'), 'disabled')) === false, 'Issue armed')
+  await wd.click(tid('issue'))
+}
+
 async function backToMain() {
   await wd.switchTo(main)
 }
@@ -227,7 +233,7 @@ test('grant request: the human narrows it in the form; the agent receives exactl
   assert.match(preview, /up to 40\.00 USD each, 100\.00 USD in total, until/)
   await wd.exec(`document.querySelector('.preview-box').scrollIntoView({ block: 'end' })`)
   await wd.screenshot(join(SHOTS, 'grant-form.png'))
-  await wd.click(tid('issue'))
+  await issueWhenArmed()
   const fin = await agent.final('g1')
   assert.equal(fin.kind, 'ISSUED', JSON.stringify(fin))
   assert.deepEqual(fin.caveats.slice(0, 4), [
@@ -261,7 +267,7 @@ test('grant form with no request: the token is shown once, to copy', async () =>
   await wd.type('#spend', '60')
   await wd.click('#exp-1h')
   await wd.type('#note', 'reading list')
-  await wd.click(tid('issue'))
+  await issueWhenArmed()
   const token = await wd.until(async () => {
     const v = await wd.prop(tid('token'), 'value')
     return v?.startsWith('pg1.') ? v : null
@@ -311,4 +317,69 @@ test('audit view: every decision, live grants in words, a verified chain, export
     return k.length === 1 && k[0] === 'consent_denied'
   }, 'the filtered view')
   await sleep(100)
+})
+
+test('says_free_but_charges: a charge with cost null is shown as such, with the signing principal', async () => {
+  await backToMain()
+  const p = proposal(PARLEY, {
+    id: 'p_free',
+    cost: null,
+    summary: 'Free sample',
+    effects: [{ op: 'charge', target: 'card ••42', detail: 'shipping' }],
+  })
+  agent.send(consentRequest('c4', { proposal: p, principal, agent: agentPub }))
+  await agent.next((f) => f.re === 'c4' && f.kind === 'PENDING')
+  await openNewestReview()
+  assert.equal(await wd.text(tid('cost')), 'not stated (an effect charges)')
+  assert.match(await wd.text(tid('warnings')), /^SAYS FREE BUT CHARGES/)
+  assert.match(await wd.text(tid('principal')), new RegExp(`^“Ana \\(personal\\)” ${principal.slice(0, 18)}…$`))
+  await wd.until(() => notified().includes(`Signed with “Ana (personal)” (${principal.slice(0, 18)}…)`), 'the principal in the notification', 20_000)
+  await wd.screenshot(join(SHOTS, 'review-says-free-but-charges.png'))
+  await wd.click(tid('deny'))
+  assert.equal((await agent.final('c4')).kind, 'DENIED')
+  await backToMain()
+})
+
+test('a_widening_form_edit_is_shown_and_refused_unless_confirmed', async () => {
+  await backToMain()
+  const exp = Math.floor(Date.now() / 1000) + 3600
+  agent.send({
+    custody: 1,
+    id: 'g2',
+    op: 'grant',
+    agent: agentPub,
+    reason: 'look around',
+    caveats: [{ svc: ['shop.example'] }, { verbs: ['ASK'] }, { exp }],
+  })
+  await agent.next((f) => f.re === 'g2' && f.kind === 'PENDING')
+  await openNewestReview()
+  await wd.click(tid('edit-grant'))
+  await wd.switchToWindow(/grant\.html#request=q\d+$/)
+  await wd.$(tid('request-banner'))
+  await wd.click('#verb-COMMIT')
+  await wd.until(async () => /adds COMMIT/.test(await wd.text(tid('widenings'))), 'the widening shown')
+  await wd.until(async () => /Confirm the widening/.test(await wd.text(tid('issue-hint'))), 'Issue waits for the confirmation')
+  assert.equal(await wd.prop(tid('issue'), 'disabled'), true)
+  // Sending the widened grant without the confirmation is refused by the
+  // backend (once the window is armed, so that is not the reason).
+  await sleep(1700)
+  const shown = JSON.parse(await wd.text(tid('caveats-json')))
+  assert.ok(shown.some((c) => c.verbs?.includes('COMMIT')), JSON.stringify(shown))
+  const refused = await wd.exec(
+    `return window.__TAURI_INTERNALS__.invoke('grant_issue', { agent: arguments[0], caveats: arguments[1], shown: arguments[1], widenings: [], gesture: 'click', principal: null, note: null, request: arguments[2] }).then(() => 'accepted', (e) => String(e))`,
+    agentPub,
+    shown,
+    opened.size ? [...opened].at(-1) : null,
+  )
+  assert.match(refused, /allows more than the agent asked for \(adds COMMIT\)/, refused)
+  assert.ok(!agent.frames.some((f) => f.re === 'g2' && f.kind !== 'PENDING'), 'nothing issued')
+  await wd.exec(`document.querySelector('[data-testid="widenings"]').scrollIntoView({ block: 'center' })`)
+  await wd.screenshot(join(SHOTS, 'grant-form-widening.png'))
+  await wd.click(tid('confirm-widening'))
+  await issueWhenArmed()
+  const fin = await agent.final('g2')
+  assert.equal(fin.kind, 'ISSUED', JSON.stringify(fin))
+  assert.ok(fin.caveats.some((c) => c.verbs?.includes('COMMIT')), 'the widening the human confirmed')
+  await closeByButton('cancel')
+  await backToMain()
 })

@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { WebDriver, until } from './webdriver.mjs'
+import { WebDriver, until, KEY } from './webdriver.mjs'
 import { Agent, agentKey, proposal, consentRequest } from './agent.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -20,6 +20,7 @@ const tid = (id) => `[data-testid="${id}"]`
 const wd = new WebDriver(process.env.WEBDRIVER_URL ?? 'http://127.0.0.1:4444')
 let main
 let agent
+let principal
 
 before(async () => {
   await wd.start(APP)
@@ -34,7 +35,7 @@ after(async () => {
 test('without a notification daemon, requests open their review window and the app says so once', async () => {
   await wd.$(tid('welcome'))
   await wd.click(tid('create-key'))
-  const principal = await wd.until(async () => {
+  principal = await wd.until(async () => {
     const t = await wd.text(tid('principal-key'))
     return t.startsWith('ed25519:') ? t : null
   }, 'the principal key')
@@ -58,6 +59,47 @@ test('without a notification daemon, requests open their review window and the a
     assert.equal(banners.length, 1, 'said once')
     assert.match(banners[0], /Desktop notifications are not available .*still works/)
   }
+})
+
+// The attack: a request opens a focused review window under the human's
+// typing (no notification daemon, so nothing else announces it). Whatever
+// they type next, Tab then Space or Enter, must never approve it.
+test('tab_and_space_in_the_review_window_do_not_approve', async () => {
+  const me = agentKey()
+  const p = proposal(PARLEY, { id: 'p_tab', amount: 4999 })
+  agent.send(consentRequest('c3', { proposal: p, principal, agent: me }))
+  await agent.next((f) => f.re === 'c3' && f.kind === 'PENDING')
+  await wd.switchToWindow(/review\.html#q3$/, 20_000)
+  await wd.until(async () => (await wd.prop(tid('approve'), 'disabled')) === false, 'Approve armed')
+  const active = () => wd.exec(`return document.activeElement?.dataset.testid ?? document.activeElement?.id ?? ''`)
+  const reached = []
+  for (let i = 0; i < 8; i++) {
+    await wd.keys(KEY.Tab)
+    const at = await active()
+    reached.push(at)
+    // Space or Enter on Deny denies (rightly): press them everywhere else.
+    if (at !== 'deny') await wd.keys(KEY.Space, KEY.Enter)
+  }
+  assert.ok(!reached.includes('approve'), `Tab never lands on Approve: ${reached}`)
+  // Focused on purpose, Approve still ignores the keys.
+  await wd.until(async () => (await wd.prop(tid('approve'), 'disabled')) === false, 'Approve armed again')
+  await wd.exec(`document.querySelector('[data-testid="approve"]').focus()`)
+  assert.equal(await active(), 'approve')
+  await wd.keys(KEY.Space, KEY.Enter, KEY.Space)
+  // The backend refuses an approval that no pointer made, even from this window.
+  const id = 'q3'
+  const refused = await wd.exec(
+    `return window.__TAURI_INTERNALS__.invoke('review_decide', { id: arguments[0], approve: true, confirmed: false, gesture: null, reason: null }).then(() => 'accepted', (e) => String(e))`,
+    id,
+  )
+  assert.match(refused, /keyboard alone cannot approve/, refused)
+  await new Promise((r) => setTimeout(r, 500))
+  assert.ok(!agent.frames.some((f) => f.re === 'c3' && f.kind !== 'PENDING'), `nothing decided yet: ${JSON.stringify(agent.frames)}`)
+  // A pointer click does approve.
+  await wd.click(tid('approve'))
+  const fin = await agent.final('c3')
+  assert.equal(fin.kind, 'APPROVED', JSON.stringify(fin))
+  await wd.switchTo(main)
 })
 
 test('settings: a limit that needs a restart says so, Restart applies it, and a second start does not run twice', async () => {

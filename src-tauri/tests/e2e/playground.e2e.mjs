@@ -197,10 +197,17 @@ test('grant: the agent asks, the human issues it from the grant form in the app'
   assert.equal(await wd.prop('#spend', 'value'), '100.00')
   assert.equal(await wd.prop('#risk', 'value'), 'medium')
   for (const v of ['ASK', 'INTENT', 'COMMIT', 'UNDO', 'EXPAND']) assert.equal(await wd.prop(`#verb-${v}`, 'checked'), true, v)
-  // The human keeps what was asked, but for one hour from now.
+  // The human keeps what was asked, but for one hour from now (longer than asked).
   await wd.click('#exp-1h')
   await wd.type('#agent-label', 'playground agent')
   assert.match(await wd.text(tid('preview')), /up to 40\.00 USD each, 100\.00 USD in total, risk up to medium, until/)
+  // The agent asked for 10 minutes: one hour is a widening, named by custody
+  // and issued only once the human confirms it on purpose.
+  await wd.until(async () => /lasts longer: until /.test(await wd.text(tid('widenings'))), 'the longer expiry named as a widening')
+  assert.equal(await wd.prop(tid('issue'), 'disabled'), true, 'not before the widening is confirmed')
+  await wd.click(tid('confirm-widening'))
+  // Issue is armed once custody previewed the form and the window has been in front for a moment.
+  await wd.until(async () => (await wd.prop(tid('issue'), 'disabled')) === false, 'Issue armed')
   await wd.click(tid('issue'))
   await wd.until(async () => /sent to the waiting agent/.test(await wd.text(tid('status'))), 'the form says the grant went to the agent')
 

@@ -4,6 +4,9 @@
 import { writeFile } from 'node:fs/promises'
 
 const ELEMENT = 'element-6066-11e4-a52e-4f735466cecf'
+
+/** WebDriver key codes (W3C WebDriver, "Keyboard actions"). */
+export const KEY = { Tab: '\uE004', Enter: '\uE007', Space: '\uE00D' }
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 
 export class WebDriver {
@@ -111,6 +114,13 @@ export class WebDriver {
     const id = await this.$(css)
     if (clear) await this.req('POST', `/element/${id}/clear`, {})
     await this.req('POST', `/element/${id}/value`, { text })
+  }
+
+  /** Presses keys (WebDriver key codes, e.g. KEY.Tab) one after another on whatever has focus. */
+  async keys(...keys) {
+    const actions = keys.flatMap((k) => [{ type: 'keyDown', value: k }, { type: 'keyUp', value: k }])
+    await this.req('POST', '/actions', { actions: [{ type: 'key', id: 'keyboard', actions }] })
+    await this.req('DELETE', '/actions').catch(() => {})
   }
 
   async prop(css, name) {
