@@ -310,17 +310,39 @@ fn effects(n: usize) -> Vec<Value> {
     e
 }
 
-/// A consent request for a well-formed proposal.
-fn consent(
-    t: &Term,
-    id: &str,
-    summary: &str,
+/// What a proposal says.
+struct Offer<'a> {
+    summary: &'a str,
     amount: i64,
-    risk: &str,
+    risk: &'a str,
     effects: Vec<Value>,
-    service: &str,
-    capability: &str,
-) -> Value {
+    service: &'a str,
+    capability: &'a str,
+}
+
+impl Default for Offer<'_> {
+    fn default() -> Self {
+        Offer {
+            summary: "Order 3 meals",
+            amount: 100,
+            risk: "low",
+            effects: vec![json!({"op": "charge", "target": "card ••42", "detail": "paid"})],
+            service: "shop.example",
+            capability: "shop.order",
+        }
+    }
+}
+
+/// A consent request for a well-formed proposal.
+fn consent(t: &Term, id: &str, o: Offer) -> Value {
+    let Offer {
+        summary,
+        amount,
+        risk,
+        effects,
+        service,
+        capability,
+    } = o;
     let expires = parley_custody::engine::unix_now() + 1800;
     let mut p = json!({
         "id": format!("p_{id}"), "capability": capability, "summary": summary,
@@ -339,12 +361,11 @@ fn shop(t: &Term, id: &str, summary: &str, amount: i64) -> Value {
     consent(
         t,
         id,
-        summary,
-        amount,
-        "low",
-        vec![json!({"op": "charge", "target": "card ••42", "detail": "paid"})],
-        "shop.example",
-        "shop.order",
+        Offer {
+            summary,
+            amount,
+            ..Offer::default()
+        },
     )
 }
 
@@ -379,12 +400,12 @@ fn forged_prompt_through_a_rejection_never_reaches_the_terminal() {
     let real = t.submit(consent(
         &t,
         "real",
-        "Order the real thing",
-        99_900,
-        "low",
-        effects(1),
-        "shop.example",
-        "shop.order",
+        Offer {
+            summary: "Order the real thing",
+            amount: 99_900,
+            effects: effects(1),
+            ..Offer::default()
+        },
     ));
     real.pending();
     let at = t.wait_raw(PROMPT, 0);
@@ -399,7 +420,7 @@ fn forged_prompt_through_a_rejection_never_reaches_the_terminal() {
     // And one whose hash is 900 KB.
     let mut huge = shop(&t, "huge", "Order 3 meals", 100);
     let big = format!("\r{}", "f".repeat(900_405));
-    huge["proposal"]["hash"] = json!(big);
+    // (In the consent only: twice would be over the 1 MiB frame limit.)
     huge["consent"]["hash"] = json!(big);
     let r = t.request(huge);
     assert_eq!(r["kind"], "REJECTED", "{r}");
@@ -513,12 +534,13 @@ fn hostile_characters_in_every_field_are_escaped_on_the_terminal() {
     let req = consent(
         &t,
         "evil",
-        &format!("Free{evil}!"),
-        100,
-        "low",
-        effects,
-        &format!("shop{evil}.example"),
-        &format!("shop.order{evil}"),
+        Offer {
+            summary: &format!("Free{evil}!"),
+            effects,
+            service: &format!("shop{evil}.example"),
+            capability: &format!("shop.order{evil}"),
+            ..Offer::default()
+        },
     );
     let file = t.path("request.json");
     std::fs::write(&file, req.to_string()).unwrap();
@@ -669,12 +691,13 @@ fn a_long_review_repeats_its_decisive_facts_above_the_prompt() {
     let mut req = consent(
         &t,
         "long",
-        "Send the newsletter",
-        99_900,
-        "high",
-        effects(500),
-        "shop.example",
-        "shop.order",
+        Offer {
+            summary: "Send the newsletter",
+            amount: 99_900,
+            risk: "high",
+            effects: effects(500),
+            ..Offer::default()
+        },
     );
     req["proposal"]["undo"] = Value::Null;
     let hash = proposal_hash(&{
