@@ -202,10 +202,9 @@ pub struct Line {
 
 impl Write for Line {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        // One event is small; a huge one is cut by `clean_line` anyway.
-        if self.buf.len() < LOG_LINE_CHARS * 8 {
-            self.buf.extend_from_slice(buf);
-        }
+        // Kept whole, so the size `clean_line` reports is the real one; an
+        // event is as large as what it quotes, which the frame limit bounds.
+        self.buf.extend_from_slice(buf);
         Ok(buf.len())
     }
     fn flush(&mut self) -> io::Result<()> {
