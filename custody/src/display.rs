@@ -25,7 +25,9 @@
 //! emoji into one glyph such as 👩‍💻, or leaves them side by side; every part
 //! is a visible emoji either way). Any other selector or joiner is escaped;
 //! tag characters (as in subdivision flags) are always escaped, because they
-//! spell invisible ASCII.
+//! spell invisible ASCII. Beyond [`MAX_MARKS`] combining marks on one base
+//! character, further marks are escaped too: a tall stack would paint over
+//! neighbouring lines.
 //!
 //! `"pay \u{202e}ereh"` is shown as `pay \u{202e}ereh` literally, so the
 //! human sees that something is off instead of a reversed word. The escape
@@ -51,6 +53,13 @@ use std::fmt::Write as _;
 /// The most characters of one field shown; the rest is summarized.
 pub const MAX_FIELD_CHARS: usize = 4096;
 
+/// The most combining marks (general category Mn or Me) kept on one base
+/// character; the rest are escaped, so a tower of marks ("Zalgo") cannot be
+/// drawn over the lines above and below it (a cost, a prompt). Four allows
+/// every ordinary stack (Vietnamese has two, pointed Hebrew and Tibetan
+/// stacks up to four).
+pub const MAX_MARKS: usize = 4;
+
 /// The most visible characters of one untrusted field quoted in a log line.
 pub const LOG_FIELD_CHARS: usize = 160;
 
@@ -71,6 +80,13 @@ pub fn is_hidden(c: char) -> bool {
             | GeneralCategory::Surrogate
     ) || CodePointSetData::new::<DefaultIgnorableCodePoint>().contains(c)
         || CodePointSetData::new::<BidiControl>().contains(c)
+}
+
+fn is_mark(c: char) -> bool {
+    matches!(
+        CodePointMapData::<GeneralCategory>::new().get(c),
+        GeneralCategory::NonspacingMark | GeneralCategory::EnclosingMark
+    )
 }
 
 fn is_emoji(c: char) -> bool {
@@ -122,8 +138,13 @@ fn each_shown(s: &str, mut f: impl FnMut(Shown) -> bool) {
     let mut prev: Option<char> = None;
     // The pictographic emoji a kept selector or modifier belongs to.
     let mut prev_pictographic = false;
+    // Combining marks kept on the current base character.
+    let mut marks = 0usize;
     while let Some(c) = chars.next() {
-        let keep = if !is_hidden(c) {
+        let mark = is_mark(c);
+        let keep = if mark && marks >= MAX_MARKS {
+            false
+        } else if !is_hidden(c) {
             true
         } else if c == '\u{fe0e}' || c == '\u{fe0f}' {
             matches!(prev, Some(p) if is_emoji(p) && p != '\u{fe0e}' && p != '\u{fe0f}')
@@ -136,6 +157,11 @@ fn each_shown(s: &str, mut f: impl FnMut(Shown) -> bool) {
         } else {
             false
         };
+        if !mark {
+            marks = 0;
+        } else if keep {
+            marks += 1;
+        }
         let shown = if keep {
             if is_pictographic(c) {
                 prev_pictographic = true;
@@ -283,11 +309,21 @@ pub fn ui_table() -> String {
          // Regenerate: cargo run -p parley-custody --example display_table > ui/src/display-table.ts\n\
          // Each table is a sorted list of inclusive ranges: start, end, start, end, …\n\n",
     );
+    let _ = writeln!(
+        out,
+        "/** The most combining marks kept on one base character. */\nexport const MAX_MARKS = {MAX_MARKS}\n"
+    );
     table(
         &mut out,
         "HIDDEN",
         "Cc, Cf, Zl, Zp, Co, Cn, Cs, Default_Ignorable_Code_Point, Bidi_Control.",
         &ranges(is_hidden_u32),
+    );
+    table(
+        &mut out,
+        "MARK",
+        "Mn and Me (combining marks; at most MAX_MARKS on one base are kept).",
+        &ranges(|v| with_char(v, is_mark)),
     );
     table(
         &mut out,
@@ -354,6 +390,18 @@ mod tests {
         assert_eq!(safe("a\u{200d}b"), "a\\u{200d}b");
         assert_eq!(safe("👩\u{200d}"), "👩\\u{200d}");
         assert_eq!(safe("x\u{fe01}"), "x\\u{fe01}");
+    }
+
+    #[test]
+    fn a_tower_of_combining_marks_is_cut_to_four() {
+        assert_eq!(
+            safe("a\u{301}\u{302}\u{303}\u{304}"),
+            "a\u{301}\u{302}\u{303}\u{304}"
+        );
+        assert_eq!(
+            safe("a\u{301}\u{302}\u{303}\u{304}\u{305}\u{306}b\u{301}"),
+            "a\u{301}\u{302}\u{303}\u{304}\\u{305}\\u{306}b\u{301}"
+        );
     }
 
     #[test]
