@@ -17,6 +17,10 @@ packages=(
   libnotify-bin dunst              # a notification daemon for the notification test
   imagemagick                      # screenshots and icon checks
   chromium                         # the UI tests (playwright-core drives Debian's Chromium)
+  # OS authentication before signing: polkitd (pkcheck, pkttyagent, the
+  # setuid helper), a system bus for it where no init system runs one.
+  polkitd pkexec dbus-daemon dbus-system-bus-common
+  xdotool                          # a synthesized click (XTEST) in the step-up test
 )
 
 missing=()

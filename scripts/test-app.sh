@@ -80,8 +80,18 @@ import socket
 a, b = socket.socket(), socket.socket()
 a.bind(("127.0.0.1", 0)); b.bind(("127.0.0.1", 0))
 print(a.getsockname()[1], b.getsockname()[1])')
-  local bus_config=()
-  if [ "$kind" = no-notifications ]; then
+  local bus_config=() as_user=()
+  if [ "$kind" = stepup ]; then
+    # The app as an ordinary user with a password (polkit asks root nothing),
+    # next to a real polkitd; no notification daemon, so the review opens itself.
+    scripts/start-polkit.sh
+    id -u "$STEPUP_USER" >/dev/null 2>&1 || useradd --system --no-create-home --shell /bin/sh "$STEPUP_USER"
+    printf '%s:%s\n' "$STEPUP_USER" "$STEPUP_PASSWORD" | chpasswd
+    chown -R "$STEPUP_USER" "$T"
+    chmod 755 "$ROOT"
+    as_user=(runuser -p -u "$STEPUP_USER" --)
+  fi
+  if [ "$kind" = no-notifications ] || [ "$kind" = stepup ]; then
     # No notification daemon, and none started on demand: a session bus
     # without service activation (dunst is D-Bus activatable).
     sed 's|<standard_session_servicedirs */>||' /usr/share/dbus-1/session.conf >"$T/session.conf"
@@ -94,7 +104,7 @@ print(a.getsockname()[1], b.getsockname()[1])')
       PARLEY_CUSTODY_DATA="$T/custody" NOTIFY_LOG="$T/notify.log" FILE="$file"
     read -r DRIVER_PORT NATIVE_PORT <<<"$ports"
     export DRIVER_PORT NATIVE_PORT WEBDRIVER_URL="http://127.0.0.1:$DRIVER_PORT"
-    timeout 900 xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session "${bus_config[@]}" -- bash -c '
+    timeout 900 "${as_user[@]}" xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session "${bus_config[@]}" -- bash -c '
       set -euo pipefail
       on_bus() {
         dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
@@ -118,9 +128,11 @@ print(a.getsockname()[1], b.getsockname()[1])')
   )
 }
 
+export STEPUP_USER=parley-t-desk STEPUP_PASSWORD="desk-Passw0rd-$$"
 session notifications src-tauri/tests/e2e/app.e2e.mjs
 session no-notifications src-tauri/tests/e2e/no-notifications.e2e.mjs
 session playground src-tauri/tests/e2e/playground.e2e.mjs
+session stepup src-tauri/tests/e2e/stepup.e2e.mjs
 
 echo
 echo "test-app: all passed in $(( $(date +%s) - started )) s; screenshots in docs/screenshots/"

@@ -19,6 +19,7 @@ mod support;
 
 use parley_core::proposal::proposal_hash;
 use parley_core::{PublicKey, SecretKey};
+use parley_custody::approver::{Gesture, Yes};
 use parley_custody::approver::{ScriptedApprover, Verdict};
 use parley_custody::audit::{Audit, Event, EventKind, NewEvent, Query, GENESIS};
 use parley_custody::engine::{unix_now, Engine, EngineConfig};
@@ -27,6 +28,7 @@ use parley_custody::ipc::peer::PeerPolicy;
 use parley_custody::ipc::socket::{connect, BindOptions, ConnLimits, Listener, SocketPath};
 use parley_custody::keystore::{Keystore, Passphrase};
 use parley_custody::server::{serve, ServerLimits};
+use parley_custody::stepup::StepUpPolicy;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -199,7 +201,10 @@ async fn round_trips(ks: Keystore, n: usize) -> (f64, f64, usize) {
     let dir = tempfile::tempdir().expect("temp dir");
     let audit = Audit::open(&dir.path().join("audit.sqlite3")).expect("audit");
     let (approver, mut shown) = ScriptedApprover::new();
-    let mut config = EngineConfig::default();
+    let mut config = EngineConfig {
+        step_up: StepUpPolicy::Never,
+        ..EngineConfig::default()
+    };
     config.queue.per_minute = 1_000_000;
     let engine = Engine::new(ks, audit, Arc::new(approver), config);
     let socket = dir.path().join("c.sock");
@@ -219,7 +224,7 @@ async fn round_trips(ks: Keystore, n: usize) -> (f64, f64, usize) {
         let engine = engine.clone();
         tokio::spawn(async move {
             while let Some(pv) = shown.recv().await {
-                let _ = engine.decide(&pv.id, Verdict::Approve).await;
+                let _ = engine.decide(&pv.id, Verdict::Approve(YES)).await;
             }
         })
     };
@@ -620,3 +625,9 @@ fn m7_review() -> Vec<(String, String)> {
         ),
     ]
 }
+
+/// The scripted human's yes: a click, with the second confirmation given.
+const YES: Yes = Yes {
+    gesture: Gesture::Click,
+    second_confirmation: true,
+};

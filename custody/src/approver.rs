@@ -12,7 +12,8 @@
 //! flag or environment variable reaches).
 
 use crate::review::Review;
-use serde::Serialize;
+use crate::stepup::StepUpNeed;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// A request waiting for the human.
@@ -22,19 +23,44 @@ pub struct PendingView {
     pub id: String,
     /// What the human must see.
     pub review: Review,
+    /// Whether OS authentication follows Approve, in words for the review.
+    pub step_up: StepUpNeed,
     /// When it arrived (unix seconds).
     pub received_at: i64,
     /// When it closes by itself (unix seconds).
     pub closes_at: i64,
 }
 
+/// How the human said yes, as the approver observed it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Gesture {
+    /// A pointer click on Approve (never a key press).
+    Click,
+    /// Approve pressed and held.
+    Hold,
+    /// `y` typed at the daemon's terminal prompt.
+    Terminal,
+}
+
+/// An approver's report of a yes: the gesture, and whether the second
+/// confirmation that high-risk or irreversible requests need was given.
+/// The engine checks it against the review; it is not yet an approval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Yes {
+    /// How Approve was given.
+    pub gesture: Gesture,
+    /// The second confirmation was given as well.
+    pub second_confirmation: bool,
+}
+
 /// The human's answer.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
     /// Sign it as reviewed.
-    Approve,
+    Approve(Yes),
     /// Grants only: sign these caveats instead (the human narrowed the request).
-    ApproveWith(Value),
+    ApproveWith(Value, Yes),
     /// Do not sign.
     Deny(Option<String>),
 }

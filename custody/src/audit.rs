@@ -126,11 +126,14 @@ pub enum EventKind {
     KeyImported,
     /// A principal key was deleted.
     KeyDeleted,
+    /// The human approved, but OS authentication did not succeed: nothing
+    /// was signed and the request stayed pending.
+    StepUpFailed,
 }
 
 impl EventKind {
     /// Every kind, in declaration order.
-    pub const ALL: [EventKind; 10] = [
+    pub const ALL: [EventKind; 11] = [
         EventKind::GrantIssued,
         EventKind::GrantDenied,
         EventKind::ConsentApproved,
@@ -141,6 +144,7 @@ impl EventKind {
         EventKind::KeyCreated,
         EventKind::KeyImported,
         EventKind::KeyDeleted,
+        EventKind::StepUpFailed,
     ];
 
     /// The stored (and `--json`) name.
@@ -156,6 +160,7 @@ impl EventKind {
             EventKind::KeyCreated => "key_created",
             EventKind::KeyImported => "key_imported",
             EventKind::KeyDeleted => "key_deleted",
+            EventKind::StepUpFailed => "step_up_failed",
         }
     }
 }
@@ -168,7 +173,7 @@ impl fmt::Display for EventKind {
 
 /// An unknown event kind name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown event kind {0:?}; known kinds: grant_issued, grant_denied, consent_approved, consent_denied, request_rejected, request_expired, request_cancelled, key_created, key_imported, key_deleted")]
+#[error("unknown event kind {0:?}; known kinds: grant_issued, grant_denied, consent_approved, consent_denied, request_rejected, request_expired, request_cancelled, key_created, key_imported, key_deleted, step_up_failed")]
 pub struct UnknownKind(pub String);
 
 impl FromStr for EventKind {

@@ -5,10 +5,14 @@
 //! rate limit → re-verification ([`crate::review`]; failures are `REJECTED`,
 //! logged, never shown) → queue (dedupe, bounds) → the approver is told →
 //! the agent gets `PENDING` and waits with a deadline → [`Engine::decide`]
-//! signs ([`crate::signer`]), writes the audit row, and only then releases
+//! checks the approver's yes against the review (second confirmation), asks
+//! the OS to authenticate the human where the step-up policy says so
+//! ([`crate::stepup`]), signs ([`crate::signer`], which takes only the
+//! resulting [`Approval`]), writes the audit row, and only then releases
 //! the token. A token whose audit row could not be written is never handed out.
 
-use crate::approver::{Approver, PendingView, Verdict};
+use crate::approval::Approval;
+use crate::approver::{Approver, PendingView, Verdict, Yes};
 use crate::audit::{Audit, EventKind, NewEvent, Query};
 use crate::ipc::peer::PeerInfo;
 use crate::keystore::Keystore;
@@ -18,6 +22,8 @@ use crate::review::{
     self, Rejection, Requester, ReviewContext, ReviewLimits, ReviewedConsent, ReviewedGrant,
 };
 use crate::signer;
+pub use crate::signer::SignError;
+use crate::stepup::{self, Polkit, StepUpError, StepUpNeed, StepUpPolicy};
 use parley_core::PublicKey;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -26,12 +32,29 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::{mpsc, oneshot};
 
 /// Engine settings.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone)]
 pub struct EngineConfig {
     /// Review limits (consent horizon, grant lifetime).
     pub review: ReviewLimits,
     /// Queue limits (pending bounds, rate, wait).
     pub queue: QueueLimits,
+    /// Which approvals need OS authentication (default: every consent and
+    /// every grant that allows COMMIT or UNDO).
+    pub step_up: StepUpPolicy,
+    /// How OS authentication is asked (the desktop's agent, or a text agent
+    /// on the daemon's terminal).
+    pub polkit: Polkit,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            review: ReviewLimits::default(),
+            queue: QueueLimits::default(),
+            step_up: StepUpPolicy::default(),
+            polkit: Polkit::desktop(),
+        }
+    }
 }
 
 /// A reviewed request waiting in the queue.
@@ -49,6 +72,26 @@ impl Reviewed {
             Reviewed::Consent(c) => c.review(),
             Reviewed::Grant(g) => g.review(),
         }
+    }
+}
+
+/// What the step-up policy looks at in a consent.
+fn consent_subject(c: &ReviewedConsent) -> stepup::Subject<'_> {
+    let p = c.checked().proposal();
+    stepup::Subject::Consent {
+        cost: p.cost.as_ref(),
+        charges: c.review().effects.iter().any(|e| e.op == "charge"),
+    }
+}
+
+/// What the step-up policy looks at in a grant: whether it allows COMMIT or UNDO.
+fn grant_subject(g: &ReviewedGrant) -> stepup::Subject<'_> {
+    let verbs = g.caveats().iter().find_map(|c| match c {
+        parley_core::Caveat::Verbs(l) => Some(l),
+        _ => None,
+    });
+    stepup::Subject::Grant {
+        commits: verbs.is_none_or(|l| l.iter().any(|v| v == "COMMIT" || v == "UNDO")),
     }
 }
 
@@ -84,6 +127,12 @@ pub enum DecideError {
     /// Narrowing applies to grants only.
     #[error("a consent is approved or denied as it is; it cannot be changed")]
     NotAGrant,
+    /// High risk or irreversible, and the approver did not report the second confirmation.
+    #[error("this request is high risk or cannot be undone: it needs a second confirmation before it is signed")]
+    SecondConfirmation,
+    /// OS authentication did not succeed; the request is still pending.
+    #[error("{0}")]
+    StepUp(StepUpError),
     /// Signing failed; nothing was handed out.
     #[error("signing failed: {0}")]
     Sign(#[from] signer::SignError),
@@ -101,6 +150,9 @@ pub enum IssueError {
     /// The caveats did not pass review (the same checks as an agent's request).
     #[error("the grant is not valid: {0}")]
     Rejected(Rejection),
+    /// OS authentication did not succeed; nothing was signed.
+    #[error("{0}")]
+    StepUp(StepUpError),
     /// Signing failed; nothing was handed out.
     #[error("signing failed: {0}")]
     Sign(#[from] signer::SignError),
@@ -185,8 +237,53 @@ impl Engine {
         st.queue
             .pending()
             .iter()
-            .map(|e| view(e.id.as_str(), &e.item, e.deadline))
+            .map(|e| self.view(e.id.as_str(), &e.item, e.deadline))
             .collect()
+    }
+
+    /// Whether approving `reviewed` needs OS authentication, in words.
+    fn step_up_need(&self, reviewed: &Reviewed) -> StepUpNeed {
+        let subject = match reviewed {
+            Reviewed::Consent(c) => consent_subject(c),
+            Reviewed::Grant(g) => grant_subject(g),
+        };
+        root_caveat(self.inner.config.step_up.need(subject))
+    }
+
+    /// The step-up policy in force.
+    pub fn step_up_policy(&self) -> &StepUpPolicy {
+        &self.inner.config.step_up
+    }
+
+    fn view(&self, id: &str, item: &Item, deadline: Instant) -> PendingView {
+        let left = deadline.saturating_duration_since(Instant::now()).as_secs() as i64;
+        PendingView {
+            id: id.to_string(),
+            review: item.reviewed.review().clone(),
+            step_up: self.step_up_need(&item.reviewed),
+            received_at: item.received_at,
+            closes_at: unix_now() + left,
+        }
+    }
+
+    /// Asks the OS to authenticate the human when `need` says so. A failure
+    /// is written to the audit log with its reason and leaves nothing signed.
+    async fn step_up(&self, need: &StepUpNeed, ev: Option<NewEvent>) -> Result<bool, StepUpError> {
+        if !need.required {
+            return Ok(false);
+        }
+        match self.inner.config.polkit.authenticate().await {
+            Ok(()) => Ok(true),
+            Err(e) => {
+                tracing::warn!("OS authentication did not succeed: {}", e.tag());
+                if let Some(mut ev) = ev {
+                    ev.kind = EventKind::StepUpFailed;
+                    ev.reason = Some(format!("step-up {}: {e}", e.tag()));
+                    let _ = self.log(ev);
+                }
+                Err(e)
+            }
+        }
     }
 
     fn principals(&self) -> Result<Vec<PublicKey>, String> {
@@ -361,7 +458,7 @@ impl Engine {
                 let (pv, deadline) = {
                     let st = lock(&self.inner.state);
                     match st.queue.get(&id) {
-                        Some(e) => (view(&e.id, &e.item, e.deadline), e.deadline),
+                        Some(e) => (self.view(&e.id, &e.item, e.deadline), e.deadline),
                         None => return Reply::Expired,
                     }
                 };
@@ -537,9 +634,23 @@ impl Engine {
         }
     }
 
-    /// The human's decision on a pending request. Approving signs, writes the
-    /// audit row, and only then releases the token to the waiting agent.
+    /// The human's decision on a pending request. Approving checks the
+    /// approver's yes against the review, asks for OS authentication where
+    /// the policy says so, signs, writes the audit row, and only then
+    /// releases the token to the waiting agent.
+    ///
+    /// The work runs in a task of its own: a caller that stops waiting (a
+    /// window closed, a command timed out) can neither cut a decision in half
+    /// nor leave the request stuck as "being decided".
     pub async fn decide(&self, id: &str, verdict: Verdict) -> Result<Outcome, DecideError> {
+        let me = self.clone();
+        let id = id.to_string();
+        tokio::spawn(async move { me.decide_now(&id, verdict).await })
+            .await
+            .map_err(|e| DecideError::Internal(e.to_string()))?
+    }
+
+    async fn decide_now(&self, id: &str, verdict: Verdict) -> Result<Outcome, DecideError> {
         let reviewed = {
             let mut st = lock(&self.inner.state);
             if st.deciding.iter().any(|d| d == id) {
@@ -553,9 +664,19 @@ impl Engine {
             st.deciding.push(id.to_string());
             reviewed
         };
-        let result = self.carry_out(id, reviewed, verdict).await;
-        lock(&self.inner.state).deciding.retain(|d| d != id);
-        let (outcome, kind, keep_until) = result?;
+        let result = {
+            let _deciding = Deciding { engine: self, id };
+            self.carry_out(id, reviewed, verdict).await
+        };
+        let (outcome, kind, keep_until) = match result {
+            Ok(r) => r,
+            Err(e) => {
+                // Still pending: its expiry may have passed meanwhile (the
+                // expiry timer leaves requests being decided alone).
+                self.expire_if_due(id);
+                return Err(e);
+            }
+        };
         let (entry, waiters) = {
             let mut st = lock(&self.inner.state);
             let now = Instant::now();
@@ -580,6 +701,22 @@ impl Engine {
         Ok(outcome)
     }
 
+    /// Closes a pending request whose deadline has passed.
+    fn expire_if_due(&self, id: &str) {
+        let due = lock(&self.inner.state)
+            .queue
+            .get(id)
+            .is_some_and(|e| e.deadline <= Instant::now());
+        if due {
+            self.close(
+                id,
+                Outcome::Expired,
+                EventKind::RequestExpired,
+                Some("expired while the decision was being made"),
+            );
+        }
+    }
+
     /// A grant the human issues from the form, with no agent request pending
     /// (the requester is the local human, this process). The caveats pass the
     /// same review as an agent's request (every caveat well formed, `exp`
@@ -592,11 +729,12 @@ impl Engine {
         caveats: &Value,
         principal: Option<&PublicKey>,
         note: Option<&str>,
+        yes: Yes,
     ) -> Result<IssuedGrant, IssueError> {
         let me = self.clone();
         let (agent, caveats, principal) = (agent.to_string(), caveats.clone(), principal.cloned());
         let now = unix_now();
-        let (reviewed, signed, requester) = tokio::task::spawn_blocking(move || {
+        let (reviewed, requester) = tokio::task::spawn_blocking(move || {
             let principals = me.principals().map_err(IssueError::Internal)?;
             let own = crate::ipc::peer::PeerPolicy::own_user_only().own_uid;
             let human =
@@ -611,12 +749,10 @@ impl Engine {
             };
             let g = review::review_grant(&agent, &caveats, None, principal.as_ref(), &ctx)
                 .map_err(IssueError::Rejected)?;
-            let signed = signer::sign_grant(&me.inner.keystore, &g, now)?;
-            Ok::<_, IssueError>((g, signed, human))
+            Ok::<_, IssueError>((g, human))
         })
         .await
         .map_err(|e| IssueError::Internal(e.to_string()))??;
-        let caveats = Value::Array(reviewed.caveats().iter().map(|c| c.to_value()).collect());
         let mut ev = NewEvent::new(EventKind::GrantIssued, now);
         ev.peer_uid = Some(requester.uid);
         ev.peer_pid = requester.pid.map(i64::from);
@@ -630,9 +766,27 @@ impl Engine {
             parley_core::Caveat::Svc(l) => Some(l.join(",")),
             _ => None,
         });
+        let caveats = Value::Array(reviewed.caveats().iter().map(|c| c.to_value()).collect());
+        ev.caveats = Some(caveats.to_string());
+        let need = root_caveat(self.inner.config.step_up.need(grant_subject(&reviewed)));
+        let os = self
+            .step_up(&need, Some(ev.clone()))
+            .await
+            .map_err(IssueError::StepUp)?;
+        let subject = Approval::subject_of_grant(&reviewed.agent().to_string(), reviewed.caveats());
+        let approval = Approval::confirmed(yes, os, subject);
+        let me = self.clone();
+        let g = reviewed.clone();
+        let now = unix_now();
+        let a = approval.clone();
+        let signed = tokio::task::spawn_blocking(move || {
+            signer::sign_grant(&me.inner.keystore, &g, &a, now)
+        })
+        .await
+        .map_err(|e| IssueError::Internal(e.to_string()))??;
+        ev.at = now;
         ev.token_id = Some(signed.id.clone());
         ev.expires = Some(signed.exp);
-        ev.caveats = Some(caveats.to_string());
         ev.reason = Some(match note.map(str::trim).filter(|n| !n.is_empty()) {
             Some(n) => format!(
                 "issued from the grant form: {}",
@@ -657,39 +811,81 @@ impl Engine {
         verdict: Verdict,
     ) -> Result<(Outcome, EventKind, i64), DecideError> {
         let now = unix_now();
-        let item_event = {
+        let (item_event, peer) = {
             let st = lock(&self.inner.state);
             st.queue
                 .get(id)
-                .map(|e| event(EventKind::ConsentApproved, &e.item))
+                .map(|e| {
+                    (
+                        event(EventKind::ConsentApproved, &e.item),
+                        e.item.peer.clone(),
+                    )
+                })
                 .ok_or(DecideError::NotPending)?
         };
-        match (reviewed, verdict) {
+        let (yes, reviewed) = match (reviewed, verdict) {
             (Reviewed::Consent(_), Verdict::Deny(r)) => {
-                Ok((Outcome::Denied(r), EventKind::ConsentDenied, now + 600))
+                return Ok((Outcome::Denied(r), EventKind::ConsentDenied, now + 600))
             }
             (Reviewed::Grant(_), Verdict::Deny(r)) => {
-                Ok((Outcome::Denied(r), EventKind::GrantDenied, now + 600))
+                return Ok((Outcome::Denied(r), EventKind::GrantDenied, now + 600))
             }
-            (Reviewed::Consent(_), Verdict::ApproveWith(_)) => Err(DecideError::NotAGrant),
-            (Reviewed::Consent(c), Verdict::Approve) => {
+            (Reviewed::Consent(_), Verdict::ApproveWith(..)) => return Err(DecideError::NotAGrant),
+            (reviewed, Verdict::Approve(yes)) => (yes, reviewed),
+            (Reviewed::Grant(g), Verdict::ApproveWith(caveats, yes)) => {
+                let principals = self.principals().map_err(DecideError::Internal)?;
+                let ctx = ReviewContext {
+                    now,
+                    principals: &principals,
+                    limits: self.inner.config.review,
+                    requester: Requester::from(&peer),
+                    agent_label: None,
+                    agent_known: false,
+                };
+                let narrowed = g.narrowed(&caveats, &ctx).map_err(DecideError::Narrowed)?;
+                (yes, Reviewed::Grant(Box::new(narrowed)))
+            }
+        };
+        // The engine, not the approver, enforces what the review promises.
+        if reviewed.review().needs_second_confirmation && !yes.second_confirmation {
+            return Err(DecideError::SecondConfirmation);
+        }
+        let mut item_event = item_event;
+        if let Reviewed::Grant(g) = &reviewed {
+            item_event.caveats =
+                Some(Value::Array(g.caveats().iter().map(|c| c.to_value()).collect()).to_string());
+        }
+        let need = self.step_up_need(&reviewed);
+        let os = self
+            .step_up(&need, Some(item_event.clone()))
+            .await
+            .map_err(DecideError::StepUp)?;
+        let subject = match &reviewed {
+            Reviewed::Consent(c) => {
+                Approval::subject_of_consent(&c.checked().proposal().hash, &c.agent().to_string())
+            }
+            Reviewed::Grant(g) => Approval::subject_of_grant(&g.agent().to_string(), g.caveats()),
+        };
+        let approval = Approval::confirmed(yes, os, subject);
+        // Authentication may have taken a while: the clock is read again.
+        let now = unix_now();
+        let mut ev = item_event;
+        ev.at = now;
+        ev.reason = Some(format!("confirmed by {}", approval.confirmed_by()));
+        match reviewed {
+            Reviewed::Consent(c) => {
                 if c.checked().exp() <= now {
-                    self.close(
-                        id,
-                        Outcome::Expired,
-                        EventKind::RequestExpired,
-                        Some("approved after expiry"),
-                    );
+                    self.close_expired_after_decision(id);
                     return Err(DecideError::NotPending);
                 }
                 let me = self.clone();
                 let cc = c.clone();
+                let a = approval.clone();
                 let signed = tokio::task::spawn_blocking(move || {
-                    signer::sign_consent(&me.inner.keystore, &cc, now)
+                    signer::sign_consent(&me.inner.keystore, &cc, &a, now)
                 })
                 .await
                 .map_err(|e| DecideError::Internal(e.to_string()))??;
-                let mut ev = item_event;
                 ev.kind = EventKind::ConsentApproved;
                 ev.token_id = Some(signed.id.clone());
                 ev.expires = Some(signed.exp);
@@ -700,37 +896,17 @@ impl Engine {
                     signed.exp,
                 ))
             }
-            (Reviewed::Grant(g), verdict) => {
-                let g = match verdict {
-                    Verdict::ApproveWith(caveats) => {
-                        let principals = self.principals().map_err(DecideError::Internal)?;
-                        let peer = lock(&self.inner.state)
-                            .queue
-                            .get(id)
-                            .map(|e| e.item.peer.clone())
-                            .ok_or(DecideError::NotPending)?;
-                        let ctx = ReviewContext {
-                            now,
-                            principals: &principals,
-                            limits: self.inner.config.review,
-                            requester: Requester::from(&peer),
-                            agent_label: None,
-                            agent_known: false,
-                        };
-                        Box::new(g.narrowed(&caveats, &ctx).map_err(DecideError::Narrowed)?)
-                    }
-                    _ => g,
-                };
+            Reviewed::Grant(g) => {
                 let me = self.clone();
                 let gg = g.clone();
+                let a = approval.clone();
                 let signed = tokio::task::spawn_blocking(move || {
-                    signer::sign_grant(&me.inner.keystore, &gg, now)
+                    signer::sign_grant(&me.inner.keystore, &gg, &a, now)
                 })
                 .await
                 .map_err(|e| DecideError::Internal(e.to_string()))??;
                 let caveats = Value::Array(g.caveats().iter().map(|c| c.to_value()).collect());
                 let caveats_text = caveats.to_string();
-                let mut ev = item_event;
                 ev.kind = EventKind::GrantIssued;
                 ev.token_id = Some(signed.id.clone());
                 ev.expires = Some(signed.exp);
@@ -744,6 +920,19 @@ impl Engine {
             }
         }
     }
+
+    /// A consent approved after its expiry: closed as expired. Runs while
+    /// the request is still marked as being decided, so the mark is lifted
+    /// first.
+    fn close_expired_after_decision(&self, id: &str) {
+        lock(&self.inner.state).deciding.retain(|d| d != id);
+        self.close(
+            id,
+            Outcome::Expired,
+            EventKind::RequestExpired,
+            Some("approved after expiry"),
+        );
+    }
 }
 
 fn unreachable_op() -> Result<Reviewed, Rejection> {
@@ -753,14 +942,32 @@ fn unreachable_op() -> Result<Reviewed, Rejection> {
     })
 }
 
-fn view(id: &str, item: &Item, deadline: Instant) -> PendingView {
-    let left = deadline.saturating_duration_since(Instant::now()).as_secs() as i64;
-    PendingView {
-        id: id.to_string(),
-        review: item.reviewed.review().clone(),
-        received_at: item.received_at,
-        closes_at: unix_now() + left,
+/// Marks a request as being decided for as long as it lives, so the mark is
+/// lifted however the decision ends (error, panic, cancellation).
+struct Deciding<'a> {
+    engine: &'a Engine,
+    id: &'a str,
+}
+
+impl Drop for Deciding<'_> {
+    fn drop(&mut self) {
+        lock(&self.engine.inner.state)
+            .deciding
+            .retain(|d| d != self.id);
     }
+}
+
+/// polkit authorizes root without asking anything, so for custody running
+/// as root a "step-up" would be a promise nobody keeps: none is asked, and
+/// the review says plainly that only the click protects the approval.
+fn root_caveat(mut need: StepUpNeed) -> StepUpNeed {
+    if need.required && crate::ipc::peer::PeerPolicy::own_user_only().own_uid == 0 {
+        need.required = false;
+        need.words = "Custody runs as root, which the system authorizes without asking: \
+                      no OS authentication protects this approval, only your click."
+            .into();
+    }
+    need
 }
 
 /// The audit event describing a queued item (kind set by the caller).

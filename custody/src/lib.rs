@@ -3,6 +3,7 @@
 //! The custody engine: the only code that holds the principal key and the
 //! only way an agent can get anything signed (ARCHITECTURE.md). No GUI.
 #![forbid(unsafe_code)]
+pub mod approval;
 pub mod approver;
 pub mod audit;
 pub mod client;
@@ -16,5 +17,6 @@ pub mod protocol;
 pub mod queue;
 pub mod review;
 pub mod server;
-pub mod signer;
+mod signer;
+pub mod stepup;
 pub mod terminal;

@@ -2,10 +2,14 @@
 //!
 //! It signs exactly two shapes, each only from a reviewed input: a root grant
 //! whose caveats a human saw ([`ReviewedGrant`]) and the §6.6 consent grant
-//! ([`ReviewedConsent`]). There is no "sign these bytes". Before a token is
+//! ([`ReviewedConsent`]), and each only with an [`Approval`], the value only
+//! the engine makes once a human decided (and, where the policy asks, the
+//! OS authenticated them). There is no "sign these bytes", and nothing
+//! outside this crate can reach this module. Before a token is
 //! handed out it is decoded and verified again, and the consent is checked to
 //! authorize exactly the COMMIT that was shown.
 
+use crate::approval::Approval;
 use crate::keystore::{Keystore, KeystoreError};
 use crate::review::{ReviewedConsent, ReviewedGrant};
 use parley_core::b64;
@@ -36,6 +40,9 @@ pub enum SignError {
     /// No entropy for the nonce.
     #[error("the system random generator failed: {0}")]
     Random(String),
+    /// The approval was for something else: a bug, nothing signed.
+    #[error("internal check failed: the approval does not cover this request; nothing was signed")]
+    NotApproved,
     /// The self-check after signing failed: a bug, never handed out.
     #[error("internal check failed after signing ({0}); nothing was handed out")]
     SelfCheck(String),
@@ -48,12 +55,18 @@ fn nonce() -> Result<String, SignError> {
 }
 
 /// Signs the §6.6 consent grant for a reviewed consent at time `now`.
-pub fn sign_consent(
+pub(crate) fn sign_consent(
     keys: &Keystore,
     reviewed: &ReviewedConsent,
+    approved: &Approval,
     now: i64,
 ) -> Result<Signed, SignError> {
     let checked = reviewed.checked();
+    let subject =
+        Approval::subject_of_consent(&checked.proposal().hash, &reviewed.agent().to_string());
+    if !approved.covers(&subject) {
+        return Err(SignError::NotApproved);
+    }
     let principal = &checked.request().principal;
     let secret = keys.load(principal)?;
     let grant = consent::issue_consent(&secret, reviewed.agent(), checked, now, &nonce()?)?;
@@ -98,11 +111,16 @@ pub fn sign_consent(
 }
 
 /// Signs a root grant with exactly the reviewed caveats at time `now`.
-pub fn sign_grant(
+pub(crate) fn sign_grant(
     keys: &Keystore,
     reviewed: &ReviewedGrant,
+    approved: &Approval,
     now: i64,
 ) -> Result<Signed, SignError> {
+    let subject = Approval::subject_of_grant(&reviewed.agent().to_string(), reviewed.caveats());
+    if !approved.covers(&subject) {
+        return Err(SignError::NotApproved);
+    }
     let secret = keys.load(reviewed.principal())?;
     let grant = UnverifiedGrant::issue_root(
         &secret,

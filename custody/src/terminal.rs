@@ -19,7 +19,7 @@
 //!   daemon sends its log elsewhere ([`crate::logging`]), so nothing but this
 //!   approver writes here.
 
-use crate::approver::{Approver, PendingView, Verdict};
+use crate::approver::{Approver, Gesture, PendingView, Verdict, Yes};
 use crate::display::{is_display_safe, safe};
 use crate::engine::Engine;
 use crate::review::{Review, ReviewKind};
@@ -83,21 +83,37 @@ impl TerminalApprover {
                 let mut waiting = Waiting::new(rx);
                 while let Some(p) = waiting.next() {
                     let mut out = &tty;
-                    let verdict = match ask(&tty, &mut waiting, &p) {
-                        Answer::Withdrawn => {
-                            let _ = writeln!(
-                                out,
-                                "\n→ this request was withdrawn while it waited (expired or cancelled by the agent); nothing was signed\n"
-                            );
-                            continue;
+                    // A failed OS authentication leaves the request pending:
+                    // it is asked again, never silently left behind.
+                    loop {
+                        let verdict = match ask(&tty, &mut waiting, &p) {
+                            Answer::Withdrawn => {
+                                let _ = writeln!(
+                                    out,
+                                    "\n→ this request was withdrawn while it waited (expired or cancelled by the agent); nothing was signed\n"
+                                );
+                                break;
+                            }
+                            answer => verdict(answer),
+                        };
+                        match rt.block_on(engine.decide(&p.id, verdict)) {
+                            Ok(o) => {
+                                let _ = writeln!(out, "→ {}\n", describe(&o));
+                            }
+                            Err(crate::engine::DecideError::StepUp(e)) => {
+                                let _ = writeln!(
+                                    out,
+                                    "→ not signed: {}. The request is still waiting; answer again.\n",
+                                    safe(&e.to_string())
+                                );
+                                continue;
+                            }
+                            Err(e) => {
+                                let _ = writeln!(out, "→ not done: {}\n", safe(&e.to_string()));
+                            }
                         }
-                        answer => verdict(answer),
-                    };
-                    let result = rt.block_on(engine.decide(&p.id, verdict));
-                    let _ = match result {
-                        Ok(o) => writeln!(out, "→ {}\n", describe(&o)),
-                        Err(e) => writeln!(out, "→ not done: {}\n", safe(&e.to_string())),
-                    };
+                        break;
+                    }
                 }
             })
     }
@@ -219,7 +235,12 @@ enum Answer {
 /// The one place an answer at this terminal becomes a [`Verdict`].
 fn verdict(a: Answer) -> Verdict {
     match a {
-        Answer::Yes { .. } => Verdict::Approve,
+        Answer::Yes {
+            second_confirmation,
+        } => Verdict::Approve(Yes {
+            gesture: Gesture::Terminal,
+            second_confirmation,
+        }),
         Answer::No(why) => Verdict::Deny(Some(why.into())),
         Answer::Withdrawn => Verdict::Deny(Some("withdrawn".into())),
     }
@@ -276,6 +297,9 @@ fn ask(tty: &File, waiting: &mut Waiting, p: &PendingView) -> Answer {
     let behind = waiting.behind();
     let _ = write!(out, "{}", render(&p.review, p.closes_at));
     let _ = write!(out, "{}", decisive(&p.review, behind));
+    if !p.step_up.words.is_empty() {
+        let _ = writeln!(out, "  step-up     {}", shown(&p.step_up.words));
+    }
     let _ = write!(out, "approve? [y/N] ");
     let _ = out.flush();
     let Some(a) = read_answer(tty, waiting, &p.id) else {
@@ -284,22 +308,26 @@ fn ask(tty: &File, waiting: &mut Waiting, p: &PendingView) -> Answer {
     if a != "y" && a != "yes" {
         return Answer::No("denied at the terminal");
     }
-    if !p.review.needs_second_confirmation {
-        return Answer::Yes {
-            second_confirmation: false,
-        };
+    let second_confirmation = if p.review.needs_second_confirmation {
+        let _ = write!(
+            out,
+            "This is high risk or cannot be undone. Type \"approve\" to confirm: "
+        );
+        let _ = out.flush();
+        match read_answer(tty, waiting, &p.id) {
+            None => return Answer::Withdrawn,
+            Some(a) if a == "approve" => true,
+            Some(_) => return Answer::No("second confirmation not given"),
+        }
+    } else {
+        false
+    };
+    if p.step_up.required {
+        let _ = writeln!(out, "Now authenticate (your system password) to sign it:");
+        let _ = out.flush();
     }
-    let _ = write!(
-        out,
-        "This is high risk or cannot be undone. Type \"approve\" to confirm: "
-    );
-    let _ = out.flush();
-    match read_answer(tty, waiting, &p.id) {
-        None => Answer::Withdrawn,
-        Some(a) if a == "approve" => Answer::Yes {
-            second_confirmation: true,
-        },
-        Some(_) => Answer::No("second confirmation not given"),
+    Answer::Yes {
+        second_confirmation,
     }
 }
 
@@ -498,6 +526,10 @@ mod tests {
         PendingView {
             id: id.into(),
             review: consent_review(),
+            step_up: crate::stepup::StepUpNeed {
+                required: false,
+                words: String::new(),
+            },
             received_at: 0,
             closes_at: 0,
         }
@@ -549,9 +581,12 @@ mod tests {
     fn answers_become_verdicts_in_one_place() {
         assert_eq!(
             verdict(Answer::Yes {
-                second_confirmation: false
+                second_confirmation: true
             }),
-            Verdict::Approve
+            Verdict::Approve(Yes {
+                gesture: Gesture::Terminal,
+                second_confirmation: true
+            })
         );
         assert!(matches!(verdict(Answer::No("x")), Verdict::Deny(_)));
     }

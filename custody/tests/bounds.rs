@@ -17,6 +17,7 @@ use parley_custody::keystore::{KdfParams, Keystore, Passphrase};
 use parley_custody::protocol::Request;
 use parley_custody::queue::{Offer, Outcome, Queue, QueueLimits};
 use parley_custody::server::{serve, ServerLimits};
+use parley_custody::stepup::StepUpPolicy;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -51,6 +52,7 @@ fn custody(queue: QueueLimits) -> Custody {
         Arc::new(approver),
         EngineConfig {
             queue,
+            step_up: StepUpPolicy::Never,
             ..Default::default()
         },
     );

@@ -9,6 +9,7 @@ use parley_core::caveat::{CommitFacts, RequestContext};
 use parley_core::grant::{authorize, Decision, UnverifiedGrant};
 use parley_core::proposal::proposal_hash;
 use parley_core::{PublicKey, SecretKey};
+use parley_custody::approver::{Gesture, Yes};
 use parley_custody::approver::{PendingView, ScriptedApprover, Verdict};
 use parley_custody::audit::{Audit, EventKind, Query};
 use parley_custody::engine::{unix_now, Engine, EngineConfig};
@@ -17,6 +18,7 @@ use parley_custody::ipc::peer::PeerPolicy;
 use parley_custody::ipc::socket::{connect, BindOptions, ConnLimits, Listener, SocketPath};
 use parley_custody::keystore::Keystore;
 use parley_custody::server::{serve, ServerLimits};
+use parley_custody::stepup::StepUpPolicy;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -172,7 +174,11 @@ fn approved_consent_authorizes_exactly_that_commit_and_nothing_else() {
         return;
     }
     rt().block_on(async {
-        let mut c = start(EngineConfig::default()).await;
+        let mut c = start(EngineConfig {
+            step_up: StepUpPolicy::Never,
+            ..EngineConfig::default()
+        })
+        .await;
         let mut agent = Agent::connect(&c.socket).await;
         let p = proposal("p_1", 7136, 600, "medium");
         agent.send(consent_req("c1", &c.principal, &p)).await;
@@ -205,7 +211,10 @@ fn approved_consent_authorizes_exactly_that_commit_and_nothing_else() {
         assert_eq!(r.hash, p["hash"].as_str().unwrap());
         assert!(!r.agent.known, "never granted to before");
 
-        c.engine.decide(&shown.id, Verdict::Approve).await.unwrap();
+        c.engine
+            .decide(&shown.id, Verdict::Approve(YES))
+            .await
+            .unwrap();
         let fin = agent.final_for("c1").await;
         assert_eq!(fin["kind"], "APPROVED", "{fin}");
         let token = fin["grant"].as_str().unwrap();
@@ -295,7 +304,11 @@ fn deny_expire_cancel_dedupe_and_rejection() {
         return;
     }
     rt().block_on(async {
-        let mut c = start(EngineConfig::default()).await;
+        let mut c = start(EngineConfig {
+            step_up: StepUpPolicy::Never,
+            ..EngineConfig::default()
+        })
+        .await;
         let mut agent = Agent::connect(&c.socket).await;
 
         // Deny.
@@ -312,7 +325,10 @@ fn deny_expire_cancel_dedupe_and_rejection() {
             (Some("DENIED"), Some("too expensive"))
         );
         assert!(
-            c.engine.decide(&shown.id, Verdict::Approve).await.is_err(),
+            c.engine
+                .decide(&shown.id, Verdict::Approve(YES))
+                .await
+                .is_err(),
             "decided once"
         );
 
@@ -326,7 +342,10 @@ fn deny_expire_cancel_dedupe_and_rejection() {
             c.shown.try_recv().is_err(),
             "one prompt for the same agent and hash"
         );
-        c.engine.decide(&shown.id, Verdict::Approve).await.unwrap();
+        c.engine
+            .decide(&shown.id, Verdict::Approve(YES))
+            .await
+            .unwrap();
         let (a, b) = (agent.final_for("u1").await, agent.final_for("u2").await);
         assert_eq!(a["kind"], "APPROVED");
         assert_eq!(a["grant"], b["grant"]);
@@ -339,7 +358,10 @@ fn deny_expire_cancel_dedupe_and_rejection() {
         assert_eq!(fin["kind"], "EXPIRED");
         assert!(c.approver.withdrawn_ids().contains(&shown.id));
         assert!(
-            c.engine.decide(&shown.id, Verdict::Approve).await.is_err(),
+            c.engine
+                .decide(&shown.id, Verdict::Approve(YES))
+                .await
+                .is_err(),
             "too late to approve"
         );
 
@@ -414,7 +436,7 @@ fn grants_are_reviewed_narrowed_and_time_boxed() {
         return;
     }
     rt().block_on(async {
-        let mut c = start(EngineConfig::default()).await;
+        let mut c = start(EngineConfig { step_up: StepUpPolicy::Never, ..EngineConfig::default() }).await;
         let mut agent = Agent::connect(&c.socket).await;
         let me = agent_key().public().to_string();
         // A malformed caveat is rejected before the human sees it.
@@ -433,7 +455,7 @@ fn grants_are_reviewed_narrowed_and_time_boxed() {
         let exp = unix_now() + 3600;
         let narrowed = json!([{"svc": ["shop.example"]}, {"verbs": ["ASK", "INTENT", "COMMIT"]},
             {"per": {"max": 4000, "currency": "USD"}}, {"spend": {"max": 10000, "currency": "USD"}}, {"exp": exp}]);
-        c.engine.decide(&shown.id, Verdict::ApproveWith(narrowed.clone())).await.unwrap();
+        c.engine.decide(&shown.id, Verdict::ApproveWith(narrowed.clone(), YES)).await.unwrap();
         let fin = agent.final_for("g1").await;
         assert_eq!(fin["kind"], "ISSUED", "{fin}");
         assert_eq!(fin["caveats"], narrowed);
@@ -447,7 +469,7 @@ fn grants_are_reviewed_narrowed_and_time_boxed() {
         agent.send(json!({"custody": 1, "id": "g2", "op": "grant", "agent": me, "caveats": [{"svc": ["a.example"]}]})).await;
         let shown = c.shown.recv().await.unwrap();
         assert!(shown.review.warnings.iter().any(|w| w.contains("no expiry")));
-        c.engine.decide(&shown.id, Verdict::Approve).await.unwrap();
+        c.engine.decide(&shown.id, Verdict::Approve(YES)).await.unwrap();
         let fin = agent.final_for("g2").await;
         let g = UnverifiedGrant::decode(fin["grant"].as_str().unwrap()).unwrap();
         let lifetime = g.expiry().unwrap() - unix_now();
@@ -469,5 +491,134 @@ fn grants_are_reviewed_narrowed_and_time_boxed() {
         agent.send(json!({"custody": 1, "id": "h1", "op": "hello"})).await;
         let hello = agent.final_for("h1").await;
         assert_eq!(hello["principals"][0]["key"], c.principal.to_string());
+    });
+}
+
+/// The scripted human's yes: a click, with the second confirmation given.
+const YES: Yes = Yes {
+    gesture: Gesture::Click,
+    second_confirmation: true,
+};
+
+#[test]
+fn a_missing_second_confirmation_is_refused_by_the_engine() {
+    if !in_session(
+        "a_missing_second_confirmation_is_refused_by_the_engine",
+        Session::Keyring,
+    ) {
+        return;
+    }
+    rt().block_on(async {
+        let mut c = start(EngineConfig {
+            step_up: StepUpPolicy::Never,
+            ..EngineConfig::default()
+        })
+        .await;
+        let mut agent = Agent::connect(&c.socket).await;
+        let p = proposal("p_high", 9900, 600, "high");
+        agent.send(consent_req("h1", &c.principal, &p)).await;
+        let shown = c.shown.recv().await.unwrap();
+        assert!(shown.review.needs_second_confirmation);
+        assert!(!shown.step_up.required);
+        assert!(
+            shown
+                .step_up
+                .words
+                .starts_with("No OS authentication protects"),
+            "the review says plainly that only the click protects it: {}",
+            shown.step_up.words
+        );
+        // An approver that skipped the second confirmation gets nothing signed.
+        let once = Yes {
+            gesture: Gesture::Click,
+            second_confirmation: false,
+        };
+        let err = c
+            .engine
+            .decide(&shown.id, Verdict::Approve(once))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, parley_custody::engine::DecideError::SecondConfirmation),
+            "{err}"
+        );
+        assert!(err.to_string().contains("second confirmation"), "{err}");
+        let still: Vec<String> = c.engine.pending().into_iter().map(|p| p.id).collect();
+        assert_eq!(still, vec![shown.id.clone()], "still pending, not dropped");
+        // With it, the same request is signed, and the row says how.
+        c.engine
+            .decide(&shown.id, Verdict::Approve(YES))
+            .await
+            .unwrap();
+        let fin = agent.final_for("h1").await;
+        assert_eq!(fin["kind"], "APPROVED", "{fin}");
+        let rows = Audit::open(&c.audit_path)
+            .unwrap()
+            .query(&Query {
+                kinds: vec![EventKind::ConsentApproved],
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(rows.len(), 1);
+        assert!(
+            format!("{:?}", rows[0]).contains("click+second"),
+            "{:?}",
+            rows[0]
+        );
+    });
+}
+
+#[test]
+fn a_decision_whose_caller_gave_up_still_finishes_and_never_sticks() {
+    if !in_session(
+        "a_decision_whose_caller_gave_up_still_finishes_and_never_sticks",
+        Session::Keyring,
+    ) {
+        return;
+    }
+    rt().block_on(async {
+        let mut c = start(EngineConfig {
+            step_up: StepUpPolicy::Never,
+            ..EngineConfig::default()
+        })
+        .await;
+        let mut agent = Agent::connect(&c.socket).await;
+        let p = proposal("p_gave_up", 1200, 600, "low");
+        agent.send(consent_req("g1", &c.principal, &p)).await;
+        let shown = c.shown.recv().await.unwrap();
+        // The window's command gives up at once (as the app's 60 s wait
+        // once did while the keychain was slow): the decision goes on.
+        let _ = tokio::time::timeout(
+            Duration::from_micros(1),
+            c.engine.decide(&shown.id, Verdict::Approve(YES)),
+        )
+        .await;
+        let fin = agent.final_for("g1").await;
+        assert_eq!(
+            fin["kind"], "APPROVED",
+            "the agent still gets its answer: {fin}"
+        );
+        assert!(c.engine.pending().is_empty(), "nothing left half-decided");
+
+        // A decision that fails leaves the request decidable again.
+        let grant = json!({"custody": 1, "id": "g2", "op": "grant",
+            "agent": agent_key().public().to_string(),
+            "caveats": [{"svc": ["shop.example"]}, {"verbs": ["ASK"]}]});
+        agent.send(grant).await;
+        let shown = c.shown.recv().await.unwrap();
+        let bad = c
+            .engine
+            .decide(
+                &shown.id,
+                Verdict::ApproveWith(json!([{"svc": "not a list"}]), YES),
+            )
+            .await;
+        assert!(bad.is_err(), "{bad:?}");
+        c.engine
+            .decide(&shown.id, Verdict::Deny(Some("changed my mind".into())))
+            .await
+            .expect("the request is not stuck as being decided");
+        let fin = agent.final_for("g2").await;
+        assert_eq!(fin["kind"], "DENIED", "{fin}");
     });
 }

@@ -11,9 +11,11 @@ use parley_core::caveat::RequestContext;
 use parley_core::grant::{Decision, UnverifiedGrant};
 use parley_core::{PublicKey, SecretKey};
 use parley_custody::approver::ScriptedApprover;
+use parley_custody::approver::{Gesture, Yes};
 use parley_custody::audit::{Audit, EventKind, Query};
 use parley_custody::engine::{unix_now, Engine, EngineConfig, IssueError};
 use parley_custody::keystore::Keystore;
+use parley_custody::stepup::StepUpPolicy;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -37,7 +39,15 @@ fn engine(with_key: bool) -> (Engine, Option<PublicKey>, PathBuf) {
     let audit_path = scratch().join("audit.sqlite3");
     let audit = Audit::open(&audit_path).unwrap();
     let (approver, _shown) = ScriptedApprover::new();
-    let engine = Engine::new(ks, audit, Arc::new(approver), EngineConfig::default());
+    let engine = Engine::new(
+        ks,
+        audit,
+        Arc::new(approver),
+        EngineConfig {
+            step_up: StepUpPolicy::Never,
+            ..EngineConfig::default()
+        },
+    );
     (engine, principal, audit_path)
 }
 
@@ -72,6 +82,7 @@ fn form_grant_is_signed_as_shown_and_logged_before_it_is_returned() {
                 &caveats,
                 Some(&principal),
                 Some("groceries"),
+                YES,
             )
             .await
             .unwrap();
@@ -160,6 +171,7 @@ fn form_grant_expiry_is_clamped_and_a_missing_one_is_added() {
                 &json!([{"svc": ["a.example"]}, {"exp": far}]),
                 None,
                 None,
+                YES,
             )
             .await
             .unwrap();
@@ -179,6 +191,7 @@ fn form_grant_expiry_is_clamped_and_a_missing_one_is_added() {
                 &json!([{"svc": ["a.example"]}]),
                 None,
                 None,
+                YES,
             )
             .await
             .unwrap();
@@ -205,7 +218,7 @@ fn form_grant_refuses_what_review_refuses_and_logs_nothing() {
         let (engine, _, audit_path) = engine(false);
         let ok_caveats = json!([{"svc": ["a.example"]}, {"exp": unix_now() + 60}]);
         match engine
-            .issue_grant(&agent().to_string(), &ok_caveats, None, None)
+            .issue_grant(&agent().to_string(), &ok_caveats, None, None, YES)
             .await
         {
             Err(IssueError::Rejected(r)) => assert_eq!(r.code, "no_principal"),
@@ -245,7 +258,7 @@ fn form_grant_refuses_what_review_refuses_and_logs_nothing() {
             ),
         ] {
             match engine
-                .issue_grant(&agent_text, &caveats, Some(&principal), None)
+                .issue_grant(&agent_text, &caveats, Some(&principal), None, YES)
                 .await
             {
                 Err(IssueError::Rejected(r)) => assert_eq!(r.code, code, "{what}"),
@@ -254,7 +267,13 @@ fn form_grant_refuses_what_review_refuses_and_logs_nothing() {
         }
         let stranger = SecretKey::from_seed(&Zeroizing::new([9u8; 32])).public();
         match engine
-            .issue_grant(&agent().to_string(), &ok_caveats, Some(&stranger), None)
+            .issue_grant(
+                &agent().to_string(),
+                &ok_caveats,
+                Some(&stranger),
+                None,
+                YES,
+            )
             .await
         {
             Err(IssueError::Rejected(r)) => assert_eq!(r.code, "unknown_principal"),
@@ -266,3 +285,9 @@ fn form_grant_refuses_what_review_refuses_and_logs_nothing() {
         );
     });
 }
+
+/// The scripted human's yes: a click, with the second confirmation given.
+const YES: Yes = Yes {
+    gesture: Gesture::Click,
+    second_confirmation: true,
+};

@@ -15,6 +15,7 @@
 use nix::unistd::Uid;
 use parley_core::proposal::proposal_hash;
 use parley_core::{PublicKey, SecretKey};
+use parley_custody::approver::{Gesture, Yes};
 use parley_custody::approver::{PendingView, ScriptedApprover, Verdict};
 use parley_custody::audit::{Audit, EventKind, Query, MAX_LIMIT};
 use parley_custody::engine::{unix_now, Engine, EngineConfig};
@@ -22,6 +23,7 @@ use parley_custody::ipc::peer::PeerPolicy;
 use parley_custody::ipc::socket::{BindOptions, ConnLimits, Listener, SocketPath};
 use parley_custody::keystore::{KdfParams, Keystore, Passphrase};
 use parley_custody::server::{serve, ServerLimits};
+use parley_custody::stepup::StepUpPolicy;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
@@ -765,7 +767,10 @@ fn ten_thousand_consent_requests_are_limited_memory_stays_bounded_and_every_answ
     let _one_at_a_time = heavy();
     let flood_uid = flood_user();
     rt().block_on(async {
-        let mut config = EngineConfig::default();
+        let mut config = EngineConfig {
+            step_up: StepUpPolicy::Never,
+            ..EngineConfig::default()
+        };
         // Above the default (30/min), so that the flood also loads review
         // and the audit log, not only the rate limiter.
         config.queue.per_minute = FLOOD_RATE;
@@ -783,7 +788,7 @@ fn ten_thousand_consent_requests_are_limited_memory_stays_bounded_and_every_answ
         let human = tokio::spawn(async move {
             let mut approved = 0u64;
             while let Some(pv) = shown.recv().await {
-                if engine.decide(&pv.id, Verdict::Approve).await.is_ok() {
+                if engine.decide(&pv.id, Verdict::Approve(YES)).await.is_ok() {
                     approved += 1;
                 }
             }
@@ -1030,3 +1035,9 @@ fn ten_thousand_consent_requests_are_limited_memory_stays_bounded_and_every_answ
         );
     });
 }
+
+/// The scripted human's yes: a click, with the second confirmation given.
+const YES: Yes = Yes {
+    gesture: Gesture::Click,
+    second_confirmation: true,
+};

@@ -37,7 +37,7 @@ fn write_seed_file(path: &Path, seed: [u8; 32], trailing_newline: bool) -> Strin
 }
 
 fn assert_signs(ks: &Keystore, public: &PublicKey) {
-    let secret = ks.load(public).unwrap();
+    let secret = ks.load_for_tests(public).unwrap();
     assert_eq!(&secret.public(), public);
     let sig = secret.sign(b"parley test message");
     public.verify(b"parley test message", &sig).unwrap();
@@ -100,7 +100,7 @@ fn keychain_create_list_load_import_shred_delete() {
     assert_eq!(listed[1].source, KeySource::Imported);
 
     // a created key cannot be "imported" over either
-    let seed_a_text = ks.load(&a).unwrap().to_seed_b64();
+    let seed_a_text = ks.load_for_tests(&a).unwrap().to_seed_b64();
     let file_a = scratch().join("a.key");
     std::fs::write(&file_a, seed_a_text.as_bytes()).unwrap();
     assert!(matches!(
@@ -125,7 +125,7 @@ fn keychain_create_list_load_import_shred_delete() {
         .unwrap();
     assert!(index.contains(&a.to_string()) && index.contains(&b.to_string()));
     no_secret_in(&index, &secrets);
-    let loaded = ks.load(&b).unwrap();
+    let loaded = ks.load_for_tests(&b).unwrap();
     no_secret_in(
         &format!(
             "{ks:?} {:?} {loaded:?} {again:?} {again} {:?}",
@@ -148,7 +148,10 @@ fn keychain_create_list_load_import_shred_delete() {
     assert_eq!(ks.public_keys().unwrap().len(), 2, "nothing was deleted");
     ks.delete(&b, &b.to_string()).unwrap();
     assert_eq!(ks.public_keys().unwrap(), vec![a.clone()]);
-    assert!(matches!(ks.load(&b), Err(KeystoreError::NotFound(_))));
+    assert!(matches!(
+        ks.load_for_tests(&b),
+        Err(KeystoreError::NotFound(_))
+    ));
     assert!(matches!(
         ks.delete(&b, &b.to_string()),
         Err(KeystoreError::NotFound(_))
@@ -179,7 +182,7 @@ fn keychain_index_naming_a_missing_secret_lists_it_as_missing() {
     assert_eq!(listed[0].status, KeyStatus::Missing);
     assert_eq!(listed[1].status, KeyStatus::Present);
     assert_eq!(ks.public_keys().unwrap(), vec![b.clone()]);
-    let err = ks.load(&a).unwrap_err();
+    let err = ks.load_for_tests(&a).unwrap_err();
     assert!(matches!(err, KeystoreError::SecretMissing(_)), "{err}");
     // The stale record can be deleted (with confirmation).
     ks.delete(&a, &a.to_string()).unwrap();
@@ -195,7 +198,10 @@ fn keychain_namespaces_are_separate() {
     let other = Keystore::keychain_namespaced(Some("other")).unwrap();
     let a = test_ns.create("in test").unwrap();
     assert!(other.list().unwrap().is_empty());
-    assert!(matches!(other.load(&a), Err(KeystoreError::NotFound(_))));
+    assert!(matches!(
+        other.load_for_tests(&a),
+        Err(KeystoreError::NotFound(_))
+    ));
     assert!(Keystore::keychain_namespaced(Some("../x")).is_err());
 }
 
@@ -211,7 +217,7 @@ fn keychain_swapped_entry_is_refused() {
         .unwrap()
         .set_password(&parley_core::b64::encode([7u8; 32]))
         .unwrap();
-    let err = ks.load(&a).unwrap_err();
+    let err = ks.load_for_tests(&a).unwrap_err();
     assert!(matches!(err, KeystoreError::WrongKeyStored(_)), "{err}");
 }
 
@@ -235,7 +241,7 @@ fn keychain_locked_gives_a_clear_error() {
         .status()
         .unwrap();
     assert!(status.success(), "could not lock the login keyring");
-    let err = ks.load(&a).unwrap_err();
+    let err = ks.load_for_tests(&a).unwrap_err();
     assert!(
         matches!(err, KeystoreError::KeychainLocked { .. }),
         "{err:?}"
@@ -257,7 +263,7 @@ fn keychain_without_a_bus_gives_a_clear_error() {
     for err in [
         ks.create("x").unwrap_err(),
         ks.list().unwrap_err(),
-        ks.load(&SecretKey::from_seed(&Zeroizing::new([1u8; 32])).public())
+        ks.load_for_tests(&SecretKey::from_seed(&Zeroizing::new([1u8; 32])).public())
             .unwrap_err(),
     ] {
         assert!(
@@ -306,7 +312,7 @@ fn file_store_round_trip_with_default_costs() {
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].label, "server key");
     assert_eq!(listed[0].status, KeyStatus::Present);
-    let secret = ks.load(&a).unwrap();
+    let secret = ks.load_for_tests(&a).unwrap();
     assert_eq!(secret.public(), a);
     a.verify(b"m", &secret.sign(b"m")).unwrap();
 
@@ -351,7 +357,7 @@ fn file_store_wrong_passphrase_is_a_clear_error() {
         Keystore::file_store_with_params(tmp.path(), pass("the wrong one"), cheap()).unwrap();
     // Listing needs no passphrase (public data); loading does.
     assert_eq!(wrong.public_keys().unwrap(), vec![a.clone()]);
-    let err = wrong.load(&a).unwrap_err();
+    let err = wrong.load_for_tests(&a).unwrap_err();
     assert!(
         matches!(err, KeystoreError::WrongPassphrase { .. }),
         "{err:?}"
@@ -400,7 +406,7 @@ fn file_store_tampered_file_is_refused() {
         let mut v = env.clone();
         edit(&mut v);
         std::fs::write(&file, v.to_string()).unwrap();
-        let err = ks.load(&a).unwrap_err();
+        let err = ks.load_for_tests(&a).unwrap_err();
         assert!(
             matches!(err, KeystoreError::Tampered { .. }),
             "{what}: {err:?}"
@@ -408,7 +414,7 @@ fn file_store_tampered_file_is_refused() {
     }
     std::fs::write(&file, "not json").unwrap();
     assert!(matches!(
-        ks.load(&a),
+        ks.load_for_tests(&a),
         Err(KeystoreError::BadEnvelope { .. })
     ));
     // Restored, it loads again.
@@ -443,5 +449,8 @@ fn file_store_import_once_and_delete_with_confirmation() {
     ));
     ks.delete(&k, &k.to_string()).unwrap();
     assert!(ks.list().unwrap().is_empty());
-    assert!(matches!(ks.load(&k), Err(KeystoreError::NotFound(_))));
+    assert!(matches!(
+        ks.load_for_tests(&k),
+        Err(KeystoreError::NotFound(_))
+    ));
 }

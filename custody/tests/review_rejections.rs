@@ -25,6 +25,7 @@ use parley_custody::ipc::peer::PeerPolicy;
 use parley_custody::ipc::socket::{connect, BindOptions, ConnLimits, Listener, SocketPath};
 use parley_custody::keystore::Keystore;
 use parley_custody::server::{serve, ServerLimits};
+use parley_custody::stepup::StepUpPolicy;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -53,7 +54,10 @@ async fn start() -> Custody {
     let audit = Audit::open(&audit_path).unwrap();
     let (approver, shown) = ScriptedApprover::new();
     let approver = Arc::new(approver);
-    let mut config = EngineConfig::default();
+    let mut config = EngineConfig {
+        step_up: StepUpPolicy::Never,
+        ..EngineConfig::default()
+    };
     config.review.max_consent_horizon = HORIZON;
     // Every case must reach re-verification, not the rate limiter.
     config.queue.per_minute = 10_000;

@@ -10,6 +10,7 @@
 mod support;
 
 use parley_core::grant::UnverifiedGrant;
+use parley_custody::approver::{Gesture, Yes};
 use parley_custody::approver::{PendingView, ScriptedApprover, Verdict};
 use parley_custody::audit::{Audit, EventKind, Query};
 use parley_custody::engine::{Engine, EngineConfig};
@@ -18,6 +19,7 @@ use parley_custody::ipc::socket::{BindOptions, ConnLimits, Listener, SocketPath}
 use parley_custody::keystore::Keystore;
 use parley_custody::review::ReviewKind;
 use parley_custody::server::{serve, ServerLimits};
+use parley_custody::stepup::StepUpPolicy;
 use parley_playground::agent::scenario::{self, Config};
 use parley_playground::apps::Playground;
 use parley_playground::clock::{Clock, SystemClock};
@@ -57,7 +59,10 @@ fn order_over_the_limit_is_committed_with_the_humans_consent() {
             ks,
             Audit::open(&audit_path).unwrap(),
             Arc::new(approver),
-            EngineConfig::default(),
+            EngineConfig {
+                step_up: StepUpPolicy::Never,
+                ..EngineConfig::default()
+            },
         );
         let socket = scratch().join("custody.sock");
         let listener = Listener::bind(BindOptions {
@@ -99,12 +104,12 @@ fn order_over_the_limit_is_committed_with_the_humans_consent() {
         let human = tokio::spawn(async move {
             let grant_view = next(&mut shown).await;
             human_engine
-                .decide(&grant_view.id, Verdict::Approve)
+                .decide(&grant_view.id, Verdict::Approve(YES))
                 .await
                 .unwrap();
             let consent_view = next(&mut shown).await;
             human_engine
-                .decide(&consent_view.id, Verdict::Approve)
+                .decide(&consent_view.id, Verdict::Approve(YES))
                 .await
                 .unwrap();
             (grant_view, consent_view)
@@ -215,3 +220,9 @@ fn order_over_the_limit_is_committed_with_the_humans_consent() {
         playground.stop().await;
     });
 }
+
+/// The scripted human's yes: a click, with the second confirmation given.
+const YES: Yes = Yes {
+    gesture: Gesture::Click,
+    second_confirmation: true,
+};

@@ -15,7 +15,7 @@ use crate::state::{AppState, PolicyView, SocketStatus};
 use crate::views::{self, EventView, KeyView};
 use crate::windows;
 use parley_core::PublicKey;
-use parley_custody::approver::{PendingView, Verdict};
+use parley_custody::approver::{Gesture, PendingView, Verdict, Yes};
 use parley_custody::audit::{self, EventKind, NewEvent, Query, VerifyReport};
 use parley_custody::engine::{unix_now, DecideError, IssueError};
 use parley_custody::queue::Outcome;
@@ -29,8 +29,11 @@ use tauri::{AppHandle, Emitter, State, Window};
 
 /// Keychain and audit calls (a locked keychain may wait for an unlock prompt).
 const BLOCKING_TIMEOUT: Duration = Duration::from_secs(60);
-/// A decision: signing, the audit row, handing the token to the agent.
-const DECIDE_TIMEOUT: Duration = Duration::from_secs(60);
+/// A decision: OS authentication (the human types a password, bounded by
+/// the engine), signing, the audit row, handing the token to the agent. The
+/// engine finishes a decision even when this wait gives up.
+const DECIDE_TIMEOUT: Duration =
+    Duration::from_secs(parley_custody::stepup::DEFAULT_TIMEOUT.as_secs() + 30);
 
 type R<T> = Result<T, String>;
 
@@ -189,7 +192,7 @@ pub async fn review_decide(
     reason: Option<String>,
 ) -> R<DecisionView> {
     request_id(&id)?;
-    let p = pending(&state, &id)?;
+    pending(&state, &id)?;
     let own = window.label() == windows::review_label(&id);
     let verdict = if approve {
         if !own {
@@ -200,13 +203,10 @@ pub async fn review_decide(
         if !state.armed.ready(window.label()) {
             return Err("Approve came too soon after the window appeared or regained focus. Read the request, then approve again.".into());
         }
-        if p.review.needs_second_confirmation && !confirmed {
-            return Err(
-                "This request is high risk or cannot be undone: it needs a second confirmation."
-                    .into(),
-            );
-        }
-        Verdict::Approve
+        Verdict::Approve(Yes {
+            gesture: Gesture::Click,
+            second_confirmation: confirmed,
+        })
     } else {
         if !window.label().starts_with("review-") {
             return Err("Decisions are made in the review windows.".into());
@@ -443,7 +443,16 @@ pub async fn grant_issue(
         }
         let outcome = timed(
             "issuing the grant",
-            core.engine.decide(&id, Verdict::ApproveWith(caveats)),
+            core.engine.decide(
+                &id,
+                Verdict::ApproveWith(
+                    caveats,
+                    Yes {
+                        gesture: Gesture::Click,
+                        second_confirmation: false,
+                    },
+                ),
+            ),
         )
         .await?
         .map_err(|e| match e {
@@ -468,8 +477,16 @@ pub async fn grant_issue(
     }
     let issued = timed(
         "issuing the grant",
-        core.engine
-            .issue_grant(&agent, &caveats, principal.as_ref(), note.as_deref()),
+        core.engine.issue_grant(
+            &agent,
+            &caveats,
+            principal.as_ref(),
+            note.as_deref(),
+            Yes {
+                gesture: Gesture::Click,
+                second_confirmation: false,
+            },
+        ),
     )
     .await?
     .map_err(|e| match e {

@@ -5,6 +5,7 @@
 //! names which fields. Agent labels are the human's own names for agent keys
 //! and apply at once.
 
+use parley_custody::stepup::StepUpPolicy;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -37,6 +38,8 @@ pub struct Settings {
     pub rate_per_minute: u32,
     /// The human's labels for agent keys (`ed25519:…` → label).
     pub agent_labels: BTreeMap<String, String>,
+    /// Which approvals need OS authentication (polkit) before signing.
+    pub step_up: StepUpPolicy,
 }
 
 impl Default for Settings {
@@ -50,6 +53,7 @@ impl Default for Settings {
             queue_size: 64,
             rate_per_minute: 30,
             agent_labels: BTreeMap::new(),
+            step_up: StepUpPolicy::default(),
         }
     }
 }
@@ -165,6 +169,17 @@ impl Settings {
         for (key, label) in &self.agent_labels {
             check_agent_label(key, label)?;
         }
+        if let StepUpPolicy::Above { amount, currency } = &self.step_up {
+            if *amount <= 0 {
+                return Err(invalid("step_up", "the amount must be more than zero"));
+            }
+            if currency.len() != 3 || !currency.bytes().all(|b| b.is_ascii_uppercase()) {
+                return Err(invalid(
+                    "step_up",
+                    "the currency is three capital letters, like USD",
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -193,6 +208,9 @@ impl Settings {
         }
         if self.rate_per_minute != running.rate_per_minute {
             v.push("rate_per_minute");
+        }
+        if self.step_up != running.step_up {
+            v.push("step_up");
         }
         v
     }

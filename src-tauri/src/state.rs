@@ -273,6 +273,7 @@ fn start_core(
     config.review.max_grant_lifetime = settings.max_grant_lifetime_secs;
     config.queue.total = settings.queue_size;
     config.queue.per_minute = settings.rate_per_minute;
+    config.step_up = settings.step_up.clone();
     let approver = Arc::new(GuiApprover { app: app.clone() });
     let engine = Engine::new(keystore, audit, approver, config);
     let policy_view = PolicyView {

@@ -53,9 +53,14 @@ export interface Review {
   warnings: string[]
   needs_second_confirmation: boolean
 }
+export interface StepUpNeed {
+  required: boolean
+  words: string
+}
 export interface PendingView {
   id: string
   review: Review
+  step_up: StepUpNeed
   received_at: number
   closes_at: number
 }
@@ -172,7 +177,13 @@ export interface Settings {
   queue_size: number
   rate_per_minute: number
   agent_labels: Record<string, string>
+  step_up: StepUpPolicy
 }
+/** Which approvals need OS authentication (custody/src/stepup.rs). */
+export type StepUpPolicy =
+  | { rule: 'committing' }
+  | { rule: 'above'; amount: number; currency: string }
+  | { rule: 'never' }
 export interface SettingsView {
   settings: Settings
   running: Settings | null

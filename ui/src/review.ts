@@ -118,6 +118,8 @@ function render(p: PendingView): void {
   const warnings = r.warnings.length
     ? h('ul', { class: 'warnings', testid: 'warnings' }, ...r.warnings.map((w) => h('li', null, w)))
     : null
+  // Whether the OS asks for the password after Approve, said before the human decides.
+  const stepUp = h('p', { class: p.step_up.required ? 'step-up' : 'step-up step-up-off', testid: 'step-up' }, p.step_up.words)
 
   const deny = h('button', { id: 'deny', class: 'btn btn-default', testid: 'deny', attrs: { type: 'button', autofocus: '' } }, 'Deny')
   const approve = h('button', { id: 'approve', class: 'btn btn-approve', testid: 'approve', attrs: { type: 'button' } }, consent ? 'Approve' : 'Approve as requested')
@@ -158,6 +160,7 @@ function render(p: PendingView): void {
     their,
     hash,
     warnings,
+    stepUp,
     h('div', { class: 'actions' }, deny, edit, approve, hint),
     h('div', { class: 'reason' }, reason),
     confirm,

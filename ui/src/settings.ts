@@ -6,7 +6,7 @@
 import './style.css'
 import { api, errorText, type KeyView, type Settings, type SettingsView } from './ipc'
 import { h, replace, byId, say, setText, copyText } from './dom'
-import { fullTime } from './format'
+import { fullTime, isCurrency, money, parseAmount } from './format'
 
 const app = byId('app')
 
@@ -36,7 +36,9 @@ const FIELD_WORDS: Record<string, string> = {
   max_grant_lifetime_secs: 'grant lifetime',
   queue_size: 'queue size',
   rate_per_minute: 'rate limit',
+  step_up: 'OS authentication',
 }
+
 
 const keysList = h('div', { testid: 'keys' })
 const keysStore = h('p', { class: 'muted', testid: 'store' })
@@ -149,6 +151,19 @@ function settingsSection(v: SettingsView): HTMLElement {
   queue.value = String(s.queue_size)
   const rate = h('input', { testid: 's-rate', attrs: { type: 'number', min: '1', max: '600' } })
   rate.value = String(s.rate_per_minute)
+  const stepUp = h(
+    'select',
+    { testid: 's-stepup' },
+    h('option', { attrs: { value: 'committing' } }, 'Every consent, and every grant that allows COMMIT or UNDO (recommended)'),
+    h('option', { attrs: { value: 'above' } }, 'Consents from an amount, and grants that allow COMMIT or UNDO'),
+    h('option', { attrs: { value: 'never' } }, 'Never: a click alone signs'),
+  ) as HTMLSelectElement
+  stepUp.value = s.step_up.rule
+  const threshold = h('input', { testid: 's-stepup-amount', attrs: { type: 'text', placeholder: 'e.g. 50.00 USD' } })
+  threshold.value = s.step_up.rule === 'above' ? money(s.step_up.amount, s.step_up.currency) : ''
+  const showThreshold = () => (threshold.hidden = stepUp.value !== 'above')
+  stepUp.addEventListener('change', showThreshold)
+  showThreshold()
   const labels = { ...s.agent_labels }
   const labelList = h('ul', { class: 'labels', testid: 's-labels' })
   const drawLabels = () =>
@@ -191,6 +206,17 @@ function settingsSection(v: SettingsView): HTMLElement {
       say(msg, 'error', 'Write durations like 30m, 24h or 7d.')
       return
     }
+    let step_up: Settings['step_up'] = { rule: 'committing' }
+    if (stepUp.value === 'never') step_up = { rule: 'never' }
+    if (stepUp.value === 'above') {
+      const [, num = '', currency = ''] = /^\s*(\S+)\s*([A-Za-z]{3})\s*$/.exec(threshold.value) ?? []
+      const a = isCurrency(currency.toUpperCase()) ? parseAmount(num, currency.toUpperCase()) : { error: 'name a currency, e.g. USD' }
+      if (a.amount === undefined) {
+        say(msg, 'error', `The amount from which OS authentication is asked: write it like 50.00 USD (${a.error ?? 'not an amount'}).`)
+        return
+      }
+      step_up = { rule: 'above', amount: a.amount, currency: currency.toUpperCase() }
+    }
     const next: Settings = {
       agents_group: group.value.trim() || null,
       extra_users: users.value.split(/[\s,]+/).filter(Boolean),
@@ -200,6 +226,7 @@ function settingsSection(v: SettingsView): HTMLElement {
       queue_size: Number(queue.value),
       rate_per_minute: Number(rate.value),
       agent_labels: labels,
+      step_up,
     }
     try {
       const r = await api.settingsSave(next)
@@ -227,6 +254,8 @@ function settingsSection(v: SettingsView): HTMLElement {
     fieldRow('Longest grant', lifetime, 'Grants expire at most this long after they are issued (e.g. 7d).'),
     fieldRow('Queue size', queue, 'Requests waiting for you at once, all agents together.'),
     fieldRow('Rate limit', rate, 'New requests per minute from one OS user.'),
+    h('h2', null, 'OS authentication before signing'),
+    fieldRow('Ask for your password', h('div', null, stepUp, threshold), 'After you approve, your system asks for your password (or fingerprint) before custody signs, so a click another program synthesized, or someone else at your unlocked desk, signs nothing. With "Never", every review says that only the click protects it.'),
     h('h2', null, 'Agent labels'),
     labelList,
     h('div', { class: 'actions' }, save),

@@ -38,7 +38,8 @@ export function consent(over = {}) {
     needs_second_confirmation: false,
     ...(over.review ?? {}),
   }
-  return { id: 'q1', received_at: t, closes_at: t + 600, ...over, review }
+  const step_up = { required: true, words: 'After you approve, your system asks for your password (OS authentication) before anything is signed.' }
+  return { id: 'q1', received_at: t, closes_at: t + 600, step_up, ...over, review }
 }
 
 export function grantRequest(over = {}) {

@@ -98,8 +98,10 @@ test('review: every field, in the order the architecture asks', async () => {
   assert.equal(await text(page, 'summary'), 'Order 3 items')
   assert.match(await page.locator('.their-words h2').innerText(), /service’s own summary \(its words/)
   assert.equal(await text(page, 'hash'), `${HASH.slice(0, 12)}…`)
-  // The order: service, capability, cost, risk, undo, effects, countdown, requester, agent, summary, hash.
-  const order = ['service', 'capability', 'cost', 'risk', 'undo', 'effects', 'countdown', 'requester', 'agent-key', 'summary', 'hash', 'deny', 'approve']
+  assert.match(await text(page, 'step-up'), /asks for your password \(OS authentication\) before anything is signed/)
+  // The order: service, capability, cost, risk, undo, effects, countdown, requester, agent, summary, hash,
+  // then whether the OS will ask for the password, right above the buttons.
+  const order = ['service', 'capability', 'cost', 'risk', 'undo', 'effects', 'countdown', 'requester', 'agent-key', 'summary', 'hash', 'step-up', 'deny', 'approve']
   const positions = await page.evaluate((ids) => ids.map((i) => document.querySelector(`[data-testid="${i}"]`)), order)
   assert.equal(positions.length, order.length)
   const sorted = await page.evaluate((ids) => {
@@ -516,7 +518,7 @@ test('audit: events newest first, live grants, chain state, export', async () =>
 
 test('settings: keys, import with shred offer, limits that need a restart', async () => {
   const sv = {
-    settings: { agents_group: null, extra_users: [], socket_path: null, max_consent_horizon_secs: 86400, max_grant_lifetime_secs: 604800, queue_size: 64, rate_per_minute: 30, agent_labels: { [AGENT]: 'shopping bot' } },
+    settings: { agents_group: null, extra_users: [], socket_path: null, max_consent_horizon_secs: 86400, max_grant_lifetime_secs: 604800, queue_size: 64, rate_per_minute: 30, agent_labels: { [AGENT]: 'shopping bot' }, step_up: { rule: 'committing' } },
     running: null,
     restart_needed: [],
     data_dir: '/home/me/.local/share/parley-custody',
@@ -541,9 +543,19 @@ test('settings: keys, import with shred offer, limits that need a restart', asyn
   await page.locator(tid('s-group')).fill('parley-agents')
   await page.locator(tid('s-queue')).fill('10')
   await page.locator(tid('s-horizon')).fill('12h')
+  // OS authentication: the safe default is shown; "above an amount" needs an amount.
+  assert.equal(await page.locator(tid('s-stepup')).inputValue(), 'committing')
+  assert.equal(await page.locator(tid('s-stepup-amount')).isVisible(), false)
+  await page.locator(tid('s-stepup')).selectOption('above')
+  await page.locator(tid('s-stepup-amount')).fill('fifty')
+  await page.locator(tid('s-save')).click()
+  await page.waitForFunction(() => /write it like 50.00 USD/.test(document.querySelector('[data-testid="s-status"]').textContent))
+  assert.deepEqual(await calls(page, 'settings_save'), [], 'nothing saved while the amount is not one')
+  await page.locator(tid('s-stepup-amount')).fill('50.00 usd')
   await page.locator(tid('s-save')).click()
   await page.locator(tid('s-restart')).waitFor()
   const [saved] = await calls(page, 'settings_save')
+  assert.deepEqual(saved.settings.step_up, { rule: 'above', amount: 5000, currency: 'USD' })
   assert.equal(saved.settings.agents_group, 'parley-agents')
   assert.equal(saved.settings.queue_size, 10)
   assert.equal(saved.settings.max_consent_horizon_secs, 43200)

@@ -12,6 +12,7 @@ use parley_custody::keystore::{Keystore, Passphrase};
 use parley_custody::logging::{self, LogTarget};
 use parley_custody::paths;
 use parley_custody::server::{self, ServerLimits};
+use parley_custody::stepup::{Polkit, StepUpPolicy, TextAgent};
 use parley_custody::terminal::TerminalApprover;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
@@ -54,6 +55,19 @@ struct Args {
     /// New requests per minute from one user.
     #[arg(long = "rate", default_value_t = 30)]
     rate: u32,
+    /// Which approvals need OS authentication (polkit, through pkttyagent on
+    /// this terminal) after you answer: `committing` (every consent and every
+    /// grant that allows COMMIT or UNDO), `above:AMOUNT` (e.g. above:50USD:
+    /// consents from that cost, and committing grants), or `never`.
+    #[arg(long = "step-up", value_name = "RULE", default_value = "committing", value_parser = StepUpPolicy::parse_flag)]
+    step_up: StepUpPolicy,
+    /// How long the OS authentication prompt waits for you (seconds).
+    #[arg(
+        long = "step-up-timeout",
+        value_name = "SECONDS",
+        default_value_t = 120
+    )]
+    step_up_timeout: u64,
 }
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
@@ -189,6 +203,10 @@ fn main() -> ExitCode {
     config.review.max_grant_lifetime = args.max_grant_lifetime;
     config.queue.total = args.queue_size;
     config.queue.per_minute = args.rate;
+    config.step_up = args.step_up.clone();
+    config.polkit = Polkit::terminal(TextAgent::pkttyagent())
+        .with_timeout(std::time::Duration::from_secs(args.step_up_timeout.max(1)));
+    eprintln!("parley-custodyd: {}", config.step_up.describe());
     rt.block_on(async move {
         let listener = match Listener::bind(BindOptions {
             path: resolve_socket_path(args.socket.as_deref()),

@@ -330,13 +330,20 @@ impl Keystore {
     /// The secret key, for the signer only (the one module that signs). The
     /// stored seed is checked to belong to `public`, so a swapped entry can
     /// never make us sign under a key other than the one the human saw.
-    pub fn load(&self, public: &PublicKey) -> Result<SecretKey> {
+    pub(crate) fn load(&self, public: &PublicKey) -> Result<SecretKey> {
         let seed = self.backend.load_seed(public)?;
         let secret = SecretKey::from_seed(&seed);
         if &secret.public() != public {
             return Err(KeystoreError::WrongKeyStored(public.to_string()));
         }
         Ok(secret)
+    }
+
+    /// Tests only (the `test-approver` feature, which no binary enables): the
+    /// secret, to check what the keychain holds.
+    #[cfg(feature = "test-approver")]
+    pub fn load_for_tests(&self, public: &PublicKey) -> Result<SecretKey> {
+        self.load(public)
     }
 
     fn insert(

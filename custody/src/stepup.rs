@@ -1,0 +1,447 @@
+//! OS authentication before signing ("step-up").
+//!
+//! A click can be synthesized by any client of the same X display, and a
+//! terminal answer by anyone at the unlocked desk. For the decisions the
+//! [`StepUpPolicy`] names, the engine therefore asks the operating system to
+//! authenticate the human *after* they said yes and *before* the signer runs:
+//! polkit's `CheckAuthorization` for custody's own process, with user
+//! interaction, on an action installed with `auth_self` (never `_keep`, so
+//! nothing is cached). The desktop's own authentication agent asks for the
+//! password or fingerprint; custody never sees either. The headless daemon
+//! registers polkit's text agent (`pkttyagent`) on its terminal for the
+//! duration of one check ([`TextAgent`]).
+//!
+//! What it stops: another display client, or another person at the unlocked
+//! desktop, approving in the human's name. What it does not stop: malware
+//! running as custody's own user, which could skip the check altogether.
+
+use parley_core::money::Money;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// The polkit action custody asks for (see `packaging/org.parley.custody.policy`).
+pub const ACTION_ID: &str = "org.parley.custody.sign";
+
+/// How long the human has to authenticate before the check is cancelled.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Which approvals need OS authentication. The default is the safe one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(tag = "rule", rename_all = "snake_case", deny_unknown_fields)]
+pub enum StepUpPolicy {
+    /// Every consent, and every grant that allows COMMIT or UNDO.
+    #[default]
+    Committing,
+    /// Grants that allow COMMIT or UNDO, and consents whose cost reaches
+    /// `amount` (minor units) of `currency`. A consent in another currency,
+    /// or one whose cost is not stated while an effect charges, still asks.
+    Above {
+        /// Minor units, e.g. 5000 for 50.00 USD.
+        amount: i64,
+        /// ISO currency code.
+        currency: String,
+    },
+    /// Never. Every review then says plainly that nothing but the click
+    /// stands between an approval and a signature.
+    Never,
+}
+
+/// What a request is, as far as the policy cares.
+#[derive(Debug, Clone, Copy)]
+pub enum Subject<'a> {
+    /// A consent with its stated cost and whether an effect charges.
+    Consent {
+        /// `cost` of the proposal.
+        cost: Option<&'a Money>,
+        /// Whether any effect has op `charge`.
+        charges: bool,
+    },
+    /// A grant, with whether it allows COMMIT or UNDO.
+    Grant {
+        /// No `verbs` caveat, or one listing COMMIT or UNDO.
+        commits: bool,
+    },
+}
+
+/// Whether a request needs OS authentication, with the sentence the human
+/// sees before deciding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StepUpNeed {
+    /// Authentication is asked after Approve.
+    pub required: bool,
+    /// One sentence for the review.
+    pub words: String,
+}
+
+impl StepUpPolicy {
+    /// Parses the daemon's flag form: `committing`, `never`, or `above:50USD`.
+    pub fn parse_flag(s: &str) -> Result<StepUpPolicy, String> {
+        match s.trim() {
+            "committing" | "default" => Ok(StepUpPolicy::Committing),
+            "never" => Ok(StepUpPolicy::Never),
+            other => match other.strip_prefix("above:") {
+                Some(m) => Money::parse_flag(m)
+                    .map(|m| StepUpPolicy::Above {
+                        amount: m.amount,
+                        currency: m.currency,
+                    })
+                    .map_err(|e| format!("--step-up above:AMOUNT: {e}")),
+                None => Err(format!(
+                    "--step-up takes committing, never or above:AMOUNT (e.g. above:50USD), not {other:?}"
+                )),
+            },
+        }
+    }
+
+    /// The policy in words, for settings and start-up messages.
+    pub fn describe(&self) -> String {
+        match self {
+            StepUpPolicy::Committing => {
+                "OS authentication for every consent and every grant that allows COMMIT or UNDO"
+                    .into()
+            }
+            StepUpPolicy::Above { amount, currency } => format!(
+                "OS authentication for grants that allow COMMIT or UNDO and for consents from {}",
+                Money {
+                    amount: *amount,
+                    currency: currency.clone()
+                }
+            ),
+            StepUpPolicy::Never => "no OS authentication: a click or a typed answer signs".into(),
+        }
+    }
+
+    /// Whether `subject` needs OS authentication under this policy.
+    pub fn need(&self, subject: Subject<'_>) -> StepUpNeed {
+        let required = match (self, subject) {
+            (StepUpPolicy::Never, _) => false,
+            (_, Subject::Grant { commits }) => commits,
+            (StepUpPolicy::Committing, Subject::Consent { .. }) => true,
+            (StepUpPolicy::Above { amount, currency }, Subject::Consent { cost, charges }) => {
+                match cost {
+                    Some(m) if &m.currency == currency => m.amount >= *amount,
+                    Some(_) => true,
+                    None => charges,
+                }
+            }
+        };
+        let words = match (required, self) {
+            (true, _) => "After you approve, your system asks for your password (OS authentication) before anything is signed.".to_string(),
+            (false, StepUpPolicy::Never) => "No OS authentication protects this approval (step-up is off in the settings): your click alone signs.".to_string(),
+            (false, _) => "Your settings ask for no OS authentication for this one: your click alone signs.".to_string(),
+        };
+        StepUpNeed { required, words }
+    }
+}
+
+/// Why OS authentication did not succeed. Nothing is signed in every case.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StepUpError {
+    /// The system has no polkit (no system bus, or polkitd not running).
+    #[error("OS authentication is not available ({0}); nothing was signed. Install and start polkit (polkitd), or turn step-up off in the settings")]
+    Unavailable(String),
+    /// Custody's action is not installed.
+    #[error("OS authentication is not set up: the polkit action {ACTION_ID} is not installed (reinstall Parley Custody); nothing was signed")]
+    NotInstalled,
+    /// No authentication agent could ask the human.
+    #[error("no authentication agent could ask for your password (on a desktop, its polkit agent; for the terminal daemon, pkttyagent); nothing was signed")]
+    NoAgent,
+    /// The human cancelled, or the password was wrong.
+    #[error("OS authentication failed or was cancelled; nothing was signed")]
+    Refused,
+    /// Nobody authenticated in time.
+    #[error("OS authentication was not completed within {0} s; nothing was signed")]
+    Timeout(u64),
+}
+
+impl StepUpError {
+    /// A short tag for the audit log.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            StepUpError::Unavailable(_) => "unavailable",
+            StepUpError::NotInstalled => "not-installed",
+            StepUpError::NoAgent => "no-agent",
+            StepUpError::Refused => "refused",
+            StepUpError::Timeout(_) => "timeout",
+        }
+    }
+}
+
+/// Asks polkit whether the human at custody's own process authenticates
+/// now. One call, one prompt: the action is `auth_self`, never kept.
+#[derive(Debug, Clone)]
+pub struct Polkit {
+    timeout: Duration,
+    text_agent: Option<TextAgent>,
+}
+
+impl Polkit {
+    /// Polkit through the desktop's own authentication agent.
+    pub fn desktop() -> Polkit {
+        Polkit {
+            timeout: DEFAULT_TIMEOUT,
+            text_agent: None,
+        }
+    }
+
+    /// Polkit through `pkttyagent` on custody's controlling terminal,
+    /// started for each check (the headless daemon).
+    pub fn terminal(agent: TextAgent) -> Polkit {
+        Polkit {
+            timeout: DEFAULT_TIMEOUT,
+            text_agent: Some(agent),
+        }
+    }
+
+    /// A different time limit for the human (tests, settings).
+    pub fn with_timeout(mut self, timeout: Duration) -> Polkit {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Runs one check; `Ok` only when polkit says the human authenticated.
+    pub async fn authenticate(&self) -> Result<(), StepUpError> {
+        #[cfg(target_os = "linux")]
+        {
+            linux::authenticate(self.timeout, self.text_agent.as_ref()).await
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            Err(StepUpError::Unavailable(
+                "OS authentication is implemented for Linux (polkit) only so far".into(),
+            ))
+        }
+    }
+}
+
+/// polkit's text agent, `pkttyagent`, registered for custody's own process
+/// on its controlling terminal for the length of one check.
+#[derive(Debug, Clone)]
+pub struct TextAgent {
+    program: std::path::PathBuf,
+}
+
+impl TextAgent {
+    /// `pkttyagent` from `PATH` (Debian: package `polkitd`).
+    pub fn pkttyagent() -> TextAgent {
+        TextAgent {
+            program: "pkttyagent".into(),
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use super::{StepUpError, TextAgent, ACTION_ID};
+    use std::collections::HashMap;
+    use std::io::Read;
+    use std::process::{Child, Command, Stdio};
+    use std::time::Duration;
+    use zbus_polkit::policykit1::{AuthorityProxy, CheckAuthorizationFlags, Subject};
+
+    /// A running `pkttyagent`, stopped when dropped. It turns echo off while
+    /// it asks; stopped mid-prompt (time limit) it could leave the terminal
+    /// silent, so the terminal's settings from before are put back.
+    struct Running {
+        child: Child,
+        tty: Option<(std::fs::File, nix::sys::termios::Termios)>,
+    }
+
+    impl Drop for Running {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            if let Some((tty, saved)) = &self.tty {
+                let _ =
+                    nix::sys::termios::tcsetattr(tty, nix::sys::termios::SetArg::TCSANOW, saved);
+            }
+        }
+    }
+
+    /// The controlling terminal and its settings now, if there is one.
+    fn terminal_settings() -> Option<(std::fs::File, nix::sys::termios::Termios)> {
+        let tty = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/tty")
+            .ok()?;
+        let saved = nix::sys::termios::tcgetattr(&tty).ok()?;
+        Some((tty, saved))
+    }
+
+    /// Starts the text agent for our own pid and waits until it is
+    /// registered: it closes its notify fd (here its stdout, a pipe) then.
+    fn start(agent: &TextAgent) -> Result<Running, StepUpError> {
+        let mut child = Command::new(&agent.program)
+            .arg("--process")
+            .arg(std::process::id().to_string())
+            .arg("--notify-fd")
+            .arg("1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| {
+                StepUpError::Unavailable(format!(
+                    "{} could not start: {e}",
+                    agent.program.display()
+                ))
+            })?;
+        let mut notify = child.stdout.take();
+        let running = Running {
+            child,
+            tty: terminal_settings(),
+        };
+        // EOF on the pipe means registered (or exited); reading blocks for
+        // 10–40 ms. A text agent that exited early failed to register.
+        let mut sink = Vec::new();
+        if let Some(n) = notify.as_mut() {
+            let _ = n.take(4096).read_to_end(&mut sink);
+        }
+        let mut running = running;
+        match running.child.try_wait() {
+            Ok(Some(status)) => Err(StepUpError::Unavailable(format!(
+                "pkttyagent could not register as the authentication agent ({status})"
+            ))),
+            _ => Ok(running),
+        }
+    }
+
+    pub(super) async fn authenticate(
+        timeout: Duration,
+        text_agent: Option<&TextAgent>,
+    ) -> Result<(), StepUpError> {
+        let conn = zbus::Connection::system()
+            .await
+            .map_err(|e| StepUpError::Unavailable(format!("no system bus: {e}")))?;
+        let authority = AuthorityProxy::new(&conn)
+            .await
+            .map_err(|e| StepUpError::Unavailable(format!("no polkit authority: {e}")))?;
+        let subject = Subject::new_for_pid(std::process::id(), None, None)
+            .map_err(|e| StepUpError::Unavailable(format!("custody's own process: {e}")))?;
+        let agent = match text_agent {
+            Some(a) => {
+                let a = a.clone();
+                Some(
+                    tokio::task::spawn_blocking(move || start(&a))
+                        .await
+                        .map_err(|e| StepUpError::Unavailable(e.to_string()))??,
+                )
+            }
+            None => None,
+        };
+        let mut id = [0u8; 12];
+        getrandom::getrandom(&mut id).map_err(|e| StepUpError::Unavailable(e.to_string()))?;
+        let cancellation = format!("parley-custody-{}", parley_core::b64::encode(id));
+        let details: HashMap<&str, &str> = HashMap::new();
+        let check = authority.check_authorization(
+            &subject,
+            ACTION_ID,
+            &details,
+            CheckAuthorizationFlags::ALLOW_USER_INTERACTION,
+            &cancellation,
+        );
+        let result = match tokio::time::timeout(timeout, check).await {
+            Ok(r) => r,
+            Err(_) => {
+                let _ = authority.cancel_check_authorization(&cancellation).await;
+                drop(agent);
+                return Err(StepUpError::Timeout(timeout.as_secs()));
+            }
+        };
+        drop(agent);
+        match result {
+            Ok(r) if r.is_authorized => Ok(()),
+            Ok(r) if r.is_challenge => Err(StepUpError::NoAgent),
+            Ok(_) => Err(StepUpError::Refused),
+            Err(e) => {
+                let text = e.to_string();
+                if text.contains("not registered") {
+                    Err(StepUpError::NotInstalled)
+                } else if text.contains("ServiceUnknown") || text.contains("was not provided") {
+                    Err(StepUpError::Unavailable("polkitd is not running".into()))
+                } else {
+                    Err(StepUpError::Unavailable(text))
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usd(amount: i64) -> Money {
+        Money {
+            amount,
+            currency: "USD".into(),
+        }
+    }
+
+    #[test]
+    fn the_default_asks_for_every_consent_and_committing_grant() {
+        let p = StepUpPolicy::default();
+        assert!(
+            p.need(Subject::Consent {
+                cost: None,
+                charges: false
+            })
+            .required
+        );
+        assert!(p.need(Subject::Grant { commits: true }).required);
+        let g = p.need(Subject::Grant { commits: false });
+        assert!(!g.required);
+        assert!(g.words.contains("click alone"));
+    }
+
+    #[test]
+    fn above_an_amount_asks_at_and_over_it_and_for_other_currencies() {
+        let p = StepUpPolicy::parse_flag("above:50USD").unwrap();
+        let c = |m: Option<&Money>, charges| p.need(Subject::Consent { cost: m, charges });
+        assert!(!c(Some(&usd(4999)), false).required);
+        assert!(c(Some(&usd(5000)), false).required);
+        let eur = Money {
+            amount: 1,
+            currency: "EUR".into(),
+        };
+        assert!(c(Some(&eur), false).required);
+        assert!(!c(None, false).required);
+        assert!(c(None, true).required, "says free but charges");
+        assert!(p.need(Subject::Grant { commits: true }).required);
+    }
+
+    #[test]
+    fn never_says_so_plainly() {
+        let n = StepUpPolicy::Never.need(Subject::Grant { commits: true });
+        assert!(!n.required);
+        assert!(n.words.starts_with("No OS authentication protects"));
+    }
+
+    #[test]
+    fn flags_parse_or_say_what_is_expected() {
+        assert_eq!(StepUpPolicy::parse_flag("never"), Ok(StepUpPolicy::Never));
+        assert_eq!(
+            StepUpPolicy::parse_flag("committing"),
+            Ok(StepUpPolicy::Committing)
+        );
+        let e = StepUpPolicy::parse_flag("sometimes").unwrap_err();
+        assert!(e.contains("committing, never or above:AMOUNT"));
+        assert!(StepUpPolicy::parse_flag("above:lots").is_err());
+    }
+
+    #[test]
+    fn policies_round_trip_as_settings() {
+        for p in [
+            StepUpPolicy::Committing,
+            StepUpPolicy::Never,
+            StepUpPolicy::Above {
+                amount: 5000,
+                currency: "USD".into(),
+            },
+        ] {
+            let v = serde_json::to_value(&p).unwrap();
+            assert_eq!(serde_json::from_value::<StepUpPolicy>(v).unwrap(), p);
+        }
+    }
+}

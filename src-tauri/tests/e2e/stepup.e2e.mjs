@@ -1,0 +1,149 @@
+// OS authentication before signing, end to end through the real app: the
+// app runs as an ordinary (non-root) user with a password, next to a real
+// polkitd on a real system bus (scripts/start-polkit.sh). polkit's text agent
+// `pkttyagent` is registered for the app's process on a pty this test reads,
+// standing in for the desktop's graphical agent. Approve is clicked by
+// another X client through XTEST (xdotool), the way malware on the same
+// display would: the click reaches the password prompt, never a signature.
+// Only the user's password signs. scripts/test-app.sh runs this file in its
+// "stepup" session as user $STEPUP_USER with password $STEPUP_PASSWORD.
+
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { execFileSync, spawn, spawnSync } from 'node:child_process'
+import { mkdtempSync, createReadStream } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { WebDriver, until } from './webdriver.mjs'
+import { Agent, agentKey, proposal, consentRequest } from './agent.mjs'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const repo = resolve(here, '..', '..', '..')
+const APP = process.env.PARLEY_APP ?? join(repo, 'target', 'debug', 'parley-custody')
+const PARLEY = process.env.PARLEY_CLI ?? join(repo, 'target', 'debug', 'parley')
+const SOCKET = process.env.PARLEY_CUSTODY_SOCKET
+const PASSWORD = process.env.STEPUP_PASSWORD
+const tid = (id) => `[data-testid="${id}"]`
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+
+const wd = new WebDriver(process.env.WEBDRIVER_URL ?? 'http://127.0.0.1:4444')
+let principal
+let agent
+let polkitAgent
+const agentPub = agentKey()
+
+/** polkit's text agent for the app's process, on a pty (script), with its screen. */
+async function startTextAgent(pid) {
+  const dir = mkdtempSync(join(tmpdir(), 'pkttyagent-'))
+  const fifo = join(dir, 'registered')
+  execFileSync('mkfifo', [fifo])
+  const child = spawn('script', ['-qfec', `exec pkttyagent --process ${pid} --notify-fd 3 3>${fifo}`, '/dev/null'], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+  })
+  const screen = { text: '' }
+  child.stdout.setEncoding('utf8')
+  child.stdout.on('data', (d) => (screen.text += d))
+  child.stderr.setEncoding('utf8')
+  child.stderr.on('data', (d) => (screen.text += d))
+  // EOF on the fifo: pkttyagent is registered with polkitd.
+  await new Promise((ok, fail) => {
+    const r = createReadStream(fifo)
+    r.on('data', () => {})
+    r.on('end', ok)
+    r.on('error', fail)
+  })
+  return { child, screen }
+}
+
+/** Where the Approve button is on the X screen: the window's origin (no
+ *  window manager under Xvfb: no decorations) plus the element's rect. */
+async function approveOnScreen() {
+  const win = await wd.req('GET', '/window/rect')
+  const el = await wd.find(tid('approve'))
+  const r = await wd.req('GET', `/element/${el}/rect`)
+  return [Math.round(win.x + r.x + r.width / 2), Math.round(win.y + r.y + r.height / 2)]
+}
+
+/** A click from another X client, through XTEST. */
+function synthesizedClick([x, y]) {
+  execFileSync('xdotool', ['mousemove', '--sync', String(x), String(y), 'click', '1'])
+}
+
+function auditRows() {
+  const out = execFileSync(PARLEY, ['audit', '--jsonl'], { encoding: 'utf8' })
+  return out
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l))
+}
+
+before(async () => {
+  assert.ok(SOCKET, 'PARLEY_CUSTODY_SOCKET must be set (scripts/test-app.sh does)')
+  assert.ok(PASSWORD, 'STEPUP_PASSWORD must be set (scripts/test-app.sh does)')
+  assert.notEqual(process.getuid(), 0, 'this test runs the app as an ordinary user (polkit asks root nothing)')
+  await wd.start(APP)
+  await wd.$(tid('welcome'))
+  await wd.type(tid('key-label'), 'Ana (personal)')
+  await wd.click(tid('create-key'))
+  principal = await wd.until(async () => {
+    const t = await wd.text(tid('principal-key'))
+    return /^ed25519:[A-Za-z0-9_-]{43}$/.test(t) ? t : null
+  }, 'the new principal key')
+  agent = await Agent.connect(SOCKET)
+  const pid = execFileSync('pgrep', ['-n', '-u', String(process.getuid()), '-x', 'parley-custody'], { encoding: 'utf8' }).trim()
+  polkitAgent = await startTextAgent(pid)
+})
+
+after(async () => {
+  agent?.close()
+  polkitAgent?.child.kill()
+  await wd.quit()
+})
+
+test('a synthesized click on Approve reaches the OS password prompt, never a signature; only the password signs', async () => {
+  const p = proposal(PARLEY, { id: 'p_su', amount: 4200, risk: 'low' })
+  agent.send(consentRequest('s1', { proposal: p, principal, agent: agentPub }))
+  await agent.next((f) => f.re === 's1' && f.kind === 'PENDING')
+  // No notification daemon in this session: the app opens the review itself.
+  await wd.switchToWindow(/review\.html#q\d+$/)
+  await wd.$(tid('approve'))
+  assert.match(await wd.text(tid('step-up')), /asks for your password/, 'the review says beforehand that the OS will ask')
+  await wd.until(async () => (await wd.prop(tid('approve'), 'disabled')) === false, 'Approve armed')
+
+  // Another X client clicks Approve: polkit asks for the password, nothing is signed.
+  synthesizedClick(await approveOnScreen())
+  await until(() => polkitAgent.screen.text.includes('Password: '), 'the OS password prompt', 20_000)
+  await sleep(500)
+  assert.equal(agent.frames.find((f) => f.re === 's1' && f.kind !== 'PENDING'), undefined, 'no answer while the OS asks')
+  // The malware cannot answer it: a wrong password signs nothing, the request stays pending.
+  polkitAgent.child.stdin.write('not-the-password\n')
+  await wd.until(async () => /nothing was signed/.test(await wd.text(tid('status'))), 'the window says why nothing was signed', 30_000)
+  assert.match(await wd.text(tid('status')), /OS authentication failed or was cancelled/)
+  assert.equal(agent.frames.find((f) => f.re === 's1' && f.kind !== 'PENDING'), undefined, 'still pending')
+  let rows = auditRows()
+  assert.ok(
+    rows.some((r) => r.kind === 'step_up_failed' && /refused/.test(r.reason ?? '')),
+    JSON.stringify(rows.map((r) => [r.kind, r.reason])),
+  )
+  assert.ok(!rows.some((r) => r.kind === 'consent_approved'))
+
+  // The human: click, then their own password. Signed, for exactly that proposal.
+  const before = polkitAgent.screen.text.length
+  await wd.until(async () => (await wd.prop(tid('approve'), 'disabled')) === false, 'Approve armed again')
+  synthesizedClick(await approveOnScreen())
+  await until(() => polkitAgent.screen.text.slice(before).includes('Password: '), 'the OS password prompt again', 20_000)
+  polkitAgent.child.stdin.write(`${PASSWORD}\n`)
+  const fin = await agent.final('s1')
+  assert.equal(fin.kind, 'APPROVED', JSON.stringify(fin))
+  const ok = spawnSync(
+    PARLEY,
+    ['verify', fin.grant, '--trust', principal, '--svc', 'shop.example', '--verb', 'COMMIT', '--cap', 'shop.order', '--hash', p.hash, '--cost', '42.00USD', '--risk', 'low'],
+    { encoding: 'utf8' },
+  )
+  assert.equal(ok.status, 0, `${ok.stdout}${ok.stderr}`)
+  rows = auditRows()
+  const signed = rows.find((r) => r.kind === 'consent_approved')
+  assert.ok(signed, 'a consent_approved row')
+  assert.match(JSON.stringify(signed), /click\+os-auth/, 'the row says how the human confirmed')
+})
