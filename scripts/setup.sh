@@ -7,6 +7,7 @@ packages=(
   build-essential pkg-config
   libdbus-1-dev libsecret-1-dev    # keyring's Secret Service backend
   gnome-keyring dbus-x11 dbus-bin  # the OS keychain, and a private session bus for it
+  tmux  # a real terminal for the headless daemon's prompt tests (custody/tests/terminal_prompt.rs)
   python3-minimal                  # /usr/bin/python3 for cross-user socket tests
   util-linux passwd                # runuser, useradd/groupadd for separate-user tests
   # The desktop app (src-tauri, Tauri v2 on WebKitGTK) and its tests:

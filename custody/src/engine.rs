@@ -441,7 +441,7 @@ impl Engine {
             Ok(r) => r,
             Err(rejected) => {
                 let (rej, ev) = *rejected;
-                tracing::warn!(uid = peer.uid, pid = ?peer.pid, code = rej.code, "request rejected: {}", rej.message);
+                tracing::warn!(uid = peer.uid, pid = ?peer.pid, code = rej.code, "request rejected: {}", crate::display::for_log(&rej.message));
                 let _ = self.log(ev);
                 return Reply::Rejected {
                     code: rej.code.to_string(),

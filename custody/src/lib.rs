@@ -11,6 +11,7 @@ pub mod display;
 pub mod engine;
 pub mod ipc;
 pub mod keystore;
+pub mod logging;
 pub mod paths;
 pub mod protocol;
 pub mod queue;

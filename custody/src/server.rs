@@ -7,6 +7,7 @@
 //! malformed, unknown op) is answered and logged and the connection stays
 //! usable. When the peer closes its end, its waiting requests are withdrawn.
 
+use crate::display::for_log;
 use crate::engine::Engine;
 use crate::ipc::frame::{FrameReader, FrameWriter};
 use crate::ipc::peer::PeerInfo;
@@ -57,7 +58,7 @@ pub async fn serve(
                     tokio::spawn(connection(stream, peer, engine, limits));
                 }
                 Err(e) => {
-                    tracing::warn!("connection refused: {e}");
+                    tracing::warn!("connection refused: {}", for_log(&e.to_string()));
                     // Back off briefly on errors such as EMFILE.
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
@@ -91,7 +92,7 @@ pub async fn connection(stream: Stream, peer: PeerInfo, engine: Engine, limits: 
             Ok(Ok(Some(frame))) => frame,
             Ok(Ok(None)) => break,
             Ok(Err(e)) => {
-                tracing::warn!(peer = %peer, "bad frame: {e}");
+                tracing::warn!(peer = %peer, "bad frame: {}", for_log(&e.to_string()));
                 if let Some(reply) = e.to_reply() {
                     let _ = tx.send(reply).await;
                 }
@@ -104,7 +105,7 @@ pub async fn connection(stream: Stream, peer: PeerInfo, engine: Engine, limits: 
         let req = match Request::from_value(&frame.value) {
             Ok(r) => r,
             Err(e) => {
-                tracing::warn!(peer = %peer, "refused request: {}", e.message);
+                tracing::warn!(peer = %peer, "refused request: {}", for_log(&e.message));
                 let _ = tx.send(e.to_reply()).await;
                 continue;
             }

@@ -4,12 +4,28 @@
 //! It needs a TTY (`/dev/tty`) and refuses to start without one: an approver
 //! that cannot ask a human must not exist. Deny is the default; a high-risk
 //! or irreversible consent needs the word `approve` typed in full.
+//!
+//! What a human at this terminal can rely on:
+//! - every request is shown, one at a time, in the order it arrived; the
+//!   header says how many more wait behind it, and a request withdrawn while
+//!   it waited (expired, cancelled) is said to be gone, never silently lost;
+//! - the answer is read only after the whole review is printed, and
+//!   whatever was typed before the prompt appeared is thrown away first, so
+//!   a `y` typed ahead for one request never answers the next;
+//! - the decisive facts (service, cost, risk, undo, number of effects,
+//!   signing principal) are repeated right above the prompt, so a long
+//!   review cannot scroll them out of sight;
+//! - every untrusted string is display-safe ([`crate::display`]), and the
+//!   daemon sends its log elsewhere ([`crate::logging`]), so nothing but this
+//!   approver writes here.
 
 use crate::approver::{Approver, Gesture, PendingView, Verdict, Yes};
+use crate::display::{is_display_safe, safe};
 use crate::engine::Engine;
 use crate::review::{Review, ReviewKind};
+use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{Read, Write};
 use std::sync::mpsc;
 use std::sync::Mutex;
 
@@ -64,50 +80,133 @@ impl TerminalApprover {
         std::thread::Builder::new()
             .name("terminal-approver".into())
             .spawn(move || {
-                let mut out = match tty.try_clone() {
-                    Ok(o) => o,
-                    Err(_) => return,
-                };
-                let mut input = BufReader::new(tty);
-                let mut gone: Vec<String> = Vec::new();
-                while let Ok(ev) = rx.recv() {
-                    let p = match ev {
-                        Event::Gone(id) => {
-                            gone.push(id);
-                            if gone.len() > 256 {
-                                gone.remove(0);
-                            }
-                            continue;
-                        }
-                        Event::New(p) => p,
-                    };
-                    // Drain withdrawals that arrived meanwhile.
-                    while let Ok(Event::Gone(id)) = rx.try_recv() {
-                        gone.push(id);
-                    }
-                    if gone.contains(&p.id) {
-                        continue;
-                    }
+                let mut waiting = Waiting::new(rx);
+                while let Some(p) = waiting.next() {
+                    let mut out = &tty;
                     // A failed OS authentication leaves the request pending:
                     // it is asked again, never silently left behind.
                     loop {
-                        let verdict = ask(&mut input, &mut out, &p);
+                        let verdict = match ask(&tty, &mut waiting, &p) {
+                            Answer::Withdrawn => {
+                                let _ = writeln!(
+                                    out,
+                                    "\n→ this request was withdrawn while it waited (expired or cancelled by the agent); nothing was signed\n"
+                                );
+                                break;
+                            }
+                            answer => verdict(answer),
+                        };
                         match rt.block_on(engine.decide(&p.id, verdict)) {
                             Ok(o) => {
                                 let _ = writeln!(out, "→ {}\n", describe(&o));
                             }
                             Err(crate::engine::DecideError::StepUp(e)) => {
-                                let _ = writeln!(out, "→ not signed: {e}. The request is still waiting; answer again.\n");
+                                let _ = writeln!(
+                                    out,
+                                    "→ not signed: {}. The request is still waiting; answer again.\n",
+                                    safe(&e.to_string())
+                                );
                                 continue;
                             }
                             Err(e) => {
-                                let _ = writeln!(out, "→ not done: {e}\n");
+                                let _ = writeln!(out, "→ not done: {}\n", safe(&e.to_string()));
                             }
                         }
                         break;
                     }
                 }
             })
+    }
+}
+
+/// The requests not yet asked, in order of arrival. Every event is kept:
+/// new requests join the end, withdrawals remove theirs.
+struct Waiting {
+    rx: mpsc::Receiver<Event>,
+    queue: VecDeque<PendingView>,
+    /// Withdrawn ids not (yet) matched by a request in the queue, most recent last.
+    gone: VecDeque<String>,
+    closed: bool,
+}
+
+impl Waiting {
+    fn new(rx: mpsc::Receiver<Event>) -> Waiting {
+        Waiting {
+            rx,
+            queue: VecDeque::new(),
+            gone: VecDeque::new(),
+            closed: false,
+        }
+    }
+
+    fn take(&mut self, ev: Event) {
+        match ev {
+            Event::New(p) => {
+                if let Some(i) = self.gone.iter().position(|g| *g == p.id) {
+                    self.gone.remove(i);
+                } else {
+                    self.queue.push_back(*p);
+                }
+            }
+            Event::Gone(id) => {
+                if let Some(i) = self.queue.iter().position(|p| p.id == id) {
+                    self.queue.remove(i);
+                } else {
+                    self.gone.push_back(id);
+                    if self.gone.len() > 1024 {
+                        self.gone.pop_front();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Takes every event already sent, without waiting.
+    fn drain(&mut self) {
+        loop {
+            match self.rx.try_recv() {
+                Ok(ev) => self.take(ev),
+                Err(mpsc::TryRecvError::Empty) => return,
+                Err(mpsc::TryRecvError::Disconnected) => {
+                    self.closed = true;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Whether the request `id` was withdrawn since it was taken out.
+    fn withdrawn(&mut self, id: &str) -> bool {
+        self.drain();
+        match self.gone.iter().position(|g| g == id) {
+            Some(i) => {
+                self.gone.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The next request to ask, waiting for one; `None` once the engine is gone.
+    fn next(&mut self) -> Option<PendingView> {
+        loop {
+            self.drain();
+            if let Some(p) = self.queue.pop_front() {
+                return Some(p);
+            }
+            if self.closed {
+                return None;
+            }
+            match self.rx.recv() {
+                Ok(ev) => self.take(ev),
+                Err(_) => return None,
+            }
+        }
+    }
+
+    /// Requests waiting behind the one being asked.
+    fn behind(&self) -> usize {
+        self.queue.len()
     }
 }
 
@@ -122,21 +221,92 @@ fn describe(o: &crate::queue::Outcome) -> &'static str {
     }
 }
 
-fn read_answer(input: &mut impl BufRead) -> String {
-    let mut line = String::new();
-    match input.read_line(&mut line) {
-        Ok(0) | Err(_) => String::new(),
-        Ok(_) => line.trim().to_ascii_lowercase(),
+/// What the human answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Answer {
+    /// Yes; `second_confirmation` when the word `approve` was typed too.
+    Yes { second_confirmation: bool },
+    /// No (or anything but yes), with the reason recorded.
+    No(&'static str),
+    /// The request left the queue while the prompt was open.
+    Withdrawn,
+}
+
+/// The one place an answer at this terminal becomes a [`Verdict`].
+fn verdict(a: Answer) -> Verdict {
+    match a {
+        Answer::Yes {
+            second_confirmation,
+        } => Verdict::Approve(Yes {
+            gesture: Gesture::Terminal,
+            second_confirmation,
+        }),
+        Answer::No(why) => Verdict::Deny(Some(why.into())),
+        Answer::Withdrawn => Verdict::Deny(Some("withdrawn".into())),
     }
 }
 
-fn ask(input: &mut impl BufRead, out: &mut impl Write, p: &PendingView) -> Verdict {
+/// Reads one line from the terminal, after throwing away whatever was typed
+/// before this call; meanwhile watches for the request being withdrawn.
+/// `None`: withdrawn.
+fn read_answer(tty: &File, waiting: &mut Waiting, id: &str) -> Option<String> {
+    #[cfg(unix)]
+    {
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        use std::os::fd::AsFd;
+        let _ = nix::sys::termios::tcflush(tty, nix::sys::termios::FlushArg::TCIFLUSH);
+        loop {
+            let mut fds = [PollFd::new(tty.as_fd(), PollFlags::POLLIN)];
+            match poll(&mut fds, PollTimeout::from(250u16)) {
+                Ok(0) | Err(nix::errno::Errno::EINTR) => {
+                    if waiting.withdrawn(id) {
+                        return None;
+                    }
+                    if waiting.closed {
+                        return Some(String::new());
+                    }
+                }
+                Ok(_) => break,
+                Err(_) => return Some(String::new()),
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (waiting, id);
+    // In canonical mode one read returns at most one line; a longer line
+    // than the buffer is read to its end and counts as "no".
+    let mut line = Vec::new();
+    let mut buf = [0u8; 256];
+    let mut reader = tty;
+    loop {
+        match reader.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                line.extend_from_slice(&buf[..n]);
+                if buf[..n].contains(&b'\n') || line.len() > 4096 {
+                    break;
+                }
+            }
+        }
+    }
+    Some(String::from_utf8_lossy(&line).trim().to_ascii_lowercase())
+}
+
+fn ask(tty: &File, waiting: &mut Waiting, p: &PendingView) -> Answer {
+    let mut out = tty;
+    let behind = waiting.behind();
     let _ = write!(out, "{}", render(&p.review, p.closes_at));
+    let _ = write!(out, "{}", decisive(&p.review, behind));
+    if !p.step_up.words.is_empty() {
+        let _ = writeln!(out, "  step-up     {}", shown(&p.step_up.words));
+    }
     let _ = write!(out, "approve? [y/N] ");
     let _ = out.flush();
-    let a = read_answer(input);
+    let Some(a) = read_answer(tty, waiting, &p.id) else {
+        return Answer::Withdrawn;
+    };
     if a != "y" && a != "yes" {
-        return Verdict::Deny(Some("denied at the terminal".into()));
+        return Answer::No("denied at the terminal");
     }
     let second_confirmation = if p.review.needs_second_confirmation {
         let _ = write!(
@@ -144,10 +314,11 @@ fn ask(input: &mut impl BufRead, out: &mut impl Write, p: &PendingView) -> Verdi
             "This is high risk or cannot be undone. Type \"approve\" to confirm: "
         );
         let _ = out.flush();
-        if read_answer(input) != "approve" {
-            return Verdict::Deny(Some("second confirmation not given".into()));
+        match read_answer(tty, waiting, &p.id) {
+            None => return Answer::Withdrawn,
+            Some(a) if a == "approve" => true,
+            Some(_) => return Answer::No("second confirmation not given"),
         }
-        true
     } else {
         false
     };
@@ -155,14 +326,74 @@ fn ask(input: &mut impl BufRead, out: &mut impl Write, p: &PendingView) -> Verdi
         let _ = writeln!(out, "Now authenticate (your system password) to sign it:");
         let _ = out.flush();
     }
-    Verdict::Approve(Yes {
-        gesture: Gesture::Terminal,
+    Answer::Yes {
         second_confirmation,
-    })
+    }
 }
 
-/// The review as terminal text, in ARCHITECTURE.md's order. All untrusted
-/// strings in a [`Review`] are already display-safe.
+/// Text from a review, display-safe. Review fields are made safe when the
+/// review is built; this only escapes what is not (so a cut note stays whole).
+fn shown(s: &str) -> String {
+    if is_display_safe(s) {
+        s.to_string()
+    } else {
+        safe(s)
+    }
+}
+
+/// The short form of a key as shown (`ed25519:` and ten characters).
+fn short_key(k: &str) -> String {
+    let k = shown(k);
+    if k.chars().count() <= 20 {
+        return k;
+    }
+    let head: String = k.chars().take(18).collect();
+    format!("{head}…")
+}
+
+fn undo_line(r: &Review) -> String {
+    if r.irreversible {
+        "IRREVERSIBLE".to_string()
+    } else {
+        format!("within {}", shown(&r.undo))
+    }
+}
+
+/// The decisive facts again, right above the prompt, whatever the review's
+/// length. `behind`: requests waiting after this one.
+pub fn decisive(r: &Review, behind: usize) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let queue = match behind {
+        0 => "request 1 of 1 waiting".to_string(),
+        n => format!(
+            "request 1 of {} waiting: {n} more after this one, each shown in order",
+            n + 1
+        ),
+    };
+    let _ = writeln!(s, "──────── decide ({queue}) ────────");
+    match r.kind {
+        ReviewKind::Consent => {
+            let _ = writeln!(s, "  service     {}", shown(&r.service));
+            let _ = writeln!(s, "  COST        {}", shown(&r.cost));
+            let _ = writeln!(s, "  risk        {}", shown(&r.risk));
+            let _ = writeln!(s, "  undo        {}", undo_line(r));
+            let _ = writeln!(s, "  effects     {} (listed above)", r.effects.len());
+        }
+        ReviewKind::Grant => {
+            let _ = writeln!(s, "  GRANT       {}", shown(&r.preview));
+            let _ = writeln!(s, "  caveats     {} (listed above)", r.caveats.len());
+        }
+    }
+    let _ = writeln!(s, "  signed by   {}", short_key(&r.principal));
+    if !r.warnings.is_empty() {
+        let _ = writeln!(s, "  WARNINGS    {} (listed above)", r.warnings.len());
+    }
+    s
+}
+
+/// The review as terminal text, in ARCHITECTURE.md's order. Every string is
+/// display-safe.
 pub fn render(r: &Review, closes_at: i64) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
@@ -173,65 +404,59 @@ pub fn render(r: &Review, closes_at: i64) -> String {
     );
     match r.kind {
         ReviewKind::Consent => {
-            let _ = writeln!(s, "service     {}", r.service);
-            let _ = writeln!(s, "capability  {}", r.capability);
-            let _ = writeln!(s, "COST        {}", r.cost);
-            let _ = writeln!(s, "risk        {}", r.risk);
-            let _ = writeln!(
-                s,
-                "undo        {}",
-                if r.irreversible {
-                    "IRREVERSIBLE".to_string()
-                } else {
-                    format!("within {}", r.undo)
-                }
-            );
-            let _ = writeln!(s, "effects:");
+            let _ = writeln!(s, "service     {}", shown(&r.service));
+            let _ = writeln!(s, "capability  {}", shown(&r.capability));
+            let _ = writeln!(s, "COST        {}", shown(&r.cost));
+            let _ = writeln!(s, "risk        {}", shown(&r.risk));
+            let _ = writeln!(s, "undo        {}", undo_line(r));
+            let _ = writeln!(s, "effects ({}):", r.effects.len());
             for e in &r.effects {
-                let _ = writeln!(s, "  {}", e.line);
+                let _ = writeln!(s, "  {}", shown(&e.line));
             }
         }
         ReviewKind::Grant => {
-            let _ = writeln!(s, "GRANT       {}", r.preview);
-            let _ = writeln!(s, "caveats:");
+            let _ = writeln!(s, "GRANT       {}", shown(&r.preview));
+            let _ = writeln!(s, "caveats ({}):", r.caveats.len());
             for c in &r.caveats {
-                let _ = writeln!(s, "  {}  {}", c.words, c.json);
+                let _ = writeln!(s, "  {}  {}", shown(&c.words), safe(&c.json.to_string()));
             }
         }
     }
     let _ = writeln!(s, "closes in   {}", parley_core::lens::duration(left));
-    let exe = r.requester.exe.as_deref().unwrap_or("unknown");
+    let exe = r.requester.exe.as_deref().map_or("unknown".into(), shown);
     let pid = r.requester.pid.map_or("?".to_string(), |p| p.to_string());
     let _ = writeln!(
         s,
         "asked by    user {} (uid {}), pid {pid}, {exe} (not verified)",
-        r.requester.user, r.requester.uid
+        shown(&r.requester.user),
+        r.requester.uid
     );
     let label = r
         .agent
         .label
         .as_deref()
-        .map(|l| format!(" \"{l}\""))
+        .map(|l| format!(" \"{}\"", shown(l)))
         .unwrap_or_default();
     let known = if r.agent.known {
         ""
     } else {
         " — never granted to before"
     };
-    let _ = writeln!(s, "agent       {}{label}{known}", r.agent.short);
+    let _ = writeln!(s, "agent       {}{label}{known}", shown(&r.agent.short));
+    let _ = writeln!(s, "signed by   {}", shown(&r.principal));
     if !r.their_words.is_empty() {
         let whose = if r.kind == ReviewKind::Consent {
             "the service says"
         } else {
             "the agent says"
         };
-        let _ = writeln!(s, "{whose}: \"{}\"", r.their_words);
+        let _ = writeln!(s, "{whose}: \"{}\"", shown(&r.their_words));
     }
     if !r.hash_short.is_empty() {
-        let _ = writeln!(s, "hash        {}…", r.hash_short);
+        let _ = writeln!(s, "hash        {}…", shown(&r.hash_short));
     }
     for w in &r.warnings {
-        let _ = writeln!(s, "WARNING     {w}");
+        let _ = writeln!(s, "WARNING     {}", shown(w));
     }
     s
 }
@@ -246,5 +471,123 @@ impl Approver for TerminalApprover {
         if let Ok(tx) = self.tx.lock() {
             let _ = tx.send(Event::Gone(id.to_string()));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn consent_review() -> Review {
+        use crate::review::{AgentView, EffectView, Requester};
+        let line = |op: &str, line: &str| EffectView {
+            op: op.into(),
+            line: line.into(),
+        };
+        Review {
+            kind: ReviewKind::Consent,
+            service: "shop.example".into(),
+            capability: "shop.order".into(),
+            cost: "71.36 USD".into(),
+            cost_money: None,
+            risk: "low".into(),
+            undo: "30m".into(),
+            irreversible: false,
+            effects: vec![
+                line("create", "+ create order"),
+                line("charge", "$ charge card ••42 — 71.36 USD"),
+            ],
+            expires: 0,
+            requester: Requester {
+                user: "agent".into(),
+                uid: 1001,
+                pid: Some(42),
+                exe: Some("/usr/bin/python3".into()),
+            },
+            agent: AgentView {
+                key: "ed25519:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA".into(),
+                short: "ed25519:AAAAAAAAAA…".into(),
+                label: None,
+                known: false,
+            },
+            their_words: "Order 3 meals".into(),
+            summary_differs: false,
+            hash: "h".repeat(43),
+            hash_short: "h".repeat(12),
+            principal: "ed25519:PPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPP".into(),
+            caveats: vec![],
+            preview: String::new(),
+            warnings: vec![],
+            needs_second_confirmation: false,
+        }
+    }
+
+    fn pending(id: &str) -> PendingView {
+        PendingView {
+            id: id.into(),
+            review: consent_review(),
+            step_up: crate::stepup::StepUpNeed {
+                required: false,
+                words: String::new(),
+            },
+            received_at: 0,
+            closes_at: 0,
+        }
+    }
+
+    #[test]
+    fn no_event_is_lost_behind_a_withdrawal() {
+        // hold, A, B, C queued with withdrawals in between: A, B, C all come out, in order.
+        let (tx, rx) = mpsc::channel();
+        let mut w = Waiting::new(rx);
+        for ev in [
+            Event::New(Box::new(pending("hold"))),
+            Event::Gone("old".into()),
+            Event::New(Box::new(pending("A"))),
+            Event::Gone("other".into()),
+            Event::New(Box::new(pending("B"))),
+            Event::New(Box::new(pending("C"))),
+            Event::Gone("hold".into()),
+        ] {
+            tx.send(ev).unwrap();
+        }
+        drop(tx);
+        let ids: Vec<String> = std::iter::from_fn(|| w.next()).map(|p| p.id).collect();
+        assert_eq!(ids, ["A", "B", "C"]);
+    }
+
+    #[test]
+    fn a_withdrawal_that_overtakes_its_request_still_removes_it() {
+        let (tx, rx) = mpsc::channel();
+        let mut w = Waiting::new(rx);
+        tx.send(Event::Gone("A".into())).unwrap();
+        tx.send(Event::New(Box::new(pending("A")))).unwrap();
+        tx.send(Event::New(Box::new(pending("B")))).unwrap();
+        drop(tx);
+        assert_eq!(w.next().map(|p| p.id), Some("B".into()));
+        assert!(w.next().is_none());
+    }
+
+    #[test]
+    fn decisive_facts_name_the_queue_and_the_principal() {
+        let r = consent_review();
+        let d = decisive(&r, 2);
+        assert!(d.contains("request 1 of 3 waiting"), "{d}");
+        assert!(d.contains("effects     2"), "{d}");
+        assert!(d.contains("signed by   ed25519:"), "{d}");
+    }
+
+    #[test]
+    fn answers_become_verdicts_in_one_place() {
+        assert_eq!(
+            verdict(Answer::Yes {
+                second_confirmation: true
+            }),
+            Verdict::Approve(Yes {
+                gesture: Gesture::Terminal,
+                second_confirmation: true
+            })
+        );
+        assert!(matches!(verdict(Answer::No("x")), Verdict::Deny(_)));
     }
 }

@@ -9,7 +9,7 @@ use parley_core::caveat::{CommitFacts, RequestContext};
 use parley_core::json::{self, Limits};
 use parley_core::money::Money;
 use parley_core::{PublicKey, SecretKey};
-use parley_custody::display::{is_hidden, MAX_FIELD_CHARS};
+use parley_custody::display::{is_display_safe, MAX_FIELD_CHARS};
 use parley_custody::review::{Requester, Review, ReviewContext, ReviewLimits};
 use serde_json::Value;
 use std::sync::OnceLock;
@@ -166,7 +166,7 @@ pub fn review_context(now: i64) -> ReviewContext<'static> {
 /// characters (each hidden one shown as an escape of at most 9) plus a note.
 pub fn assert_display_safe(what: &str, s: &str) {
     assert!(
-        !s.chars().any(is_hidden),
+        is_display_safe(s),
         "{what} shows a hidden character: {s:?}"
     );
     assert!(

@@ -58,7 +58,9 @@ fn main() {
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| "info,tao=warn,wry=warn".into()),
         )
-        .with_writer(std::io::stderr)
+        // Every line display-safe and bounded (custody's log writer).
+        .with_ansi(false)
+        .with_writer(parley_custody::logging::Sink::stderr())
         .init();
     let setup_args = args.clone();
     let app = tauri::Builder::default()

@@ -46,8 +46,14 @@ pub struct NotifyStatus {
 }
 
 /// Notification markup (the body may be interpreted as a subset of HTML by
-/// the daemon): escape it, and cut it short.
+/// the daemon): display-safe ([`parley_custody::display`]; review text is so
+/// already, this only catches what is not), markup escaped, cut short.
 pub fn body_text(s: &str) -> String {
+    let s = &if parley_custody::display::is_display_safe(s) {
+        s.to_string()
+    } else {
+        parley_custody::display::safe(s)
+    };
     let cut: String = if s.chars().count() > 240 {
         format!("{}…", s.chars().take(239).collect::<String>())
     } else {
@@ -237,5 +243,9 @@ mod tests {
         );
         let long = body_text(&"x".repeat(1000));
         assert_eq!(long.chars().count(), 240);
+        assert_eq!(
+            body_text("pay\u{202e}\u{1b}[2K\n"),
+            "pay\\u{202e}\\u{1b}[2K\\u{a}"
+        );
     }
 }

@@ -143,7 +143,7 @@ impl Tray {
             .map(|p| {
                 (
                     format!("review:{}", p.id),
-                    format!("Review — {}", describe(p)),
+                    parley_custody::display::menu_label(&format!("Review — {}", describe(p))),
                 )
             })
             .collect();

@@ -82,7 +82,7 @@ fn build(
     size: (f64, f64),
 ) -> Result<tauri::WebviewWindow, String> {
     WebviewWindowBuilder::new(app, label, WebviewUrl::App(page.into()))
-        .title(title)
+        .title(parley_custody::display::safe(title))
         .inner_size(size.0, size.1)
         .min_inner_size(420.0, 360.0)
         .center()

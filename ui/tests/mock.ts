@@ -40,3 +40,13 @@ mockIPC(
   { shouldMockEvents: true },
 )
 window.__parleyEmit = (event, payload) => emit(event, payload)
+
+// The display-safety rule itself, for tests/display.test.mjs (the same
+// ui/src/dom.ts the pages are built from).
+import { visible, bounded } from '../src/dom'
+declare global {
+  interface Window {
+    __parleyDisplay: { visible: typeof visible; bounded: typeof bounded }
+  }
+}
+window.__parleyDisplay = { visible, bounded }

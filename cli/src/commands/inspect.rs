@@ -37,10 +37,13 @@ struct Inspection {
 }
 
 impl fmt::Display for Inspection {
+    /// Every string here came from the token (anyone's text): made
+    /// [`super::visible`] before it reaches the terminal.
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        writeln!(f, "grant {}", self.id)?;
-        writeln!(f, "issuer (principal): {}", self.issuer)?;
-        writeln!(f, "holder: {}", self.holder)?;
+        let v = super::visible;
+        writeln!(f, "grant {}", v(&self.id))?;
+        writeln!(f, "issuer (principal): {}", v(&self.issuer))?;
+        writeln!(f, "holder: {}", v(&self.holder))?;
         match self.expires {
             Some(t) => writeln!(f, "expires: {}", lens::time(t))?,
             None => writeln!(f, "expires: never (no exp caveat)")?,
@@ -51,7 +54,7 @@ impl fmt::Display for Inspection {
                 "signatures: valid chain of {} block(s); trust is up to the service",
                 self.blocks.len()
             )?,
-            Some(e) => writeln!(f, "signatures: INVALID ({e})")?,
+            Some(e) => writeln!(f, "signatures: INVALID ({})", v(e))?,
         }
         for b in &self.blocks {
             let what = if b.index == 0 { "root" } else { "delegation" };
@@ -59,16 +62,16 @@ impl fmt::Display for Inspection {
                 f,
                 "\n[{}] {what} {} issued {}",
                 b.index,
-                b.id,
+                v(&b.id),
                 lens::time(b.iat)
             )?;
-            writeln!(f, "  signed by {}", b.signed_by)?;
-            writeln!(f, "  to {}", b.holder)?;
+            writeln!(f, "  signed by {}", v(&b.signed_by))?;
+            writeln!(f, "  to {}", v(&b.holder))?;
             if b.caveats_in_words.is_empty() {
                 writeln!(f, "  no caveats: anything the blocks above allow")?;
             }
             for w in &b.caveats_in_words {
-                writeln!(f, "  - {w}")?;
+                writeln!(f, "  - {}", v(w))?;
             }
         }
         Ok(())

@@ -9,6 +9,7 @@ use parley_custody::engine::{unix_now, Engine, EngineConfig};
 use parley_custody::ipc::peer::PeerPolicy;
 use parley_custody::ipc::socket::{resolve_socket_path, BindOptions, ConnLimits, Listener};
 use parley_custody::keystore::{Keystore, Passphrase};
+use parley_custody::logging::{self, LogTarget};
 use parley_custody::paths;
 use parley_custody::server::{self, ServerLimits};
 use parley_custody::stepup::{Polkit, StepUpPolicy, TextAgent};
@@ -120,12 +121,6 @@ fn passphrase() -> Result<Passphrase, String> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -146,6 +141,15 @@ fn main() -> ExitCode {
         Ok(d) => d,
         Err(e) => return fail(e),
     };
+    // The log never goes to the terminal that asks the human (see logging).
+    match logging::init_daemon(&data, true) {
+        Ok(LogTarget::File(path)) => eprintln!(
+            "parley-custodyd: log: {} (this terminal only shows requests to decide)",
+            path.display()
+        ),
+        Ok(LogTarget::Stderr) => {}
+        Err(e) => return fail(e),
+    }
     let mut audit = match Audit::open(&paths::audit_path(&data)) {
         Ok(a) => a,
         Err(e) => return fail(e),

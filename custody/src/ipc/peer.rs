@@ -88,7 +88,7 @@ impl fmt::Display for PeerInfo {
     /// `user bob (uid 1001, gid 1001), pid 4242, executable /usr/bin/python3.11 (not verified)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.user {
-            Some(name) => write!(f, "user {name} ")?,
+            Some(name) => write!(f, "user {} ", crate::display::for_log(name))?,
             None => f.write_str("unknown user ")?,
         }
         write!(f, "(uid {}, gid {})", self.uid, self.gid)?;
@@ -97,7 +97,11 @@ impl fmt::Display for PeerInfo {
             None => f.write_str(", pid unknown")?,
         }
         match &self.exe {
-            Some(exe) => write!(f, ", executable {} (not verified)", exe.display()),
+            Some(exe) => write!(
+                f,
+                ", executable {} (not verified)",
+                crate::display::safe(&exe.to_string_lossy())
+            ),
             None => f.write_str(", executable unknown"),
         }
     }

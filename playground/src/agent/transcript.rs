@@ -24,24 +24,24 @@ impl<'w> Transcript<'w> {
     /// A numbered step heading.
     pub fn step(&mut self, title: &str) {
         self.n += 1;
-        let _ = writeln!(self.out, "\n{}. {title}", self.n);
+        let _ = writeln!(self.out, "\n{}. {}", self.n, shown(title));
     }
 
     /// An indented note.
     pub fn note(&mut self, text: &str) {
         for line in text.lines() {
-            let _ = writeln!(self.out, "   {line}");
+            let _ = writeln!(self.out, "   {}", shown(line));
         }
     }
 
     /// A closing line, after a blank one.
     pub fn finish(&mut self, text: &str) {
-        let _ = writeln!(self.out, "\n{text}");
+        let _ = writeln!(self.out, "\n{}", shown(text));
     }
 
     /// A request and its replies, as Lens.
     pub fn exchange(&mut self, step: &Step) {
-        let _ = writeln!(self.out, "   → {}", request_line(&step.request));
+        let _ = writeln!(self.out, "   → {}", shown(&request_line(&step.request)));
         for e in &step.exchange.events {
             self.lens(&render_reply(e));
         }
@@ -52,8 +52,19 @@ impl<'w> Transcript<'w> {
 
     fn lens(&mut self, lens: &str) {
         for line in lens.lines() {
-            let _ = writeln!(self.out, "   │ {line}");
+            let _ = writeln!(self.out, "   │ {}", shown(line));
         }
+    }
+}
+
+/// A line of service or agent text as printed for a human: Lens escapes
+/// hidden characters already; whatever it leaves that custody's display
+/// rule would not show goes through that rule ([`parley_custody::display`]).
+fn shown(line: &str) -> String {
+    if parley_custody::display::is_display_safe(line) {
+        line.to_string()
+    } else {
+        parley_custody::display::safe(line)
     }
 }
 

@@ -1,0 +1,748 @@
+//! The headless daemon's terminal prompt under attack, on a real pty.
+//!
+//! Each test runs the real `parley-custodyd` in its own tmux server (a real
+//! terminal, 200×50), inside a private D-Bus session with a real, unlocked
+//! gnome-keyring, and talks to it as an agent would: a real client on its
+//! socket. What the daemon wrote to the terminal is read twice: as raw bytes
+//! (`tmux pipe-pane`, which shows ESC, CR, C1 and bidi characters a screen
+//! dump would hide) and as the screen (`tmux capture-pane`). Keys are typed
+//! with `tmux send-keys`. Needs tmux, dbus-run-session, dbus-send and
+//! gnome-keyring-daemon (scripts/setup.sh installs them).
+
+mod support;
+
+use parley_core::proposal::proposal_hash;
+use parley_core::SecretKey;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use support::on_path;
+use zeroize::Zeroizing;
+
+/// How long any one thing may take before the test says what it waited for.
+const WAIT: Duration = Duration::from_secs(90);
+
+const UNLOCK: &str = r#"printf '%s' "$KEYRING_PW" | gnome-keyring-daemon --unlock --components=secrets >/dev/null
+i=0
+until dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+      org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null | grep -q 'boolean true'; do
+  i=$((i+1)); [ "$i" -gt 100 ] && exit 97; sleep 0.1
+done
+exec "$@""#;
+
+/// The real prompt's last line.
+const PROMPT: &str = "approve? [y/N] ";
+
+static SERVERS: AtomicUsize = AtomicUsize::new(0);
+
+/// The daemon on its own terminal.
+struct Term {
+    server: String,
+    dir: tempfile::TempDir,
+    principal: String,
+}
+
+fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+impl Term {
+    fn start() -> Term {
+        let missing: Vec<&str> = [
+            "tmux",
+            "dbus-run-session",
+            "dbus-send",
+            "gnome-keyring-daemon",
+        ]
+        .into_iter()
+        .filter(|t| !on_path(t))
+        .collect();
+        assert!(
+            missing.is_empty(),
+            "the terminal tests need {missing:?}: apt-get install -y --no-install-recommends tmux gnome-keyring dbus-x11"
+        );
+        let dir = tempfile::Builder::new()
+            .prefix("parley-tty")
+            .tempdir()
+            .unwrap();
+        let d = dir.path();
+        for sub in ["home", "run", "data", "xdg"] {
+            std::fs::create_dir_all(d.join(sub)).unwrap();
+        }
+        std::fs::set_permissions(d.join("run"), std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::set_permissions(d.join("data"), std::fs::Permissions::from_mode(0o700)).unwrap();
+        let server = format!(
+            "parley-tty-{}-{}",
+            std::process::id(),
+            SERVERS.fetch_add(1, Ordering::SeqCst)
+        );
+        let bin = env!("CARGO_BIN_EXE_parley-custodyd");
+        let script = format!(
+            "while [ ! -e {go} ]; do sleep 0.05; done\n\
+             exec env -i HOME={home} PATH=/usr/local/bin:/usr/bin:/bin XDG_RUNTIME_DIR={run} \
+             XDG_DATA_HOME={xdg} KEYRING_PW=tty-test-pw RUST_LOG=info \
+             dbus-run-session -- sh -c {unlock} sh {bin} --socket {sock} --data-dir {data} --namespace tty-test\n",
+            go = sh_quote(&d.join("go").display().to_string()),
+            home = sh_quote(&d.join("home").display().to_string()),
+            run = sh_quote(&d.join("run").display().to_string()),
+            xdg = sh_quote(&d.join("xdg").display().to_string()),
+            unlock = sh_quote(UNLOCK),
+            bin = sh_quote(bin),
+            sock = sh_quote(&d.join("run/custody.sock").display().to_string()),
+            data = sh_quote(&d.join("data").display().to_string()),
+        );
+        std::fs::write(d.join("run.sh"), script).unwrap();
+        std::fs::write(d.join("tmux.conf"), "set -g history-limit 50000\n").unwrap();
+        let t = Term {
+            server,
+            dir,
+            principal: String::new(),
+        };
+        t.tmux(&[
+            "-f",
+            &t.path("tmux.conf").display().to_string(),
+            "new-session",
+            "-d",
+            "-s",
+            "main",
+            "-x",
+            "200",
+            "-y",
+            "50",
+            &format!("sh {}", sh_quote(&t.path("run.sh").display().to_string())),
+        ]);
+        t.tmux(&[
+            "pipe-pane",
+            "-o",
+            "-t",
+            "main",
+            &format!(
+                "cat >> {}",
+                sh_quote(&t.path("raw.log").display().to_string())
+            ),
+        ]);
+        std::fs::write(t.path("go"), "").unwrap();
+        let mut t = t;
+        t.wait_raw("Create one now? [y/N]", 0);
+        t.keys(&["y", "Enter"]);
+        t.wait_raw("listening on", 0);
+        let hello = t.request(json!({"custody": 1, "id": "h", "op": "hello"}));
+        t.principal = hello["principals"][0]["key"]
+            .as_str()
+            .expect("HELLO names the principal")
+            .to_string();
+        t
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn sock(&self) -> PathBuf {
+        self.path("run/custody.sock")
+    }
+
+    fn tmux(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .arg("-L")
+            .arg(&self.server)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run tmux");
+        assert!(
+            out.status.success(),
+            "tmux {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "main"];
+        args.extend_from_slice(keys);
+        self.tmux(&args);
+    }
+
+    /// Everything the daemon wrote to its terminal so far.
+    fn raw(&self) -> Vec<u8> {
+        std::fs::read(self.path("raw.log")).unwrap_or_default()
+    }
+
+    fn raw_text(&self) -> String {
+        String::from_utf8_lossy(&self.raw()).into_owned()
+    }
+
+    /// The visible screen (50 lines).
+    fn screen(&self) -> String {
+        self.tmux(&["capture-pane", "-p", "-J", "-t", "main"])
+    }
+
+    /// Waits until `needle` was written after byte `from`; returns the byte after it.
+    fn wait_raw(&self, needle: &str, from: usize) -> usize {
+        let start = Instant::now();
+        loop {
+            let raw = self.raw();
+            if let Some(i) = find(&raw[from.min(raw.len())..], needle.as_bytes()) {
+                return from + i + needle.len();
+            }
+            if start.elapsed() > WAIT {
+                panic!(
+                    "timed out waiting for {needle:?} on the terminal; it shows:\n{}\n--- log ---\n{}",
+                    self.screen(),
+                    self.log()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The daemon's log file.
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.path("data/custodyd.log")).unwrap_or_default()
+    }
+
+    /// Sends one request on its own connection and waits for its final reply.
+    fn request(&self, req: Value) -> Value {
+        self.submit(req).wait()
+    }
+
+    /// Sends one request on its own connection; the connection stays open
+    /// (closing it would withdraw the request) until the final reply.
+    fn submit(&self, req: Value) -> Asked {
+        let (tx, rx) = mpsc::channel();
+        let mut stream = connect(&self.sock());
+        stream
+            .write_all(format!("{req}\n").as_bytes())
+            .expect("send the request");
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stream);
+            loop {
+                let mut line = String::new();
+                match lines.read_line(&mut line) {
+                    Ok(0) | Err(_) => {
+                        let _ = tx.send(json!({"kind": "CLOSED"}));
+                        return;
+                    }
+                    Ok(_) => {}
+                }
+                let v: Value = serde_json::from_str(&line).unwrap_or(json!({"kind": "GARBLED"}));
+                let pending = v["kind"] == "PENDING";
+                let _ = tx.send(v);
+                if !pending {
+                    return;
+                }
+            }
+        });
+        Asked { rx }
+    }
+}
+
+impl Drop for Term {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .arg("-L")
+            .arg(&self.server)
+            .arg("kill-server")
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+fn connect(path: &Path) -> UnixStream {
+    let start = Instant::now();
+    loop {
+        match UnixStream::connect(path) {
+            Ok(s) => return s,
+            Err(e) if start.elapsed() > WAIT => panic!("connect {}: {e}", path.display()),
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+}
+
+/// A request in flight.
+struct Asked {
+    rx: mpsc::Receiver<Value>,
+}
+
+impl Asked {
+    /// Waits for the first `PENDING` (the request is queued for the human).
+    fn pending(&self) {
+        let v = self.rx.recv_timeout(WAIT).expect("a reply");
+        assert_eq!(v["kind"], "PENDING", "{v}");
+    }
+    /// Waits for the final reply.
+    fn wait(self) -> Value {
+        loop {
+            let v = self.rx.recv_timeout(WAIT).expect("a final reply");
+            if v["kind"] != "PENDING" {
+                return v;
+            }
+        }
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+fn count(hay: &[u8], needle: &[u8]) -> usize {
+    hay.windows(needle.len()).filter(|w| *w == needle).count()
+}
+
+fn agent() -> String {
+    SecretKey::from_seed(&Zeroizing::new([7u8; 32]))
+        .public()
+        .to_string()
+}
+
+fn effects(n: usize) -> Vec<Value> {
+    let mut e = vec![json!({"op": "charge", "target": "card ••42", "detail": "999.00 USD"})];
+    for i in 1..n {
+        e.push(json!({"op": "send", "target": format!("recipient {i}@example.org"), "detail": "newsletter"}));
+    }
+    e
+}
+
+/// What a proposal says.
+struct Offer<'a> {
+    summary: &'a str,
+    amount: i64,
+    risk: &'a str,
+    effects: Vec<Value>,
+    service: &'a str,
+    capability: &'a str,
+}
+
+impl Default for Offer<'_> {
+    fn default() -> Self {
+        Offer {
+            summary: "Order 3 meals",
+            amount: 100,
+            risk: "low",
+            effects: vec![json!({"op": "charge", "target": "card ••42", "detail": "paid"})],
+            service: "shop.example",
+            capability: "shop.order",
+        }
+    }
+}
+
+/// A consent request for a well-formed proposal.
+fn consent(t: &Term, id: &str, o: Offer) -> Value {
+    let Offer {
+        summary,
+        amount,
+        risk,
+        effects,
+        service,
+        capability,
+    } = o;
+    let expires = parley_custody::engine::unix_now() + 1800;
+    let mut p = json!({
+        "id": format!("p_{id}"), "capability": capability, "summary": summary,
+        "effects": effects, "cost": {"amount": amount, "currency": "USD"}, "risk": risk,
+        "undo": {"window": 1800}, "expires": expires
+    });
+    p["hash"] = json!(proposal_hash(&p).unwrap());
+    json!({"custody": 1, "id": id, "op": "consent", "service": service, "agent": agent(),
+           "proposal": p,
+           "consent": {"proposal": p["id"], "hash": p["hash"], "service": service,
+                       "capability": capability, "principal": t.principal,
+                       "summary": summary, "expires": expires}})
+}
+
+fn shop(t: &Term, id: &str, summary: &str, amount: i64) -> Value {
+    consent(
+        t,
+        id,
+        Offer {
+            summary,
+            amount,
+            ..Offer::default()
+        },
+    )
+}
+
+/// Bytes a terminal acts on: ESC, C1 (as UTF-8), a CR that is not the
+/// terminal's own CR before LF, bidi controls, tag characters.
+fn terminal_controls(raw: &[u8]) -> Vec<String> {
+    let mut found = Vec::new();
+    for (i, &b) in raw.iter().enumerate() {
+        if b == 0x1b {
+            found.push(format!("ESC at {i}"));
+        }
+        if b == b'\r' && raw.get(i + 1) != Some(&b'\n') {
+            found.push(format!("bare CR at {i}"));
+        }
+        if b == 0xc2 && raw.get(i + 1).is_some_and(|n| (0x80..=0x9f).contains(n)) {
+            found.push(format!("C1 at {i}"));
+        }
+    }
+    let text = String::from_utf8_lossy(raw);
+    for c in text.chars() {
+        if matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200b}'..='\u{200f}' | '\u{e0000}'..='\u{e007f}' | '\u{2028}' | '\u{2029}' | '\u{feff}')
+        {
+            found.push(format!("U+{:04X}", c as u32));
+        }
+    }
+    found
+}
+
+#[test]
+fn forged_prompt_through_a_rejection_never_reaches_the_terminal() {
+    let t = Term::start();
+    let real = t.submit(consent(
+        &t,
+        "real",
+        Offer {
+            summary: "Order the real thing",
+            amount: 99_900,
+            effects: effects(1),
+            ..Offer::default()
+        },
+    ));
+    real.pending();
+    let at = t.wait_raw(PROMPT, 0);
+    // A request custody rejects (its hash is not the proposal's), whose hash
+    // erases the prompt and draws a cheap review with a prompt of its own.
+    let forged = "\r\u{1b}[2K\u{1b}[1A\u{9b}2K\u{202e}\n──── Parley Custody: a request needs your decision ────\nCOST        1.00 USD\napprove? [y/N] ";
+    let mut bad = shop(&t, "forged", "Order 3 meals", 100);
+    bad["proposal"]["hash"] = json!(forged);
+    bad["consent"]["hash"] = json!(forged);
+    let r = t.request(bad);
+    assert_eq!(r["kind"], "REJECTED", "{r}");
+    // And one whose hash is 900 KB.
+    let mut huge = shop(&t, "huge", "Order 3 meals", 100);
+    let big = format!("\r{}", "f".repeat(900_405));
+    // (In the consent only: twice would be over the 1 MiB frame limit.)
+    huge["consent"]["hash"] = json!(big);
+    let r = t.request(huge);
+    assert_eq!(r["kind"], "REJECTED", "{r}");
+    // The human answers; everything written between the prompt and the
+    // outcome is the echo of that answer and the outcome.
+    t.keys(&["n", "Enter"]);
+    assert_eq!(real.wait()["kind"], "DENIED");
+    let end = t.wait_raw("→ denied", at);
+    let raw = t.raw();
+    let between = String::from_utf8_lossy(&raw[at..end]);
+    assert_eq!(
+        between, "n\r\n→ denied",
+        "nothing but the answer reached the terminal"
+    );
+    assert_eq!(terminal_controls(&raw), Vec::<String>::new());
+    assert!(!t.raw_text().contains("1.00 USD\r\n"), "no forged cost");
+    assert_eq!(count(&raw, PROMPT.as_bytes()), 1, "one prompt only");
+    assert!(raw.len() < 20_000, "{} bytes on the terminal", raw.len());
+    let screen = t.screen();
+    assert!(screen.contains("COST        999.00 USD"), "{screen}");
+    // The rejections are in the log file, made visible and cut by size.
+    let log = t.log();
+    assert!(log.contains("request rejected"), "{log}");
+    assert!(log.contains("\\u{1b}[2K"), "{log}");
+    assert!(
+        log.contains("…(900"),
+        "the 900 KB hash is cut in the log:\n{log}"
+    );
+    assert!(log.len() < 20_000, "{} bytes of log", log.len());
+    assert_eq!(terminal_controls(log.as_bytes()), Vec::<String>::new());
+    let mode = std::fs::metadata(t.path("data/custodyd.log"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    assert!(
+        t.raw_text().contains("custodyd.log"),
+        "the terminal says where the log is"
+    );
+}
+
+#[test]
+fn request_queued_behind_two_others_is_shown_in_order() {
+    let t = Term::start();
+    let hold = t.submit(shop(&t, "hold", "order HOLD", 100));
+    hold.pending();
+    let at = t.wait_raw(PROMPT, 0);
+    let mut queued = Vec::new();
+    for name in ["A", "B", "C"] {
+        let a = t.submit(shop(&t, name, &format!("order {name}"), 200));
+        a.pending();
+        queued.push(a);
+    }
+    // Cancelled meanwhile: its withdrawal must not take anyone's place.
+    let gone = t.submit(shop(&t, "gone", "order GONE", 300));
+    gone.pending();
+    let c = t.request(json!({"custody": 1, "id": "x", "op": "cancel", "request": "gone"}));
+    assert_eq!(c["kind"], "CANCELLED", "{c}");
+    assert_eq!(gone.wait()["kind"], "CANCELLED");
+    t.keys(&["n", "Enter"]);
+    assert_eq!(hold.wait()["kind"], "DENIED");
+    let mut from = at;
+    for (i, (name, a)) in ["A", "B", "C"].iter().zip(queued).enumerate() {
+        let shown = t.wait_raw(&format!("\"order {name}\""), from);
+        let prompt = t.wait_raw(PROMPT, shown);
+        let review = String::from_utf8_lossy(&t.raw()[from..prompt]).into_owned();
+        let waiting = 3 - i;
+        assert!(
+            review.contains(&format!("request 1 of {waiting} waiting")),
+            "request {name} says how many wait:\n{review}"
+        );
+        assert!(!review.contains("order GONE"), "{review}");
+        t.keys(&["n", "Enter"]);
+        assert_eq!(a.wait()["kind"], "DENIED", "request {name}");
+        from = prompt;
+    }
+    assert!(!t.raw_text().contains("order GONE"));
+}
+
+#[test]
+fn typed_ahead_yes_does_not_answer_the_next_request() {
+    let t = Term::start();
+    let a = t.submit(shop(&t, "A", "order A", 100));
+    a.pending();
+    let at = t.wait_raw(PROMPT, 0);
+    let b = t.submit(shop(&t, "B", "order B", 200));
+    b.pending();
+    // Two yeses in a row: the first for A, the second typed ahead.
+    t.keys(&["y", "Enter", "y", "Enter"]);
+    let approved = a.wait();
+    assert_eq!(approved["kind"], "APPROVED", "{approved}");
+    let shown = t.wait_raw("\"order B\"", at);
+    t.wait_raw(PROMPT, shown);
+    // B waits for its own answer: the typed-ahead `y` was thrown away.
+    t.keys(&["n", "Enter"]);
+    let r = b.wait();
+    assert_eq!(r["kind"], "DENIED", "the typed-ahead yes answered B: {r}");
+}
+
+#[test]
+fn hostile_characters_in_every_field_are_escaped_on_the_terminal() {
+    let t = Term::start();
+    let evil = "\u{1b}[2J\r\u{9b}1A\u{202e}\u{2066}\u{200b}\u{e0041}\u{2028}";
+    let effects = vec![
+        json!({"op": "charge", "target": format!("card{evil}42"), "detail": format!("1 USD{evil}")}),
+        json!({"op": "send", "target": format!("to{evil}"), "detail": format!("x{evil}")}),
+    ];
+    // The request comes from a program whose path is hostile too.
+    let exe = t.path(&format!("agent{evil}bin"));
+    std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
+    let req = consent(
+        &t,
+        "evil",
+        Offer {
+            summary: &format!("Free{evil}!"),
+            effects,
+            service: &format!("shop{evil}.example"),
+            capability: &format!("shop.order{evil}"),
+            ..Offer::default()
+        },
+    );
+    let file = t.path("request.json");
+    std::fs::write(&file, req.to_string()).unwrap();
+    let mut client = Command::new(&exe)
+        .args(["hostile_client_helper", "--exact", "--nocapture"])
+        .env("PARLEY_TEST_CLIENT_REQUEST", &file)
+        .env("PARLEY_TEST_CLIENT_SOCKET", t.sock())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let at = t.wait_raw(PROMPT, 0);
+    let review = t.raw()[..at].to_vec();
+    let text = String::from_utf8_lossy(&review);
+    assert!(
+        text.contains(
+            "card\\u{1b}[2J\\u{d}\\u{9b}1A\\u{202e}\\u{2066}\\u{200b}\\u{e0041}\\u{2028}42"
+        ),
+        "{text}"
+    );
+    for field in [
+        "shop\\u{1b}",
+        "shop.order\\u{1b}",
+        "Free\\u{1b}",
+        "to\\u{1b}",
+        "x\\u{1b}",
+        "agent\\u{1b}",
+    ] {
+        assert!(text.contains(field), "{field} shown escaped:\n{text}");
+    }
+    assert_eq!(terminal_controls(&review), Vec::<String>::new());
+    t.keys(&["n", "Enter"]);
+    let end = t.wait_raw("→ denied", at);
+    assert!(client.wait().unwrap().success());
+    let _ = client.stdout.take();
+
+    // A grant whose caveats, reason and label are hostile.
+    let g = t.submit(json!({"custody": 1, "id": "g", "op": "grant", "agent": agent(),
+        "label": format!("helper{evil}"), "reason": format!("because{evil}"),
+        "caveats": [{"svc": [format!("svc{evil}.example")]}, {"can": [format!("can{evil}")]},
+                    {"verbs": ["ASK", "COMMIT"]}, {"exp": parley_custody::engine::unix_now() + 3600}]}));
+    g.pending();
+    let at2 = t.wait_raw(PROMPT, end);
+    let review = t.raw()[end..at2].to_vec();
+    let text = String::from_utf8_lossy(&review);
+    assert!(text.contains("svc\\u{1b}[2J"), "{text}");
+    assert!(text.contains("can\\u{1b}[2J"), "{text}");
+    assert!(text.contains("because\\u{1b}[2J"), "{text}");
+    assert_eq!(terminal_controls(&review), Vec::<String>::new());
+    t.keys(&["n", "Enter"]);
+    assert_eq!(g.wait()["kind"], "DENIED");
+    assert_eq!(terminal_controls(&t.raw()), Vec::<String>::new());
+}
+
+/// Not a test by itself: the agent program of
+/// `hostile_characters_in_every_field_are_escaped_on_the_terminal`, run from a
+/// copy of this test binary at a hostile path.
+#[test]
+fn hostile_client_helper() {
+    let (Some(file), Some(sock)) = (
+        std::env::var_os("PARLEY_TEST_CLIENT_REQUEST"),
+        std::env::var_os("PARLEY_TEST_CLIENT_SOCKET"),
+    ) else {
+        return;
+    };
+    let req = std::fs::read_to_string(file).unwrap();
+    let mut s = connect(Path::new(&sock));
+    s.write_all(format!("{}\n", req.trim()).as_bytes()).unwrap();
+    let mut lines = BufReader::new(s);
+    loop {
+        let mut line = String::new();
+        if lines.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let v: Value = serde_json::from_str(&line).unwrap();
+        if v["kind"] != "PENDING" {
+            println!("{v}");
+            return;
+        }
+    }
+}
+
+#[test]
+fn a_flood_of_rejections_prints_nothing_on_the_terminal() {
+    let t = Term::start();
+    let real = t.submit(shop(&t, "real", "order REAL", 4_200));
+    real.pending();
+    let at = t.wait_raw(PROMPT, 0);
+    let mut s = connect(&t.sock());
+    let mut lines = BufReader::new(s.try_clone().unwrap());
+    let n = 300;
+    let mut kinds = std::collections::BTreeMap::<String, usize>::new();
+    for i in 0..n {
+        let mut bad = shop(&t, &format!("f{i}"), "Order 3 meals", 100);
+        let h = format!("\r\u{1b}[2K{i}\u{202e}\nCOST 1.00 USD\napprove? [y/N] ");
+        bad["proposal"]["hash"] = json!(h);
+        bad["consent"]["hash"] = json!(h);
+        s.write_all(format!("{bad}\n").as_bytes()).unwrap();
+        let mut line = String::new();
+        lines.read_line(&mut line).unwrap();
+        let v: Value = serde_json::from_str(&line).unwrap();
+        *kinds
+            .entry(format!(
+                "{}{}",
+                v["kind"].as_str().unwrap_or("?"),
+                v["code"]
+                    .as_str()
+                    .map(|c| format!(" {c}"))
+                    .unwrap_or_default()
+            ))
+            .or_default() += 1;
+    }
+    assert!(
+        kinds
+            .keys()
+            .all(|k| k.starts_with("REJECTED") || k.starts_with("ERROR")),
+        "{kinds:?}"
+    );
+    assert_eq!(kinds.values().sum::<usize>(), n);
+    t.keys(&["n", "Enter"]);
+    assert_eq!(real.wait()["kind"], "DENIED");
+    let end = t.wait_raw("→ denied", at);
+    let raw = t.raw();
+    assert_eq!(
+        String::from_utf8_lossy(&raw[at..end]),
+        "n\r\n→ denied",
+        "the flood wrote to the terminal"
+    );
+    assert_eq!(terminal_controls(&raw), Vec::<String>::new());
+    let screen = t.screen();
+    assert!(
+        screen.contains("\"order REAL\""),
+        "the review is still on screen:\n{screen}"
+    );
+    // Every one of them is in the log file, one line each.
+    let log = t.log();
+    let logged = log
+        .lines()
+        .filter(|l| l.contains("request rejected") || l.contains("request refused"))
+        .count();
+    assert!(logged >= n, "{logged} of {n} logged:\n{kinds:?}");
+    assert_eq!(terminal_controls(log.as_bytes()), Vec::<String>::new());
+}
+
+#[test]
+fn a_long_review_repeats_its_decisive_facts_above_the_prompt() {
+    let t = Term::start();
+    let mut req = consent(
+        &t,
+        "long",
+        Offer {
+            summary: "Send the newsletter",
+            amount: 99_900,
+            risk: "high",
+            effects: effects(500),
+            ..Offer::default()
+        },
+    );
+    req["proposal"]["undo"] = Value::Null;
+    let hash = proposal_hash(&{
+        let mut p = req["proposal"].clone();
+        p.as_object_mut().unwrap().remove("hash");
+        p
+    })
+    .unwrap();
+    req["proposal"]["hash"] = json!(hash);
+    req["consent"]["hash"] = json!(hash);
+    let a = t.submit(req);
+    a.pending();
+    let at = t.wait_raw(PROMPT, 0);
+    let review = String::from_utf8_lossy(&t.raw()[..at]).into_owned();
+    assert!(
+        review.contains("effects (500):"),
+        "the count of effects is shown"
+    );
+    assert!(review.contains("recipient 499@example.org"));
+    // What is on screen now: the end of the effects, then the facts, then the prompt.
+    let screen = t.screen();
+    assert!(
+        !screen.contains("$ charge card ••42"),
+        "the first effect scrolled away (else this test proves nothing):\n{screen}"
+    );
+    let facts = screen
+        .rsplit_once("──────── decide")
+        .map(|(_, f)| f)
+        .unwrap_or_else(|| panic!("the decisive facts are on screen:\n{screen}"));
+    let short = &t.principal[..18];
+    for fact in [
+        "request 1 of 1 waiting",
+        "service     shop.example",
+        "COST        999.00 USD",
+        "risk        high",
+        "undo        IRREVERSIBLE",
+        "effects     500",
+        &format!("signed by   {short}…"),
+        "approve? [y/N]",
+    ] {
+        assert!(
+            facts.contains(fact),
+            "{fact:?} right above the prompt:\n{facts}"
+        );
+    }
+    t.keys(&["n", "Enter"]);
+    assert_eq!(a.wait()["kind"], "DENIED");
+}

@@ -1,0 +1,59 @@
+// The UI's display-safety rule (ui/src/dom.ts `visible` and `bounded`, over
+// the generated ui/src/display-table.ts) against the same vectors as the Rust
+// side (conformance/display-safety.json), in a real headless Chromium.
+// Run: npm run build && npm test
+
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { join, dirname } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { chromium } from 'playwright-core'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const mock = join(here, 'dist', 'mock.js')
+const vectors = JSON.parse(readFileSync(join(here, '..', '..', 'conformance', 'display-safety.json'), 'utf8'))
+
+let browser
+let page
+
+before(async () => {
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  })
+  page = await browser.newPage()
+  await page.setContent('<!doctype html><title>display</title>')
+  await page.addScriptTag({ path: mock })
+})
+
+after(async () => {
+  await browser?.close()
+})
+
+/** A vector's input: `input`, then `then_repeat: [text, n]` appended n times. */
+function input(v) {
+  return v.input + (v.then_repeat ? v.then_repeat[0].repeat(v.then_repeat[1]) : '')
+}
+
+test('display safety: every vector of conformance/display-safety.json (safe)', async () => {
+  assert.ok(vectors.safe.length >= 30)
+  const got = await page.evaluate((inputs) => inputs.map((s) => window.__parleyDisplay.visible(s)), vectors.safe.map(input))
+  vectors.safe.forEach((v, i) => assert.equal(got[i], v.expected, `vector ${v.name}`))
+})
+
+test('display safety: every vector of conformance/display-safety.json (bounded)', async () => {
+  const got = await page.evaluate(
+    (cases) => cases.map(([s, max]) => window.__parleyDisplay.bounded(s, max)),
+    vectors.bounded.map((v) => [input(v), v.max]),
+  )
+  vectors.bounded.forEach((v, i) => assert.equal(got[i], v.expected, `vector ${v.name}`))
+})
+
+test('display safety: lone surrogates (JavaScript only) are escaped', async () => {
+  const got = await page.evaluate(
+    (units) => units.map((u) => window.__parleyDisplay.visible(String.fromCharCode(...u))),
+    vectors.js_only.map((v) => v.input_utf16),
+  )
+  vectors.js_only.forEach((v, i) => assert.equal(got[i], v.expected, `vector ${v.name}`))
+})
