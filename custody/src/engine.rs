@@ -854,6 +854,7 @@ impl Engine {
         ev.at = now;
         ev.token_id = Some(signed.id.clone());
         ev.expires = Some(signed.exp);
+        ev.confirmed_by = Some(approval.confirmed_by());
         ev.reason = Some(match note.map(str::trim).filter(|n| !n.is_empty()) {
             Some(n) => format!(
                 "issued from the grant form: {}",
@@ -1000,7 +1001,7 @@ impl Engine {
         let now = unix_now();
         let mut ev = item_event;
         ev.at = now;
-        ev.reason = Some(format!("confirmed by {}", approval.confirmed_by()));
+        ev.confirmed_by = Some(approval.confirmed_by());
         match reviewed {
             Reviewed::Consent(c) => {
                 if c.checked().exp() <= now {

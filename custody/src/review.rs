@@ -39,10 +39,11 @@ impl Default for ReviewLimits {
     }
 }
 
-/// The most effects a consent may list: a human does not read more than
-/// this, so custody refuses a longer proposal instead of asking for a yes
-/// to a list nobody can check.
-pub const MAX_EFFECTS: usize = 100;
+/// The most effects a consent may list. A bulk operation (500 e-mails
+/// deleted) is still shown whole, counted, with its decisive facts repeated
+/// next to the buttons; beyond this custody refuses rather than ask for a yes
+/// to a list nobody can check (and the frame bound keeps it finite anyway).
+pub const MAX_EFFECTS: usize = 1000;
 
 /// What the cost says when the proposal states none but an effect charges.
 pub const COST_NOT_STATED: &str = "not stated (an effect charges)";
@@ -949,7 +950,7 @@ mod tests {
                 "more effects than a human reads is refused",
                 json!({"effects": many}),
                 "x",
-                |r| matches!(r, Err(e) if e.code == "too_large_to_review" && e.message.contains("101 effects")),
+                |r| matches!(r, Err(e) if e.code == "too_large_to_review" && e.message.contains(&format!("{} effects", MAX_EFFECTS + 1))),
             ),
             (
                 "the most effects allowed are all shown",

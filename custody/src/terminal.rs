@@ -341,6 +341,15 @@ fn shown(s: &str) -> String {
     }
 }
 
+/// The signing principal: the human's label for it (display-safe
+/// already), then the key as given.
+fn principal_line(r: &Review, key: &str) -> String {
+    match &r.principal_label {
+        Some(l) => format!("\"{}\" {key}", shown(l)),
+        None => key.to_string(),
+    }
+}
+
 /// The short form of a key as shown (`ed25519:` and ten characters).
 fn short_key(k: &str) -> String {
     let k = shown(k);
@@ -385,7 +394,11 @@ pub fn decisive(r: &Review, behind: usize) -> String {
             let _ = writeln!(s, "  caveats     {} (listed above)", r.caveats.len());
         }
     }
-    let _ = writeln!(s, "  signed by   {}", short_key(&r.principal));
+    let _ = writeln!(
+        s,
+        "  signed by   {}",
+        principal_line(r, &short_key(&r.principal))
+    );
     if !r.warnings.is_empty() {
         let _ = writeln!(s, "  WARNINGS    {} (listed above)", r.warnings.len());
     }
@@ -443,7 +456,7 @@ pub fn render(r: &Review, closes_at: i64) -> String {
         " — never granted to before"
     };
     let _ = writeln!(s, "agent       {}{label}{known}", shown(&r.agent.short));
-    let _ = writeln!(s, "signed by   {}", shown(&r.principal));
+    let _ = writeln!(s, "signed by   {}", principal_line(r, &shown(&r.principal)));
     if !r.their_words.is_empty() {
         let whose = if r.kind == ReviewKind::Consent {
             "the service says"
@@ -515,6 +528,8 @@ mod tests {
             hash: "h".repeat(43),
             hash_short: "h".repeat(12),
             principal: "ed25519:PPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPP".into(),
+            principal_label: Some("Ana (personal)".into()),
+            principal_short: "ed25519:PPPPPPPPPP…".into(),
             caveats: vec![],
             preview: String::new(),
             warnings: vec![],
@@ -574,7 +589,10 @@ mod tests {
         let d = decisive(&r, 2);
         assert!(d.contains("request 1 of 3 waiting"), "{d}");
         assert!(d.contains("effects     2"), "{d}");
-        assert!(d.contains("signed by   ed25519:"), "{d}");
+        assert!(
+            d.contains("signed by   \"Ana (personal)\" ed25519:PPPPPPPPPP"),
+            "{d}"
+        );
     }
 
     #[test]

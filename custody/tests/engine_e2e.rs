@@ -479,7 +479,11 @@ fn a_widening_form_edit_is_refused_unless_each_widening_is_confirmed() {
                 "not_what_was_shown",
             ),
         ] {
-            match c.engine.decide(&shown.id, Verdict::ApproveWith(f, YES)).await {
+            match c
+                .engine
+                .decide(&shown.id, Verdict::ApproveWith(f, YES))
+                .await
+            {
                 Err(DecideError::Narrowed(r)) => assert_eq!(r.code, code, "{what}: {r}"),
                 other => panic!("{what}: {other:?}"),
             }
@@ -491,7 +495,10 @@ fn a_widening_form_edit_is_refused_unless_each_widening_is_confirmed() {
         c.engine
             .decide(
                 &shown.id,
-                Verdict::ApproveWith(form(&["adds COMMIT", "allows every capability"], &wider), YES),
+                Verdict::ApproveWith(
+                    form(&["adds COMMIT", "allows every capability"], &wider),
+                    YES,
+                ),
             )
             .await
             .unwrap();

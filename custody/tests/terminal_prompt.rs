@@ -735,7 +735,8 @@ fn a_long_review_repeats_its_decisive_facts_above_the_prompt() {
         "risk        high",
         "undo        IRREVERSIBLE",
         "effects     500",
-        &format!("signed by   {short}…"),
+        // The label the daemon gave the key it created, then the key.
+        &format!("signed by   \"principal\" {short}…"),
         "approve? [y/N]",
     ] {
         assert!(

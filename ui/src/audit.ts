@@ -19,6 +19,10 @@ export const KIND_WORDS: Record<EventKind, string> = {
   key_created: 'Key created',
   key_imported: 'Key imported',
   key_deleted: 'Key deleted',
+  rejections_summarized: 'Rejections summarized',
+  retention_changed: 'Retention changed',
+  audit_compacted: 'Old rows compacted',
+  step_up_failed: 'OS authentication failed (nothing signed)',
 }
 
 const app = byId('app')
@@ -33,6 +37,15 @@ function agentCell(e: EventView): HTMLElement | string {
   )
 }
 
+/** `click+second+os-auth` in words. */
+function CONFIRMED_WORDS(how: string): string {
+  const words: Record<string, string> = { click: 'a click', hold: 'press and hold', terminal: 'the terminal', second: 'a second confirmation', 'os-auth': 'OS authentication' }
+  return how
+    .split('+')
+    .map((p) => words[p] ?? p)
+    .join(', then ')
+}
+
 function details(e: EventView): HTMLElement {
   const parts: (HTMLElement | null)[] = []
   if (e.cost) parts.push(h('div', { class: 'cost-small' }, e.cost))
@@ -42,7 +55,10 @@ function details(e: EventView): HTMLElement {
   if (e.preview) parts.push(h('div', null, e.preview))
   if (e.caveat_words.length) parts.push(h('details', null, h('summary', null, 'caveats'), h('ul', null, ...e.caveat_words.map((w) => h('li', null, w))), e.caveats ? h('code', { class: 'json' }, e.caveats) : null))
   if (e.expires && (e.kind === 'grant_issued' || e.kind === 'consent_approved')) parts.push(h('div', { class: 'muted' }, `until ${fullTime(e.expires)}`))
+  if (e.confirmed_by) parts.push(h('div', { class: 'muted', testid: 'confirmed-by' }, `confirmed by ${CONFIRMED_WORDS(e.confirmed_by)}`))
   if (e.reason) parts.push(h('div', { class: 'reason-text' }, e.reason))
+  if (e.count !== null && e.count !== undefined) parts.push(h('div', { class: 'muted' }, `stands for ${e.count} requests${e.span ? ` from ${fullTime(e.span[0])} to ${fullTime(e.span[1])}` : ''}`))
+  if (e.cut) parts.push(h('div', { class: 'muted' }, `oversized fields cut (original sizes): ${e.cut}`))
   if (e.principal && e.kind.startsWith('key_')) parts.push(h('code', null, e.principal))
   return h('div', { class: 'details' }, ...parts)
 }

@@ -144,6 +144,10 @@ export type EventKind =
   | 'key_created'
   | 'key_imported'
   | 'key_deleted'
+  | 'rejections_summarized'
+  | 'retention_changed'
+  | 'audit_compacted'
+  | 'step_up_failed'
 export interface EventView {
   seq: number
   at: number
@@ -167,6 +171,13 @@ export interface EventView {
   preview: string | null
   reason: string | null
   principal: string | null
+  /** How the human confirmed a signed decision: click, hold or terminal, then +second, +os-auth. */
+  confirmed_by: string | null
+  /** Fields an agent sent oversized, cut, with their original sizes. */
+  cut: string | null
+  /** Requests a summary row stands for. */
+  count: number | null
+  span: [number, number] | null
 }
 export interface AuditFilter {
   kinds?: string[]
