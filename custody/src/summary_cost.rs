@@ -108,7 +108,7 @@ fn code_at(chars: &[char], i: usize, own: Option<&str>) -> Option<String> {
     }
     let word: String = chars[i..i + 3].iter().collect();
     let bounded = (i == 0 || !chars[i - 1].is_alphabetic())
-        && chars.get(i + 3).map_or(true, |c| !c.is_alphabetic());
+        && chars.get(i + 3).is_none_or(|c| !c.is_alphabetic());
     (bounded
         && word.chars().all(|c| c.is_ascii_uppercase())
         && (CODES.contains(&word.as_str()) || own == Some(word.as_str())))
