@@ -6,7 +6,8 @@
 #     tauri-driver + WebKitWebDriver, with a private D-Bus session, an unlocked
 #     gnome-keyring, dunst as the notification daemon, temporary HOME/XDG
 #     dirs, a real agent on the real socket and `parley verify` on the tokens.
-#     Screenshots for the README land in docs/screenshots/.
+#     Screenshots land in target/screenshots/; with UPDATE_SCREENSHOTS=1 they
+#     replace the README's in docs/screenshots/ (tests never touch tracked files).
 #
 # Debug builds (fast to build on 2 cores). Run as root on Debian 12, like
 # scripts/test.sh; scripts/setup.sh installs the system packages.
@@ -60,6 +61,12 @@ cleanup() {
 }
 trap cleanup EXIT
 export PARLEY_APP="${PARLEY_APP:-$repo/target/debug/parley-custody}" PARLEY_CLI="$repo/target/debug/parley"
+if [ "${UPDATE_SCREENSHOTS:-}" = 1 ]; then
+  export SCREENSHOTS="$repo/docs/screenshots"
+else
+  export SCREENSHOTS="${SCREENSHOTS:-$repo/target/screenshots}"
+fi
+mkdir -p "$SCREENSHOTS"
 export TAURI_DRIVER="$repo/target/tools/bin/tauri-driver"
 export NOTIFY_MATCH="type='method_call',interface='org.freedesktop.Notifications',member='Notify'"
 export RUST_LOG="${RUST_LOG:-info,tao=warn,wry=warn}"
@@ -137,4 +144,4 @@ session playground src-tauri/tests/e2e/playground.e2e.mjs
 session stepup src-tauri/tests/e2e/stepup.e2e.mjs
 
 echo
-echo "test-app: all passed in $(( $(date +%s) - started )) s; screenshots in docs/screenshots/"
+echo "test-app: all passed in $(( $(date +%s) - started )) s; screenshots in $SCREENSHOTS"

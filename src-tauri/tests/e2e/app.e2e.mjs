@@ -21,7 +21,9 @@ const repo = resolve(here, '..', '..', '..')
 const APP = process.env.PARLEY_APP ?? join(repo, 'target', 'debug', 'parley-custody')
 const PARLEY = process.env.PARLEY_CLI ?? join(repo, 'target', 'debug', 'parley')
 const SOCKET = process.env.PARLEY_CUSTODY_SOCKET
-const SHOTS = process.env.SCREENSHOTS ?? join(repo, 'docs', 'screenshots')
+// Screenshots go under target/ (tests never modify tracked files);
+// UPDATE_SCREENSHOTS=1 scripts/test-app.sh refreshes the README's in docs/screenshots/.
+const SHOTS = process.env.SCREENSHOTS ?? join(repo, 'target', 'screenshots')
 const tid = (id) => `[data-testid="${id}"]`
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 
