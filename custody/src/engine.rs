@@ -834,6 +834,10 @@ impl Engine {
         let caveats = Value::Array(reviewed.caveats().iter().map(|c| c.to_value()).collect());
         ev.caveats = Some(caveats.to_string());
         let need = root_caveat(self.inner.config.step_up.need(grant_subject(&reviewed)));
+        // No password asked for a signature the log has no room to record.
+        if need.required {
+            self.ready_to_record().map_err(IssueError::Audit)?;
+        }
         let os = self
             .step_up(&need, Some(ev.clone()))
             .await
@@ -986,6 +990,10 @@ impl Engine {
                 Some(Value::Array(g.caveats().iter().map(|c| c.to_value()).collect()).to_string());
         }
         let need = self.step_up_need(&reviewed);
+        // No password asked for a signature the log has no room to record.
+        if need.required {
+            self.ready_to_record().map_err(DecideError::Audit)?;
+        }
         let os = self
             .step_up(&need, Some(item_event.clone()))
             .await

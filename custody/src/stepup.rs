@@ -269,9 +269,13 @@ mod linux {
         Some((tty, saved))
     }
 
-    /// Starts the text agent for our own pid and waits until it is
-    /// registered: it closes its notify fd (here its stdout, a pipe) then.
-    fn start(agent: &TextAgent) -> Result<Running, StepUpError> {
+    /// How long connecting to polkit, or a text agent's registration, may take.
+    const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
+
+    /// Starts the text agent for our own pid. It closes its notify fd (here
+    /// its stdout, a pipe) once it is registered: the pipe is returned to
+    /// wait on.
+    fn spawn(agent: &TextAgent) -> Result<(Running, std::process::ChildStdout), StepUpError> {
         let mut child = Command::new(&agent.program)
             .arg("--process")
             .arg(std::process::id().to_string())
@@ -287,18 +291,34 @@ mod linux {
                     agent.program.display()
                 ))
             })?;
-        let mut notify = child.stdout.take();
-        let running = Running {
-            child,
-            tty: terminal_settings(),
-        };
-        // EOF on the pipe means registered (or exited); reading blocks for
-        // 10–40 ms. A text agent that exited early failed to register.
-        let mut sink = Vec::new();
-        if let Some(n) = notify.as_mut() {
-            let _ = n.take(4096).read_to_end(&mut sink);
+        let notify = child.stdout.take().ok_or_else(|| {
+            StepUpError::Unavailable("pkttyagent's notify pipe is missing".into())
+        })?;
+        Ok((
+            Running {
+                child,
+                tty: terminal_settings(),
+            },
+            notify,
+        ))
+    }
+
+    /// Starts the text agent and waits, bounded, until it is registered.
+    /// EOF on the pipe means registered (or exited; 10–40 ms); an agent that
+    /// exited early, or never closes the pipe, failed to register. Dropping
+    /// the agent kills it, which also ends the blocked read.
+    async fn start(agent: &TextAgent) -> Result<Running, StepUpError> {
+        let (mut running, mut notify) = spawn(agent)?;
+        let read = tokio::task::spawn_blocking(move || {
+            let mut sink = Vec::new();
+            let _ = (&mut notify).take(4096).read_to_end(&mut sink);
+        });
+        if tokio::time::timeout(SETUP_TIMEOUT, read).await.is_err() {
+            return Err(StepUpError::Unavailable(format!(
+                "pkttyagent did not register within {} s",
+                SETUP_TIMEOUT.as_secs()
+            )));
         }
-        let mut running = running;
         match running.child.try_wait() {
             Ok(Some(status)) => Err(StepUpError::Unavailable(format!(
                 "pkttyagent could not register as the authentication agent ({status})"
@@ -311,23 +331,24 @@ mod linux {
         timeout: Duration,
         text_agent: Option<&TextAgent>,
     ) -> Result<(), StepUpError> {
-        let conn = zbus::Connection::system()
+        let slow = || {
+            StepUpError::Unavailable(format!(
+                "the system bus did not answer within {} s",
+                SETUP_TIMEOUT.as_secs()
+            ))
+        };
+        let conn = tokio::time::timeout(SETUP_TIMEOUT, zbus::Connection::system())
             .await
+            .map_err(|_| slow())?
             .map_err(|e| StepUpError::Unavailable(format!("no system bus: {e}")))?;
-        let authority = AuthorityProxy::new(&conn)
+        let authority = tokio::time::timeout(SETUP_TIMEOUT, AuthorityProxy::new(&conn))
             .await
+            .map_err(|_| slow())?
             .map_err(|e| StepUpError::Unavailable(format!("no polkit authority: {e}")))?;
         let subject = Subject::new_for_pid(std::process::id(), None, None)
             .map_err(|e| StepUpError::Unavailable(format!("custody's own process: {e}")))?;
         let agent = match text_agent {
-            Some(a) => {
-                let a = a.clone();
-                Some(
-                    tokio::task::spawn_blocking(move || start(&a))
-                        .await
-                        .map_err(|e| StepUpError::Unavailable(e.to_string()))??,
-                )
-            }
+            Some(a) => Some(start(a).await?),
             None => None,
         };
         let mut id = [0u8; 12];
