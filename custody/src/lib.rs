@@ -7,6 +7,7 @@ pub mod approval;
 pub mod approver;
 pub mod audit;
 pub mod client;
+pub mod desktop;
 pub mod display;
 pub mod engine;
 pub mod ipc;
