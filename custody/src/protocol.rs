@@ -553,6 +553,49 @@ impl Reply {
         !matches!(self, Reply::Pending { .. })
     }
 
+    /// The reply in one sentence for a person (an agent's log, a CLI's
+    /// stderr): never a debug dump. Text that came from custody or a human
+    /// goes through the display rule; tokens are shortened.
+    pub fn sentence(&self) -> String {
+        use crate::display::safe;
+        let short = |t: &str| format!("{}…", t.chars().take(16).collect::<String>());
+        match self {
+            Reply::Hello {
+                version,
+                principals,
+            } => format!(
+                "custody speaks protocol v{version} and holds {} principal key(s)",
+                principals.len()
+            ),
+            Reply::Pending { request, position } => match position {
+                Some(p) => format!(
+                    "request {} waits for the human (place {p} in the queue)",
+                    safe(request)
+                ),
+                None => format!("request {} waits for the human", safe(request)),
+            },
+            Reply::Approved { grant } => {
+                format!("the human approved: consent grant {}", short(grant))
+            }
+            Reply::Denied { reason: Some(r) } => format!("the human denied it: {}", safe(r)),
+            Reply::Denied { reason: None } => "the human denied it".to_string(),
+            Reply::Rejected { code, message } => format!(
+                "custody rejected it without showing it to the human ({}): {}",
+                safe(code),
+                safe(message)
+            ),
+            Reply::Expired => "nobody decided before the request expired".to_string(),
+            Reply::Issued { grant, .. } => format!("the human issued grant {}", short(grant)),
+            Reply::Status { request, state } => {
+                format!("request {} is {}", safe(request), state.as_str())
+            }
+            Reply::Cancelled => "the request was cancelled".to_string(),
+            Reply::Error { code, message } => {
+                format!("custody refused it ({}): {}", code.as_str(), safe(message))
+            }
+        }
+    }
+
     /// The reply frame answering request `re` (`None` when the request id is
     /// unknown, e.g. for an unparseable line: `re` is then `null`).
     ///
@@ -618,6 +661,25 @@ mod tests {
 
     fn err(text: &str) -> RequestError {
         req(text).expect_err("request must be refused")
+    }
+
+    #[test]
+    fn a_reply_in_words_is_a_sentence_not_a_debug_value() {
+        let denied = Reply::Denied {
+            reason: Some("too much\u{1b}[2J\nCOST 1.00 USD".into()),
+        };
+        let s = denied.sentence();
+        assert!(s.starts_with("the human denied it: too much"), "{s}");
+        assert!(!s.contains('\u{1b}') && !s.contains('\n'), "{s:?}");
+        assert!(!s.contains("Denied {"), "{s}");
+        let approved = Reply::Approved {
+            grant: format!("pg1.{}", "A".repeat(300)),
+        };
+        assert!(approved.sentence().chars().count() < 60);
+        assert_eq!(
+            Reply::Expired.sentence(),
+            "nobody decided before the request expired"
+        );
     }
 
     #[test]

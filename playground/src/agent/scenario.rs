@@ -178,7 +178,7 @@ pub async fn run(cfg: &Config, out: &mut (dyn Write + Send)) -> Result<Summary, 
             other => {
                 return Err(ScenarioError::NotSigned {
                     what: "grant",
-                    reply: format!("{other:?}"),
+                    reply: other.sentence(),
                 })
             }
         };
@@ -216,7 +216,7 @@ pub async fn run(cfg: &Config, out: &mut (dyn Write + Send)) -> Result<Summary, 
         other => {
             return Err(ScenarioError::NotSigned {
                 what: "grant",
-                reply: format!("{other:?}"),
+                reply: other.sentence(),
             })
         }
     };
@@ -341,7 +341,7 @@ pub async fn run(cfg: &Config, out: &mut (dyn Write + Send)) -> Result<Summary, 
         other => {
             return Err(ScenarioError::NotSigned {
                 what: "consent",
-                reply: format!("{other:?}"),
+                reply: other.sentence(),
             })
         }
     };
