@@ -52,8 +52,10 @@ pub async fn serve(
         tokio::select! {
             _ = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
+                    // Debug, not info: a client that polls (run.sh waits for a key
+                    // with `parley whoami` every 2 s) would fill the log.
                 Ok((stream, peer)) => {
-                    tracing::info!(peer = %peer, "connection");
+                    tracing::debug!(peer = %peer, "connection");
                     let engine = engine.clone();
                     tokio::spawn(connection(stream, peer, engine, limits));
                 }
@@ -85,7 +87,7 @@ pub async fn connection(stream: Stream, peer: PeerInfo, engine: Engine, limits: 
         let next = tokio::time::timeout(limits.idle, reader.next_frame()).await;
         let frame = match next {
             Err(_) if in_flight.load(Ordering::SeqCst) == 0 => {
-                tracing::info!(peer = %peer, "closing idle connection");
+                tracing::debug!(peer = %peer, "closing idle connection");
                 break;
             }
             Err(_) => continue,
