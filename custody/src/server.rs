@@ -52,9 +52,9 @@ pub async fn serve(
         tokio::select! {
             _ = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
                     // Debug, not info: a client that polls (run.sh waits for a key
                     // with `parley whoami` every 2 s) would fill the log.
-                Ok((stream, peer)) => {
                     tracing::debug!(peer = %peer, "connection");
                     let engine = engine.clone();
                     tokio::spawn(connection(stream, peer, engine, limits));
