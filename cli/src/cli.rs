@@ -53,6 +53,20 @@ pub enum Command {
     Audit(AuditArgs),
     /// Manage custody itself (run as custody's user).
     Custody(CustodyArgs),
+    /// Print the shell completion script for SHELL.
+    ///
+    /// Shells: bash, zsh, fish, elvish, powershell. For example:
+    /// `parley completions bash > ~/.local/share/bash-completion/completions/parley`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Write the man pages of parley and every subcommand into DIR (for packagers).
+    #[command(hide = true)]
+    Manpages {
+        /// Where parley.1, parley-lens.1, … go.
+        dir: PathBuf,
+    },
 }
 
 /// The caveat flags of `grant` and `delegate` (Parley §6.3).

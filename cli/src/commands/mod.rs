@@ -6,6 +6,7 @@ mod audit;
 mod custody_keys;
 mod delegate;
 mod est;
+mod generated;
 mod grant;
 mod hash;
 mod init;
@@ -62,6 +63,15 @@ impl Report {
     pub fn exit_code(&self) -> u8 {
         self.exit
     }
+
+    /// A command that wrote its output itself (a completion script).
+    pub fn silent(exit: u8) -> Report {
+        Report {
+            text: String::new(),
+            json: serde_json::Value::Null,
+            exit,
+        }
+    }
 }
 
 pub fn run(cli: Cli) -> Result<Report, CliError> {
@@ -79,6 +89,8 @@ pub fn run(cli: Cli) -> Result<Report, CliError> {
         Command::Delegate(a) => delegate::run(a),
         Command::Audit(a) => audit::run(a, cli.json),
         Command::Custody(a) => custody_keys::run(a),
+        Command::Completions { shell } => generated::completions(shell),
+        Command::Manpages { dir } => generated::manpages(&dir),
     }
 }
 
