@@ -46,7 +46,7 @@ pub enum AccessError {
         custody: String,
     },
     /// A socket directory outside the allowed roots, relative, or with `..`.
-    #[error("the socket directory {0} is not allowed: it must be a plain path under {roots}", roots = SOCKET_DIR_ROOTS.join(" or "))]
+    #[error("the socket directory {} is not allowed: it must be a plain path (letters, digits, '.', '_', '-') under {roots}", crate::display::safe(&.0.display().to_string()), roots = SOCKET_DIR_ROOTS.join(" or "))]
     BadDir(PathBuf),
     /// A path on the way to the socket directory is a symlink.
     #[error("{0} is a symbolic link: remove it, or choose another socket directory")]
@@ -180,9 +180,16 @@ fn check_dir(dir: &Path) -> Result<(), AccessError> {
     let rebuilt: PathBuf = dir.components().collect();
     let plain = dir.is_absolute()
         && rebuilt.as_os_str() == dir.as_os_str()
-        && dir
-            .components()
-            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+        && dir.components().all(|c| match c {
+            Component::RootDir => true,
+            // Names a person can read back in the plan: nothing that could
+            // rewrite the terminal or the window showing it.
+            Component::Normal(n) => n.to_str().is_some_and(|n| {
+                n.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+            }),
+            _ => false,
+        });
     let under = SOCKET_DIR_ROOTS
         .iter()
         .any(|root| dir.starts_with(root) && dir != Path::new(root));
@@ -364,6 +371,9 @@ mod tests {
             "/srv/parley-custody/./x",
             "/srv/parley-custody//x",
             "/srv/parley-custody/x/",
+            "/srv/parley-custody/a\u{1b}[2Jb",
+            "/srv/parley-custody/a\nb",
+            "/srv/parley-custody/a b",
             "/srv/parley-custodyx/alice",
         ] {
             assert!(

@@ -100,12 +100,16 @@ fn hello_as(user: &str, sock: &Path) -> Result<String, String> {
     let py = r#"
 import socket, sys
 s = socket.socket(socket.AF_UNIX)
+s.settimeout(10)
 try:
     s.connect(sys.argv[1])
 except OSError as e:
     print("connect:", e.strerror); sys.exit(3)
 s.sendall(b'{"custody":1,"id":"a1","op":"hello"}\n')
-print(s.makefile().readline().strip())
+try:
+    print(s.makefile().readline().strip())
+except OSError as e:
+    print("no reply:", e); sys.exit(4)
 "#;
     let out = Command::new("runuser")
         .args(["-u", user, "--", "python3", "-c", py])
