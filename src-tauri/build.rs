@@ -23,6 +23,9 @@ const COMMANDS: &[&str] = &[
     "settings_save",
     "agent_label_set",
     "app_restart",
+    "autostart_set",
+    "agent_user_plan",
+    "agent_user_apply",
 ];
 
 /// The UI is built by `npm run build` in `ui/` (scripts/test-app.sh and

@@ -298,6 +298,40 @@ fn run(step: &Step, cmd: &mut Command) -> Result<(), AccessError> {
     }
 }
 
+/// The installed helper: beside the running binary (`/usr/bin` for the
+/// package, whose polkit action names `/usr/bin/parley-custody-setup`).
+pub fn helper_path() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|d| d.join(HELPER)))
+        .filter(|p| p.is_file())
+        .unwrap_or_else(|| Path::new("/usr/bin").join(HELPER))
+}
+
+/// The helper's file name.
+pub const HELPER: &str = "parley-custody-setup";
+
+/// How the app and `parley-custodyd agent-user` carry out a plan the human
+/// read: the helper through `pkexec` (polkit asks for an administrator's
+/// password), or directly when already root. Every value is passed again,
+/// explicitly, so the helper re-plans and re-checks exactly what was shown.
+pub fn helper_command(plan: &Plan, helper: &Path, as_root: bool) -> Command {
+    let mut cmd = if as_root {
+        Command::new(helper)
+    } else {
+        let mut c = Command::new("pkexec");
+        c.arg(helper);
+        c
+    };
+    cmd.args(["agent-user", "--user", &plan.request.agent_user])
+        .args(["--custody-user", &plan.request.custody_user])
+        .args(["--group", &plan.request.group])
+        .arg("--socket-dir")
+        .arg(&plan.socket_dir)
+        .arg("--yes");
+    cmd
+}
+
 /// Carries out the plan's steps in order (as root), stopping at the first
 /// that fails. Each is idempotent, so running a plan twice is harmless.
 pub fn apply(plan: &Plan) -> Result<(), AccessError> {
@@ -395,5 +429,43 @@ mod tests {
             s.to_string(),
             "make the socket directory /srv/parley-custody/alice (owner alice, group parley-agents, mode 2750)"
         );
+    }
+
+    #[test]
+    fn the_helper_gets_every_checked_value_again_through_pkexec() {
+        let plan = Plan {
+            request: Request {
+                agent_user: "bot".into(),
+                custody_user: "alice".into(),
+                group: DEFAULT_GROUP.into(),
+                socket_dir: None,
+            },
+            socket_dir: PathBuf::from("/srv/parley-custody/alice"),
+            steps: vec![Step::CreateGroup(DEFAULT_GROUP.into())],
+        };
+        let c = helper_command(&plan, Path::new("/usr/bin/parley-custody-setup"), false);
+        assert_eq!(c.get_program(), "pkexec");
+        let args: Vec<_> = c
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            args,
+            [
+                "/usr/bin/parley-custody-setup",
+                "agent-user",
+                "--user",
+                "bot",
+                "--custody-user",
+                "alice",
+                "--group",
+                "parley-agents",
+                "--socket-dir",
+                "/srv/parley-custody/alice",
+                "--yes"
+            ]
+        );
+        let direct = helper_command(&plan, Path::new("/usr/bin/parley-custody-setup"), true);
+        assert_eq!(direct.get_program(), "/usr/bin/parley-custody-setup");
     }
 }

@@ -258,3 +258,57 @@ fn another_users_agents_reach_custody_only_after_the_setup_the_human_saw() {
     let other = other.expect_err("a user outside the group reached custody");
     assert!(other.contains("Permission denied"), "{other}");
 }
+
+/// `parley-custodyd agent-user` (for servers): as the custody user it shows
+/// the plan and changes nothing; with --yes it goes through polkit, and
+/// without anyone to type an administrator's password nothing changes.
+#[test]
+fn the_daemons_agent_user_command_changes_nothing_without_yes_and_polkit() {
+    if !is_root() {
+        eprintln!("skipped: needs root (CI runs as root) to create users and groups");
+        return;
+    }
+    for u in [AGENT, CUSTODY] {
+        ensure_user(u);
+    }
+    let n = names();
+    let n = Names {
+        group: format!("{}d", n.group),
+        dir: PathBuf::from(format!("{}d", n.dir.display())),
+    };
+    let dir = n.dir.display().to_string();
+    let as_custody = |extra: &[&str]| {
+        Command::new("runuser")
+            .args(["-u", CUSTODY, "--", DAEMON, "agent-user", "--user", AGENT])
+            .args(["--group", &n.group, "--socket-dir", &dir])
+            .args(extra)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let shown = as_custody(&[]);
+    assert!(shown.status.success(), "{}", text(&shown));
+    let t = text(&shown);
+    assert!(
+        t.starts_with(&format!("1. create the group {}\n", n.group)),
+        "{t}"
+    );
+    assert!(
+        t.contains(&format!(
+            "4. make the socket directory {dir} (owner {CUSTODY}"
+        )),
+        "{t}"
+    );
+    assert!(t.contains("Nothing changed. Run again with --yes"), "{t}");
+    assert!(nix::unistd::Group::from_name(&n.group).unwrap().is_none());
+
+    let refused = as_custody(&["--yes"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+    assert!(
+        text(&refused).contains("did not finish") || text(&refused).contains("could not run"),
+        "{}",
+        text(&refused)
+    );
+    assert!(nix::unistd::Group::from_name(&n.group).unwrap().is_none());
+    assert!(!n.dir.exists());
+}

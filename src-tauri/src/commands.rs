@@ -12,6 +12,7 @@
 //! A grant form's caveats are signed only if they are what the form showed,
 //! and a widened request only if the human confirmed each widening.
 
+use crate::autostart::Autostart;
 use crate::notify::NotifyStatus;
 use crate::settings::{self, Settings};
 use crate::state::{AppState, PolicyView, SocketStatus};
@@ -113,6 +114,8 @@ pub struct StatusView {
     pub version: &'static str,
     /// The Approve delay, milliseconds.
     pub approve_delay_ms: u64,
+    /// Start at login.
+    pub autostart: AutostartView,
 }
 
 /// Everything the home window shows.
@@ -158,6 +161,7 @@ pub async fn status(state: State<'_, AppState>) -> R<StatusView> {
         restart_needed,
         version: env!("CARGO_PKG_VERSION"),
         approve_delay_ms: windows::APPROVE_DELAY.as_millis() as u64,
+        autostart: autostart_view(&state),
     })
 }
 
@@ -965,6 +969,8 @@ pub async fn key_delete(
 pub struct SettingsView {
     /// As saved.
     pub settings: Settings,
+    /// Start at login (not in settings.json: the autostart entry is the truth).
+    pub autostart: AutostartView,
     /// In force (the socket was started with these).
     pub running: Option<Settings>,
     /// Saved changes that wait for a restart.
@@ -988,6 +994,7 @@ fn settings_view(state: &AppState) -> SettingsView {
         data_dir: core.map(|c| c.data_dir.display().to_string()),
         socket: core.map(|c| c.socket.clone()),
         policy: core.map(|c| c.policy.clone()),
+        autostart: autostart_view(state),
         settings,
     }
 }
@@ -1009,11 +1016,11 @@ pub async fn settings_save(
     // Agent labels are changed one at a time (agent_label_set), never by a
     // settings form that may have been open since before a label was added.
     let mut settings = settings;
-    settings.agent_labels = state
-        .settings
-        .lock()
-        .map(|s| s.agent_labels.clone())
-        .unwrap_or_default();
+    if let Ok(cur) = state.settings.lock() {
+        settings.agent_labels = cur.agent_labels.clone();
+        // Changed only by autostart_set, like the labels.
+        settings.autostart_offered = cur.autostart_offered;
+    }
     settings.validate().map_err(|e| e.to_string())?;
     let dir = core.data_dir.clone();
     let s = settings.clone();
@@ -1075,4 +1082,217 @@ pub async fn agent_label_set(
 pub async fn app_restart(app: AppHandle, state: State<'_, AppState>) -> R<()> {
     state.stop().await;
     app.restart()
+}
+
+/// Start at login: whether it is on, whether the home window has offered it.
+#[derive(Debug, Clone, Serialize)]
+pub struct AutostartView {
+    /// The autostart entry exists and starts this binary hidden.
+    pub enabled: bool,
+    /// The human has answered the first-run offer (either way).
+    pub offered: bool,
+    /// Where the entry is (or why it cannot be made).
+    pub entry: String,
+    /// Why start-at-login cannot be offered here, if it cannot.
+    pub error: Option<String>,
+}
+
+fn autostart_view(state: &AppState) -> AutostartView {
+    let offered = state
+        .settings
+        .lock()
+        .map(|s| s.autostart_offered)
+        .unwrap_or(true);
+    match Autostart::for_this_app() {
+        Ok(a) => AutostartView {
+            enabled: a.is_enabled(),
+            offered,
+            entry: a.path().display().to_string(),
+            error: None,
+        },
+        Err(e) => AutostartView {
+            enabled: false,
+            offered,
+            entry: String::new(),
+            error: Some(e.to_string()),
+        },
+    }
+}
+
+/// Turns start-at-login on or off (the human's answer to the first-run
+/// offer too: either answer means it is not offered again).
+#[tauri::command(rename_all = "snake_case")]
+pub async fn autostart_set(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    enabled: bool,
+) -> R<AutostartView> {
+    let core = state.core()?;
+    blocking("changing start at login", move || {
+        let a = Autostart::for_this_app().map_err(|e| e.to_string())?;
+        if enabled { a.enable() } else { a.disable() }.map_err(|e| e.to_string())
+    })
+    .await?;
+    let mut next = state
+        .settings
+        .lock()
+        .map(|s| s.clone())
+        .map_err(|_| "settings unavailable".to_string())?;
+    if !next.autostart_offered {
+        next.autostart_offered = true;
+        let dir = core.data_dir.clone();
+        let s = next.clone();
+        blocking("saving the settings", move || {
+            s.save(&dir).map_err(|e| e.to_string())
+        })
+        .await?;
+        if let Ok(mut cur) = state.settings.lock() {
+            cur.autostart_offered = true;
+        }
+    }
+    let _ = app.emit("status-changed", ());
+    Ok(autostart_view(&state))
+}
+
+/// What letting another OS user's agents connect would change, for the human
+/// to read before the administrator's password is asked.
+#[derive(Debug, Clone, Serialize)]
+pub struct AgentUserPlanView {
+    /// The agents' OS user, as checked.
+    pub user: String,
+    /// The agents group.
+    pub group: String,
+    /// Every change, one per line (or that nothing needs to change).
+    pub steps: Vec<String>,
+    /// The socket custody then listens on.
+    pub socket: String,
+}
+
+fn agent_user_plan_for(user: &str) -> R<parley_custody::agent_access::Plan> {
+    use parley_custody::agent_access::{self, Request};
+    let custody_user = nix::unistd::User::from_uid(nix::unistd::Uid::current())
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .ok_or_else(|| "cannot tell which OS user runs custody".to_string())?;
+    agent_access::plan(
+        Request {
+            agent_user: user.trim().to_string(),
+            custody_user,
+            group: agent_access::DEFAULT_GROUP.to_string(),
+            socket_dir: None,
+        },
+        None,
+    )
+    .map_err(|e| e.to_string())
+}
+
+fn plan_view(plan: &parley_custody::agent_access::Plan) -> AgentUserPlanView {
+    AgentUserPlanView {
+        user: plan.request.agent_user.clone(),
+        group: plan.request.group.clone(),
+        steps: plan.describe().lines().map(str::to_string).collect(),
+        socket: plan.socket_path().display().to_string(),
+    }
+}
+
+/// Plans "let USER's agents connect" (no change yet).
+#[tauri::command(rename_all = "snake_case")]
+pub async fn agent_user_plan(user: String) -> R<AgentUserPlanView> {
+    blocking("planning", move || {
+        agent_user_plan_for(&user).map(|p| plan_view(&p))
+    })
+    .await
+}
+
+/// Carries it out: plans again (nothing the window sent is trusted beyond
+/// the user name), runs the privileged helper through polkit, then saves the
+/// agents group and the socket path; the view says a restart switches to it.
+#[tauri::command(rename_all = "snake_case")]
+pub async fn agent_user_apply(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    user: String,
+    shown: Vec<String>,
+) -> R<SettingsView> {
+    let core = state.core()?;
+    let plan = blocking("planning", move || agent_user_plan_for(&user)).await?;
+    if plan_view(&plan).steps != shown {
+        return Err("what would change is no longer what you were shown: read it again".into());
+    }
+    if !plan.steps.is_empty() {
+        let p = plan.clone();
+        blocking("waiting for the administrator's password", move || {
+            run_helper(&p)
+        })
+        .await?;
+    }
+    let mut next = state
+        .settings
+        .lock()
+        .map(|s| s.clone())
+        .map_err(|_| "settings unavailable".to_string())?;
+    next.agents_group = Some(plan.request.group.clone());
+    next.socket_path = Some(plan.socket_path().display().to_string());
+    let dir = core.data_dir.clone();
+    let s = next.clone();
+    blocking("saving the settings", move || {
+        s.save(&dir).map_err(|e| e.to_string())
+    })
+    .await?;
+    if let Ok(mut cur) = state.settings.lock() {
+        *cur = next;
+    }
+    let _ = app.emit("status-changed", ());
+    Ok(settings_view(&state))
+}
+
+/// How long the helper may wait at polkit's password dialog (within the
+/// command layer's own limit); then it is stopped and nothing more changes.
+const HELPER_WAIT: Duration = Duration::from_secs(120);
+
+fn run_helper(plan: &parley_custody::agent_access::Plan) -> R<()> {
+    use std::io::Read;
+    let helper = parley_custody::agent_access::helper_path();
+    let root = nix::unistd::Uid::effective().is_root();
+    let mut child = parley_custody::agent_access::helper_command(plan, &helper, root)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("could not run {} through pkexec: {e}", helper.display()))?;
+    let started = std::time::Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if started.elapsed() < HELPER_WAIT => {
+                std::thread::sleep(Duration::from_millis(100))
+            }
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "no answer at the password dialog within {} s: nothing more was changed",
+                    HELPER_WAIT.as_secs()
+                ));
+            }
+            Err(e) => return Err(format!("waiting for the set-up helper failed: {e}")),
+        }
+    };
+    if status.success() {
+        return Ok(());
+    }
+    let mut said = String::new();
+    if let Some(mut err) = child.stderr.take() {
+        let _ = err.by_ref().take(4096).read_to_string(&mut said);
+    }
+    Err(match status.code() {
+        Some(126) => "the administrator's password was not given: nothing changed".to_string(),
+        Some(127) => "polkit refused (no authentication agent, or not authorized): nothing changed"
+            .to_string(),
+        _ => format!(
+            "the set-up helper failed: {}",
+            parley_custody::display::bounded(said.trim(), 400)
+        ),
+    })
 }

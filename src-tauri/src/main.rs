@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
+mod autostart;
 mod commands;
 mod notify;
 mod settings;
@@ -91,6 +92,9 @@ fn main() {
             commands::settings_save,
             commands::agent_label_set,
             commands::app_restart,
+            commands::autostart_set,
+            commands::agent_user_plan,
+            commands::agent_user_apply,
         ])
         .setup(move |app| {
             let handle = app.handle().clone();

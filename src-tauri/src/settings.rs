@@ -40,6 +40,10 @@ pub struct Settings {
     pub agent_labels: BTreeMap<String, String>,
     /// Which approvals need OS authentication (polkit) before signing.
     pub step_up: StepUpPolicy,
+    /// Whether the home window has offered start-at-login (it asks once;
+    /// Settings can change it later). The entry itself is the truth of
+    /// whether the app starts at login (crate::autostart).
+    pub autostart_offered: bool,
 }
 
 impl Default for Settings {
@@ -54,6 +58,7 @@ impl Default for Settings {
             rate_per_minute: 30,
             agent_labels: BTreeMap::new(),
             step_up: StepUpPolicy::default(),
+            autostart_offered: false,
         }
     }
 }

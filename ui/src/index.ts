@@ -24,6 +24,8 @@ const welcome = h('section', { class: 'welcome', testid: 'welcome' })
 welcome.hidden = true
 const identity = h('section', { class: 'identity', testid: 'identity' })
 identity.hidden = true
+const autostartOffer = h('section', { class: 'msg msg-info', testid: 'autostart-offer' })
+autostartOffer.hidden = true
 const pendingHead = h('h2', { testid: 'pending-head' }, 'Waiting for you')
 const pendingList = h('ul', { class: 'pending', testid: 'pending' })
 const status = h('p', { class: 'msg', testid: 'status', attrs: { role: 'status' } })
@@ -83,6 +85,34 @@ function renderStatus(s: StatusView) {
   } else {
     identity.hidden = true
   }
+  // Asked once, after the key exists: an agent that asks while the app is
+  // closed reaches nobody. Either answer is remembered; Settings changes it.
+  autostartOffer.hidden = !(present.length && !s.autostart.offered && !s.autostart.error && !s.autostart.enabled)
+  if (!autostartOffer.hidden && !autostartOffer.dataset.built) buildAutostartOffer()
+}
+
+function buildAutostartOffer() {
+  autostartOffer.dataset.built = '1'
+  const answer = (on: boolean) => async () => {
+    for (const b of autostartOffer.querySelectorAll('button')) b.disabled = true
+    try {
+      await api.autostartSet(on)
+      await refresh()
+    } catch (e) {
+      say(status, 'error', errorText(e))
+      for (const b of autostartOffer.querySelectorAll('button')) b.disabled = false
+    }
+  }
+  replace(
+    autostartOffer,
+    h('p', null, h('strong', null, 'Start Parley Custody when you log in?'), ' It then waits hidden in the tray, so a request an agent sends after you log in reaches you. You can change this in Settings.'),
+    h(
+      'div',
+      { class: 'actions' },
+      h('button', { class: 'btn', testid: 'autostart-yes', attrs: { type: 'button' }, on: { click: answer(true) } }, 'Start at login'),
+      h('button', { class: 'btn', testid: 'autostart-no', attrs: { type: 'button' }, on: { click: answer(false) } }, 'Not now'),
+    ),
+  )
 }
 
 function buildWelcome(s: StatusView) {
@@ -168,6 +198,7 @@ replace(
   banners,
   welcome,
   identity,
+  autostartOffer,
   h('section', null, pendingHead, pendingList),
   status,
 )

@@ -94,6 +94,21 @@ export interface StatusView {
   restart_needed: string[]
   version: string
   approve_delay_ms: number
+  autostart: AutostartView
+}
+/** What letting another OS user's agents connect changes (custody/src/agent_access.rs). */
+export interface AgentUserPlanView {
+  user: string
+  group: string
+  steps: string[]
+  socket: string
+}
+/** Start at login (src-tauri/src/autostart.rs): the XDG autostart entry. */
+export interface AutostartView {
+  enabled: boolean
+  offered: boolean
+  entry: string
+  error: string | null
 }
 export interface DecisionView {
   outcome: 'approved' | 'issued' | 'denied' | 'expired' | 'cancelled'
@@ -204,6 +219,7 @@ export interface Settings {
   rate_per_minute: number
   agent_labels: Record<string, string>
   step_up: StepUpPolicy
+  autostart_offered: boolean
 }
 /** Which approvals need OS authentication (custody/src/stepup.rs). */
 export type StepUpPolicy =
@@ -212,6 +228,7 @@ export type StepUpPolicy =
   | { rule: 'never' }
 export interface SettingsView {
   settings: Settings
+  autostart: AutostartView
   running: Settings | null
   restart_needed: string[]
   data_dir: string | null
@@ -295,4 +312,7 @@ export const api = {
   agentLabelSet: (agent: string, label: string | null) =>
     call<void>('agent_label_set', { agent, label }),
   appRestart: () => call<void>('app_restart'),
+  autostartSet: (enabled: boolean) => call<AutostartView>('autostart_set', { enabled }),
+  agentUserPlan: (user: string) => call<AgentUserPlanView>('agent_user_plan', { user }),
+  agentUserApply: (user: string, shown: string[]) => call<SettingsView>('agent_user_apply', { user, shown }),
 }

@@ -4,7 +4,7 @@
 // directory; the page says which changes wait for a restart of the socket.
 
 import './style.css'
-import { api, errorText, type KeyView, type Settings, type SettingsView } from './ipc'
+import { api, errorText, type AgentUserPlanView, type KeyView, type Settings, type SettingsView } from './ipc'
 import { h, replace, byId, say, setText, copyText } from './dom'
 import { fullTime, isCurrency, money, parseAmount } from './format'
 
@@ -227,6 +227,8 @@ function settingsSection(v: SettingsView): HTMLElement {
       rate_per_minute: Number(rate.value),
       agent_labels: labels,
       step_up,
+      // The backend keeps its own value (only autostart_set changes it).
+      autostart_offered: s.autostart_offered,
     }
     try {
       const r = await api.settingsSave(next)
@@ -237,17 +239,82 @@ function settingsSection(v: SettingsView): HTMLElement {
     }
   })
   const policy = v.policy
+  const atLogin = h('input', { testid: 's-autostart', attrs: { type: 'checkbox' } }) as HTMLInputElement
+  atLogin.checked = v.autostart.enabled
+  atLogin.disabled = v.autostart.error !== null
+  const atLoginMsg = h('p', { class: 'help', testid: 's-autostart-status' }, v.autostart.error ?? (v.autostart.enabled ? `On: ${v.autostart.entry} starts it hidden in the tray.` : 'Off.'))
+  atLogin.addEventListener('change', async () => {
+    atLogin.disabled = true
+    try {
+      const a = await api.autostartSet(atLogin.checked)
+      atLogin.checked = a.enabled
+      setText(atLoginMsg, a.enabled ? `On: ${a.entry} starts it hidden in the tray.` : 'Off.')
+    } catch (e) {
+      atLogin.checked = !atLogin.checked
+      setText(atLoginMsg, errorText(e))
+    } finally {
+      atLogin.disabled = false
+    }
+  })
+  // Another OS user's agents: plan (shown whole), then the privileged helper
+  // through polkit, then the socket switches at the next restart.
+  const agentUser = h('input', { testid: 's-agent-user', attrs: { type: 'text', spellcheck: 'false', 'aria-label': 'The OS user your agents run as' } }) as HTMLInputElement
+  const planBtn = h('button', { class: 'btn', testid: 's-agent-plan', attrs: { type: 'button' } }, 'Show what changes')
+  const planBox = h('div', { class: 'msg msg-info', testid: 's-agent-steps' })
+  planBox.hidden = true
+  const applyBtn = h('button', { class: 'btn btn-approve', testid: 's-agent-apply', attrs: { type: 'button' } }, 'Do it (asks for an administrator’s password)')
+  const agentMsg = h('p', { class: 'msg', testid: 's-agent-status' })
+  agentMsg.hidden = true
+  let planned: AgentUserPlanView | null = null
+  agentUser.addEventListener('input', () => {
+    planned = null
+    planBox.hidden = true
+  })
+  planBtn.addEventListener('click', async () => {
+    agentMsg.hidden = true
+    try {
+      planned = await api.agentUserPlan(agentUser.value)
+      replace(planBox, h('p', null, `To let ${planned.user}’s agents connect:`), h('ol', null, ...planned.steps.map((s) => h('li', null, s.replace(/^\d+\. /, '')))), h('p', null, `Custody then listens on ${planned.socket} (after a restart).`), applyBtn)
+      planBox.hidden = false
+    } catch (e) {
+      planned = null
+      planBox.hidden = true
+      say(agentMsg, 'error', errorText(e))
+    }
+  })
+  applyBtn.addEventListener('click', async () => {
+    if (!planned) return
+    applyBtn.disabled = true
+    say(agentMsg, 'info', 'Waiting for the administrator’s password…')
+    try {
+      const r = await api.agentUserApply(planned.user, planned.steps)
+      group.value = r.settings.agents_group ?? ''
+      socket.value = r.settings.socket_path ?? ''
+      planBox.hidden = true
+      say(agentMsg, 'ok', `Done. ${planned.user}’s agents may connect at ${r.settings.socket_path} once custody restarts there.`)
+      showRestart(r)
+    } catch (e) {
+      say(agentMsg, 'error', errorText(e))
+    } finally {
+      applyBtn.disabled = false
+    }
+  })
   const fieldRow = (label: string, control: HTMLElement, help: string) =>
     h('div', { class: 'field' }, h('label', null, h('span', { class: 'field-label' }, label), control), h('p', { class: 'help' }, help))
   const section = h(
     'section',
     null,
+    h('h2', null, 'Start at login'),
+    h('div', { class: 'field' }, h('label', null, atLogin, ' Start Parley Custody hidden in the tray when I log in'), atLoginMsg),
     h('h2', null, 'Who may connect'),
     policy
       ? h('p', { class: 'muted', testid: 'policy' }, `In force: custody's own user (uid ${policy.own_uid})${policy.agents_group ? `, members of ${policy.agents_group}` : ''}${policy.extra_uids.length ? `, uids ${policy.extra_uids.join(', ')}` : ''}. Everyone else is refused before a byte is read.`)
       : null,
     fieldRow('Agents group', group, 'Agents should run as their own OS user in this group: they can reach the socket and nothing else of yours.'),
     fieldRow('Other allowed users', users, 'User names or uids.'),
+    fieldRow('Let another OS user’s agents connect', h('div', { class: 'inline' }, agentUser, planBtn), 'Name the OS user your agents run as. Custody shows what changes (the agents group, two memberships, a socket directory), then asks for an administrator’s password to do exactly that.'),
+    planBox,
+    agentMsg,
     fieldRow('Socket path', socket, 'Empty: the default. --socket and $PARLEY_CUSTODY_SOCKET take precedence. With an agents group, use a directory its members can enter.'),
     h('h2', null, 'Limits'),
     fieldRow('Consent horizon', horizon, 'A consent may be asked for a proposal expiring at most this far ahead (e.g. 24h).'),

@@ -88,6 +88,7 @@ export function status(over = {}) {
     restart_needed: [],
     version: '0.1.0',
     approve_delay_ms: 1500,
+    autostart: { enabled: false, offered: true, entry: '/home/me/.config/autostart/org.parley.custody.desktop', error: null },
     ...over,
   }
 }

@@ -616,6 +616,30 @@ test('home: a newcomer is offered to create a principal key', async () => {
   await page.close()
 })
 
+test('home: start at login is offered once, after the key exists, and either answer is sent', async () => {
+  const page = await open('index.html', {
+    status: status({ autostart: { enabled: false, offered: false, entry: '/home/me/.config/autostart/org.parley.custody.desktop', error: null } }),
+    pending_list: [],
+    autostart_set: { enabled: false, offered: true, entry: '', error: null },
+  })
+  await page.locator(tid('autostart-offer')).waitFor()
+  assert.match(await text(page, 'autostart-offer'), /Start Parley Custody when you log in\?.*hidden in the tray/)
+  await page.evaluate(() => (window.__PARLEY_FIXTURES__.status = { ...window.__PARLEY_FIXTURES__.status, autostart: { enabled: false, offered: true, entry: '', error: null } }))
+  await page.locator(tid('autostart-no')).click()
+  await page.locator(tid('autostart-offer')).waitFor({ state: 'hidden' })
+  assert.deepEqual(await calls(page, 'autostart_set'), [{ enabled: false }])
+  await page.close()
+  // No offer before there is a key (the welcome comes first), none once answered.
+  const fresh = await open('index.html', {
+    status: status({ keys: [], autostart: { enabled: false, offered: false, entry: '', error: null } }),
+    pending_list: [],
+  })
+  await fresh.locator(tid('welcome')).waitFor()
+  assert.equal(await fresh.locator(tid('autostart-offer')).isHidden(), true)
+  assert.deepEqual(fresh.problems, [])
+  await fresh.close()
+})
+
 test('home: pending requests as text, with their review buttons; states are said', async () => {
   const hostile = consent({ review: { service: '<b>evil</b>\u202e', agent: { key: AGENT, short: 'ed25519:gTl3Dqh9F1…', label: 'bot', known: true } } })
   const page = await open('index.html', {
@@ -686,6 +710,7 @@ test('settings: keys, import with shred offer, limits that need a restart', asyn
     data_dir: '/home/me/.local/share/parley-custody',
     socket: null,
     policy: { own_uid: 1000, agents_group: null, extra_uids: [] },
+    autostart: { enabled: false, offered: true, entry: '/home/me/.config/autostart/org.parley.custody.desktop', error: null },
   }
   const page = await open('settings.html', {
     keys_list: { store: 'the OS keychain', keys: status().keys },
@@ -694,6 +719,9 @@ test('settings: keys, import with shred offer, limits that need a restart', asyn
     key_import: { ...status().keys[0], public: AGENT, label: 'imported', source: 'imported' },
     key_shred: null,
     agent_label_set: null,
+    autostart_set: { ...sv.autostart, enabled: true },
+    agent_user_plan: { user: 'bot', group: 'parley-agents', steps: ['1. create the group parley-agents', '2. add the user bot to the group parley-agents'], socket: '/srv/parley-custody/me/custody.sock' },
+    agent_user_apply: { ...sv, settings: { ...sv.settings, agents_group: 'parley-agents', socket_path: '/srv/parley-custody/me/custody.sock' }, restart_needed: ['agents_group', 'socket_path'] },
   }, { label: 'settings', width: 800, height: 1000 })
   await page.locator(tid('pubkey')).waitFor()
   assert.equal(await text(page, 'pubkey'), PRINCIPAL)
@@ -727,6 +755,25 @@ test('settings: keys, import with shred offer, limits that need a restart', asyn
   await page.waitForFunction(() => window.__parleyCalls.some(([c]) => c === 'agent_label_set'))
   assert.deepEqual(await calls(page, 'agent_label_set'), [{ agent: AGENT, label: null }])
   assert.match(await text(page, 's-labels'), /No agent labels yet/)
+  // Start at login is one checkbox, applied at once (not by Save).
+  assert.equal(await page.locator(tid('s-autostart')).isChecked(), false)
+  await page.locator(tid('s-autostart')).check()
+  await page.waitForFunction(() => /^On: .*autostart\/org\.parley\.custody\.desktop starts it hidden/.test(document.querySelector('[data-testid="s-autostart-status"]').textContent))
+  assert.deepEqual(await calls(page, 'autostart_set'), [{ enabled: true }])
+  // Another OS user's agents: every change is shown before the password is asked,
+  // the backend gets back exactly what was shown, and the socket switches on restart.
+  await page.locator(tid('s-agent-user')).fill('bot')
+  await page.locator(tid('s-agent-plan')).click()
+  await page.locator(tid('s-agent-steps')).waitFor()
+  assert.match(await text(page, 's-agent-steps'), /create the group parley-agents.*add the user bot.*\/srv\/parley-custody\/me\/custody\.sock/s)
+  await page.locator(tid('s-agent-apply')).click()
+  await page.waitForFunction(() => /^Done\. bot’s agents may connect/.test(document.querySelector('[data-testid="s-agent-status"]').textContent))
+  assert.deepEqual(await calls(page, 'agent_user_apply'), [{ user: 'bot', shown: ['1. create the group parley-agents', '2. add the user bot to the group parley-agents'] }])
+  assert.equal(await page.locator(tid('s-socket')).inputValue(), '/srv/parley-custody/me/custody.sock')
+  await page.locator(tid('s-restart')).waitFor()
+  // Editing the name drops the plan: nothing can be applied that was not shown for it.
+  await page.locator(tid('s-agent-user')).fill('other')
+  assert.equal(await page.locator(tid('s-agent-steps')).isHidden(), true)
   assert.deepEqual(page.problems, [])
   await page.close()
 })

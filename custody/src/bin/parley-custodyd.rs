@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 use clap::Parser;
+use parley_custody::agent_access;
 use parley_custody::audit::{Audit, EventKind, NewEvent};
 use parley_custody::engine::{unix_now, Engine, EngineConfig};
 use parley_custody::ipc::peer::PeerPolicy;
@@ -24,6 +25,8 @@ use zeroize::Zeroizing;
 #[derive(Debug, Parser)]
 #[command(name = "parley-custodyd", version)]
 struct Args {
+    #[command(subcommand)]
+    command: Option<Command>,
     /// Socket path (default: $PARLEY_CUSTODY_SOCKET, else $XDG_RUNTIME_DIR/parley-custody/custody.sock).
     #[arg(long)]
     socket: Option<PathBuf>,
@@ -80,6 +83,83 @@ struct Args {
     step_up_timeout: u64,
 }
 
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// Let another OS user's agents connect (for servers; the app has the
+    /// same in Settings): shows what changes (the agents group, two
+    /// memberships, a socket directory), then with --yes carries it out
+    /// through the privileged helper (pkexec, an administrator's password).
+    AgentUser {
+        /// The OS user the agents run as.
+        #[arg(long)]
+        user: String,
+        /// The agents group.
+        #[arg(long, default_value = agent_access::DEFAULT_GROUP)]
+        group: String,
+        /// The socket directory (default: /srv/parley-custody/<your user>).
+        #[arg(long = "socket-dir")]
+        socket_dir: Option<PathBuf>,
+        /// Carry it out (without it, only show what would change).
+        #[arg(long)]
+        yes: bool,
+    },
+}
+
+/// `parley-custodyd agent-user`: plan as this user, show it, run the helper.
+fn agent_user(user: String, group: String, socket_dir: Option<PathBuf>, yes: bool) -> ExitCode {
+    let me = nix::unistd::Uid::current();
+    let Some(custody_user) = nix::unistd::User::from_uid(me)
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+    else {
+        return fail("cannot tell which user you are");
+    };
+    let plan = match agent_access::plan(
+        agent_access::Request {
+            agent_user: user,
+            custody_user,
+            group,
+            socket_dir,
+        },
+        None,
+    ) {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    print!("{}", plan.describe());
+    let next = format!(
+        "Then start custody with: parley-custodyd --socket {} --agents-group {}",
+        plan.socket_path().display(),
+        plan.request.group
+    );
+    if plan.steps.is_empty() {
+        println!("{next}");
+        return ExitCode::SUCCESS;
+    }
+    if !yes {
+        println!("Nothing changed. Run again with --yes to carry this out (it asks for an administrator's password).");
+        return ExitCode::SUCCESS;
+    }
+    let helper = agent_access::helper_path();
+    match agent_access::helper_command(&plan, &helper, nix::unistd::Uid::effective().is_root())
+        .status()
+    {
+        Ok(s) if s.success() => {
+            println!("{next}");
+            ExitCode::SUCCESS
+        }
+        Ok(s) => fail(format!(
+            "{} did not finish ({s}); nothing more was changed",
+            helper.display()
+        )),
+        Err(e) => fail(format!(
+            "could not run {} through pkexec: {e}",
+            helper.display()
+        )),
+    }
+}
+
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("parley-custodyd: {msg}");
     ExitCode::from(2)
@@ -120,7 +200,16 @@ fn passphrase() -> Result<Passphrase, String> {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let mut args = Args::parse();
+    if let Some(Command::AgentUser {
+        user,
+        group,
+        socket_dir,
+        yes,
+    }) = args.command.take()
+    {
+        return agent_user(user, group, socket_dir, yes);
+    }
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
