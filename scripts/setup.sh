@@ -22,6 +22,7 @@ packages=(
   polkitd pkexec dbus-daemon dbus-system-bus-common
   xdotool                          # a synthesized click (XTEST) in the step-up test
   hyperfine valgrind               # scripts/bench-lens.sh: whole-process timing and instruction counts
+  desktop-file-utils               # scripts/test-package.sh: the installed desktop entry is valid
 )
 
 missing=()

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Sets up and runs the whole test suite: format, lints, every Rust test, the
 # desktop app's UI tests (headless Chromium) and its end-to-end tests through
-# the real window (Xvfb, tauri-driver + WebKitWebDriver), and a short run of
-# every fuzz target.
+# the real window (Xvfb, tauri-driver + WebKitWebDriver), the Debian package
+# (built, installed with apt, used, purged), and a short run of every fuzz target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
@@ -29,6 +29,9 @@ awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += 
 
 step "the desktop app: UI tests and end to end through the real window"
 scripts/test-app.sh
+
+step "the Debian package: build it, install it with apt, use it, purge it"
+scripts/test-package.sh
 
 step "fuzz smoke run (every target, briefly)"
 scripts/fuzz-smoke.sh
