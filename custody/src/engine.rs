@@ -277,9 +277,13 @@ impl Engine {
 
     fn view(&self, id: &str, item: &Item, deadline: Instant) -> PendingView {
         let left = deadline.saturating_duration_since(Instant::now()).as_secs() as i64;
+        let mut review = item.reviewed.review().clone();
+        // Each time it is shown, the chain says which of its processes are
+        // still the ones that asked.
+        review.requester.set_chain(&item.peer.chain.rechecked());
         PendingView {
             id: id.to_string(),
-            review: item.reviewed.review().clone(),
+            review,
             step_up: self.step_up_need(&item.reviewed),
             received_at: item.received_at,
             closes_at: unix_now() + left,
@@ -550,6 +554,7 @@ impl Engine {
         ev.peer_uid = Some(peer.uid);
         ev.peer_pid = peer.pid.map(i64::from);
         ev.peer_exe = peer.exe.as_ref().map(|e| e.to_string_lossy().into_owned());
+        ev.peer_chain = peer.chain.rechecked().to_audit_text();
         let principals = match self.principals() {
             Ok(p) => p,
             Err(e) => {
@@ -825,6 +830,7 @@ impl Engine {
             .exe
             .as_ref()
             .map(|e| e.to_string_lossy().into_owned());
+        ev.peer_chain = requester.chain.rechecked().to_audit_text();
         ev.agent = Some(reviewed.agent().to_string());
         ev.principal = Some(reviewed.principal().to_string());
         ev.service = reviewed.caveats().iter().find_map(|c| match c {
@@ -1009,6 +1015,7 @@ impl Engine {
         let now = unix_now();
         let mut ev = item_event;
         ev.at = now;
+        ev.peer_chain = peer.chain.rechecked().to_audit_text();
         ev.confirmed_by = Some(approval.confirmed_by());
         match reviewed {
             Reviewed::Consent(c) => {
@@ -1123,6 +1130,9 @@ fn event(kind: EventKind, item: &Item) -> NewEvent {
         .exe
         .as_ref()
         .map(|e| e.to_string_lossy().into_owned());
+    // Checked again as it is recorded: the row says which of the processes
+    // were still the ones that asked.
+    ev.peer_chain = item.peer.chain.rechecked().to_audit_text();
     ev.agent = Some(r.agent.key.clone());
     ev.principal = Some(r.principal.clone());
     ev.expires = Some(r.expires);
@@ -1156,6 +1166,7 @@ fn refused_event(peer: &PeerInfo, refused: &Refused) -> NewEvent {
     ev.peer_uid = Some(peer.uid);
     ev.peer_pid = peer.pid.map(i64::from);
     ev.peer_exe = peer.exe.as_ref().map(|e| e.to_string_lossy().into_owned());
+    ev.peer_chain = peer.chain.rechecked().to_audit_text();
     let code = match refused {
         Refused::RateLimited => "rate_limited",
         Refused::Busy => "busy",

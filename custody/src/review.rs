@@ -84,16 +84,69 @@ pub struct Requester {
     pub pid: Option<u32>,
     /// Executable path as read at connect time (display-safe), unverified.
     pub exe: Option<String>,
+    /// The process chain from `pid` up to the program that opened its
+    /// session ([`crate::ipc::process_chain`]), each link checked again when
+    /// the review is built and when it is shown. Unverified.
+    pub chain: Vec<ChainLinkView>,
+    /// The chain in one line, `claude (4242) ← node (4200) ← bash (4100) ←
+    /// kitty (3900)`; empty when no link could be read.
+    pub chain_line: String,
+}
+
+/// One process of [`Requester::chain`], display-safe.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChainLinkView {
+    /// Its pid.
+    pub pid: u32,
+    /// Its name as the kernel reports it (the process chose it).
+    pub name: String,
+    /// Its executable path, when readable.
+    pub exe: Option<String>,
+    /// Whether the pid still runs the same process (start time unchanged)
+    /// when last checked.
+    pub same: bool,
 }
 
 impl From<&PeerInfo> for Requester {
     fn from(p: &PeerInfo) -> Requester {
-        Requester {
+        let mut r = Requester {
             user: safe(p.user.as_deref().unwrap_or(&p.uid.to_string())),
             uid: p.uid,
             pid: p.pid,
             exe: p.exe.as_ref().map(|e| safe(&e.to_string_lossy())),
-        }
+            chain: Vec::new(),
+            chain_line: String::new(),
+        };
+        r.set_chain(&p.chain.rechecked());
+        r
+    }
+}
+
+impl Requester {
+    /// Shows `chain` (already checked by the caller) as this requester's.
+    pub fn set_chain(&mut self, chain: &crate::ipc::process_chain::ProcessChain) {
+        self.chain = chain
+            .links
+            .iter()
+            .map(|l| ChainLinkView {
+                pid: l.pid,
+                name: safe(&l.name),
+                exe: l.exe.as_ref().map(|e| safe(&e.to_string_lossy())),
+                same: l.same,
+            })
+            .collect();
+        self.chain_line = self
+            .chain
+            .iter()
+            .map(|l| {
+                if l.same {
+                    format!("{} ({})", l.name, l.pid)
+                } else {
+                    format!("{} ({}, exited or replaced)", l.name, l.pid)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ← ");
     }
 }
 
@@ -805,6 +858,8 @@ mod tests {
                 uid: 1001,
                 pid: Some(42),
                 exe: None,
+                chain: Vec::new(),
+                chain_line: String::new(),
             },
             agent_label: None,
             agent_known: false,

@@ -444,6 +444,13 @@ pub fn render(r: &Review, closes_at: i64) -> String {
         shown(&r.requester.user),
         r.requester.uid
     );
+    if !r.requester.chain_line.is_empty() {
+        let _ = writeln!(
+            s,
+            "from        {} (not verified)",
+            shown(&r.requester.chain_line)
+        );
+    }
     let label = r
         .agent
         .label
@@ -516,6 +523,8 @@ mod tests {
                 uid: 1001,
                 pid: Some(42),
                 exe: Some("/usr/bin/python3".into()),
+                chain: Vec::new(),
+                chain_line: String::new(),
             },
             agent: AgentView {
                 key: "ed25519:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA".into(),

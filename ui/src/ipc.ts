@@ -11,6 +11,8 @@ export interface Requester {
   uid: number
   pid: number | null
   exe: string | null
+  /** The process chain in one line (`claude (4242) ← bash (4100) ← kitty (3900)`), display-safe; may be absent or empty. */
+  chain_line?: string
 }
 export interface AgentView {
   key: string

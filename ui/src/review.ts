@@ -40,6 +40,13 @@ function who(r: Review): HTMLElement {
     { class: 'who' },
     h('span', { testid: 'requester' }, `user ${q.user} (uid ${q.uid}), pid ${q.pid ?? 'unknown'}, ${q.exe ?? 'executable unknown'}`),
     h('span', { class: 'muted' }, ' — executable not verified'),
+    ...(q.chain_line
+      ? [
+          h('br', null),
+          h('span', { testid: 'requester-chain' }, `from ${q.chain_line}`),
+          h('span', { class: 'muted' }, ' — not verified'),
+        ]
+      : []),
   )
 }
 

@@ -93,6 +93,7 @@ test('review: every field, in the order the architecture asks', async () => {
   assert.deepEqual(await page.locator(`${tid('effects')} li`).allInnerTexts(), ['+ create order', '$ charge card ••42 — 71.36 USD'])
   assert.match(await text(page, 'countdown'), /^Closes in (9m 5\d|10m 00)s/)
   assert.equal(await text(page, 'requester'), 'user agent (uid 1001), pid 4242, /usr/bin/python3.11')
+  assert.equal(await text(page, 'requester-chain'), 'from python3.11 (4242) ← bash (4100) ← kitty (3900)')
   assert.equal(await text(page, 'agent-key'), 'ed25519:gTl3Dqh9F1…')
   assert.equal(await text(page, 'agent-new'), 'never granted to before')
   assert.equal(await text(page, 'summary'), 'Order 3 items')
