@@ -82,9 +82,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
+mod history;
 mod retention;
 mod space;
 
+pub use history::{Total, MAX_LIVE_GRANTS, MAX_SERVICES};
 pub use retention::{OpenTally, Recorded, RetentionPolicy};
 pub use space::MIN_FREE_BYTES;
 

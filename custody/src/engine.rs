@@ -613,7 +613,10 @@ impl Engine {
             _ => unreachable_op(),
         };
         match result {
-            Ok(r) => Ok((r, agent_text)),
+            Ok(mut r) => {
+                self.add_insight(&mut r, now);
+                Ok((r, agent_text))
+            }
             Err(rej) => {
                 // Whole: the audit writer cuts oversized fields (a visible
                 // mark, the original size in the row's `cut`), so a hostile
@@ -632,6 +635,35 @@ impl Engine {
                 }
                 Err(Box::new((rej, ev)))
             }
+        }
+    }
+
+    /// Adds to a review what custody's own log says: what is unusual about
+    /// the request ([`crate::unusual`]) and what the agent has done
+    /// ([`crate::activity`]). A log that cannot be read leaves the review as
+    /// it is (and says so in the daemon's log): insight informs, it never
+    /// blocks.
+    fn add_insight(&self, reviewed: &mut Reviewed, now: i64) {
+        let audit = lock(&self.inner.audit);
+        let gathered = {
+            let subject = match &*reviewed {
+                Reviewed::Consent(c) => crate::unusual::Subject::of_consent(c),
+                Reviewed::Grant(g) => crate::unusual::Subject::of_grant(g),
+            };
+            crate::unusual::Facts::gather(&audit, &subject, now).and_then(|facts| {
+                let unusual = crate::unusual::assess(&subject, &facts);
+                let activity =
+                    crate::activity::AgentActivity::of_agent(&audit, &subject.agent, now)?;
+                Ok((unusual, activity))
+            })
+        };
+        drop(audit);
+        match gathered {
+            Ok((unusual, activity)) => match reviewed {
+                Reviewed::Consent(c) => c.add_insight(unusual, Some(activity)),
+                Reviewed::Grant(g) => g.add_insight(unusual, Some(activity)),
+            },
+            Err(e) => tracing::error!("the audit log could not be read for the review: {e}"),
         }
     }
 

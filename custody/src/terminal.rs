@@ -463,6 +463,9 @@ pub fn render(r: &Review, closes_at: i64) -> String {
         " — never granted to before"
     };
     let _ = writeln!(s, "agent       {}{label}{known}", shown(&r.agent.short));
+    if let Some(a) = &r.activity {
+        let _ = writeln!(s, "so far      {}", shown(&a.words));
+    }
     let _ = writeln!(s, "signed by   {}", principal_line(r, &shown(&r.principal)));
     if !r.their_words.is_empty() {
         let whose = if r.kind == ReviewKind::Consent {
@@ -543,6 +546,8 @@ mod tests {
             preview: String::new(),
             warnings: vec![],
             needs_second_confirmation: false,
+            unusual: vec![],
+            activity: None,
         }
     }
 
