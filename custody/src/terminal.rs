@@ -598,6 +598,34 @@ mod tests {
     }
 
     #[test]
+    fn the_review_names_the_process_chain_unverified_and_the_agents_record() {
+        let mut r = consent_review();
+        let plain = render(&r, 0);
+        assert!(
+            !plain.contains("from  ") && !plain.contains("so far"),
+            "{plain}"
+        );
+        r.requester.chain_line = "claude (4242) ← bash\u{202e} (4100)".into();
+        r.activity = Some(crate::activity::AgentActivity {
+            consents: 3,
+            consents_week: 3,
+            spent_day: vec![],
+            spent_week: vec!["184.20 USD".into()],
+            live_grants: 0,
+            words: "this agent: 3 consents signed".into(),
+        });
+        let text = render(&r, 0);
+        assert!(
+            text.contains("from        claude (4242) ← bash\\u{202e} (4100) (not verified)\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("so far      this agent: 3 consents signed\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn decisive_facts_name_the_queue_and_the_principal() {
         let r = consent_review();
         let d = decisive(&r, 2);

@@ -56,6 +56,10 @@ export interface Review {
   preview: string
   warnings: string[]
   needs_second_confirmation: boolean
+  /** What custody's audit log finds unusual; each reason is also in `warnings`. */
+  unusual?: { rule: string; reason: string }[]
+  /** What this agent has done so far (`words` is display-safe). */
+  activity?: { words: string } | null
 }
 export interface StepUpNeed {
   required: boolean

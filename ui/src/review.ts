@@ -59,6 +59,7 @@ function agent(r: Review): HTMLElement {
     r.agent.known
       ? h('span', { class: 'muted' }, ' — granted to before')
       : h('span', { class: 'badge badge-warn', testid: 'agent-new' }, 'never granted to before'),
+    r.activity ? h('div', { class: 'muted', testid: 'agent-activity' }, r.activity.words) : null,
   )
 }
 

@@ -36,6 +36,7 @@ export function consent(over = {}) {
     preview: '',
     warnings: [],
     needs_second_confirmation: false,
+    activity: { words: 'this agent: 3 consents signed, 3 consents this week, 184.20 USD, 1 grant live now' },
     ...(over.review ?? {}),
   }
   const step_up = { required: true, words: 'After you approve, your system asks for your password (OS authentication) before anything is signed.' }
