@@ -83,10 +83,12 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 mod history;
+mod pause;
 mod retention;
 mod space;
 
 pub use history::{Total, MAX_LIVE_GRANTS, MAX_SERVICES};
+pub use pause::Pause;
 pub use retention::{OpenTally, Recorded, RetentionPolicy};
 pub use space::MIN_FREE_BYTES;
 
@@ -193,6 +195,12 @@ CREATE TABLE IF NOT EXISTS rejection_tally (
     last_at INTEGER,
     PRIMARY KEY (peer_uid, hour)
 ) STRICT;
+CREATE TABLE IF NOT EXISTS paused_agents (
+    agent TEXT PRIMARY KEY,
+    until INTEGER,
+    reason TEXT NOT NULL,
+    at INTEGER NOT NULL
+) STRICT;
 CREATE TABLE IF NOT EXISTS settings (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
@@ -235,11 +243,16 @@ pub enum EventKind {
     /// The human approved, but OS authentication did not succeed: nothing
     /// was signed and the request stayed pending.
     StepUpFailed,
+    /// The human paused an agent (`agent`; `expires` = until when, `None` =
+    /// until resumed; `reason`): its requests are refused unseen.
+    AgentPaused,
+    /// The human resumed a paused agent.
+    AgentResumed,
 }
 
 impl EventKind {
     /// Every kind, in declaration order.
-    pub const ALL: [EventKind; 14] = [
+    pub const ALL: [EventKind; 16] = [
         EventKind::GrantIssued,
         EventKind::GrantDenied,
         EventKind::ConsentApproved,
@@ -254,6 +267,8 @@ impl EventKind {
         EventKind::RetentionChanged,
         EventKind::AuditCompacted,
         EventKind::StepUpFailed,
+        EventKind::AgentPaused,
+        EventKind::AgentResumed,
     ];
 
     /// The stored (and `--json`) name.
@@ -273,6 +288,8 @@ impl EventKind {
             EventKind::RetentionChanged => "retention_changed",
             EventKind::AuditCompacted => "audit_compacted",
             EventKind::StepUpFailed => "step_up_failed",
+            EventKind::AgentPaused => "agent_paused",
+            EventKind::AgentResumed => "agent_resumed",
         }
     }
 
@@ -311,7 +328,7 @@ impl fmt::Display for EventKind {
 
 /// An unknown event kind name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown event kind {0:?}; known kinds: grant_issued, grant_denied, consent_approved, consent_denied, request_rejected, request_expired, request_cancelled, key_created, key_imported, key_deleted, rejections_summarized, retention_changed, audit_compacted, step_up_failed")]
+#[error("unknown event kind {0:?}; known kinds: grant_issued, grant_denied, consent_approved, consent_denied, request_rejected, request_expired, request_cancelled, key_created, key_imported, key_deleted, rejections_summarized, retention_changed, audit_compacted, step_up_failed, agent_paused, agent_resumed")]
 pub struct UnknownKind(pub String);
 
 impl FromStr for EventKind {

@@ -149,6 +149,23 @@ pub enum DecideError {
     Internal(String),
 }
 
+/// How long the review's "deny and pause" pauses the agent (1 hour).
+pub const DENY_AND_PAUSE_SECS: i64 = 3600;
+
+/// Why an agent could not be paused or resumed.
+#[derive(Debug, thiserror::Error)]
+pub enum PauseError {
+    /// The text is not an agent key.
+    #[error("that is not an agent key ({0}); copy the key from the review or the audit view")]
+    NotAKey(String),
+    /// No such pending request.
+    #[error("that request is no longer waiting (decided, expired or withdrawn)")]
+    NotPending,
+    /// The pause could not be recorded, so it is not in force.
+    #[error("the audit log could not record the pause, so it is not in force: {0}")]
+    Audit(String),
+}
+
 /// Why a grant from the human's own form was not issued.
 #[derive(Debug, thiserror::Error)]
 pub enum IssueError {
@@ -574,6 +591,11 @@ impl Engine {
             }
             _ => String::new(),
         };
+        if let Some(rej) = self.paused_rejection(&agent_text, now) {
+            ev.agent = Some(agent_text);
+            ev.reason = Some(format!("{}: {}", rej.code, rej.message));
+            return Err(Box::new((rej, ev)));
+        }
         let labels = self.principal_labels();
         let ctx = ReviewContext {
             now,
@@ -636,6 +658,119 @@ impl Engine {
                 Err(Box::new((rej, ev)))
             }
         }
+    }
+
+    /// The refusal for a request from a paused agent, if `agent` is paused
+    /// at `now` (a key that does not parse is left to the review to refuse;
+    /// a log that cannot be read pauses nobody, and says so in the daemon's
+    /// log).
+    fn paused_rejection(&self, agent: &str, now: i64) -> Option<Rejection> {
+        let key: PublicKey = agent.parse().ok()?;
+        let pause = match lock(&self.inner.audit).pause_of(&key.to_string(), now) {
+            Ok(p) => p?,
+            Err(e) => {
+                tracing::error!("the paused agents could not be read: {e}");
+                return None;
+            }
+        };
+        let until = match pause.until {
+            Some(t) => format!(" until {}", parley_core::lens::time(t)),
+            None => " until they resume it".to_owned(),
+        };
+        Some(Rejection {
+            code: "agent_paused",
+            message: format!(
+                "the human paused this agent{until} ({}); its requests are refused without \
+                 being shown until then",
+                pause.reason
+            ),
+        })
+    }
+
+    /// Pauses an agent: its requests are refused without a prompt, told
+    /// why, until `for_secs` have passed (`None`: until
+    /// [`Engine::resume_agent`]); its requests pending now are denied with
+    /// that reason. Returns the ids of the requests it denied.
+    pub fn pause_agent(
+        &self,
+        agent: &str,
+        for_secs: Option<i64>,
+        reason: &str,
+    ) -> Result<Vec<String>, PauseError> {
+        let key: PublicKey = agent
+            .parse()
+            .map_err(|e| PauseError::NotAKey(format!("{e}")))?;
+        let key = key.to_string();
+        let now = unix_now();
+        let until = for_secs.map(|s| now.saturating_add(s.max(0)));
+        let reason = reason.trim();
+        let reason = if reason.is_empty() {
+            "paused by the human"
+        } else {
+            reason
+        };
+        lock(&self.inner.audit)
+            .pause_agent(&key, until, reason, now)
+            .map_err(|e| PauseError::Audit(e.to_string()))?;
+        let pending: Vec<(String, EventKind)> = {
+            let st = lock(&self.inner.state);
+            st.queue
+                .pending()
+                .iter()
+                .filter(|e| e.item.reviewed.review().agent.key == key)
+                .filter(|e| !st.deciding.contains(&e.id))
+                .map(|e| {
+                    let kind = match e.item.reviewed {
+                        Reviewed::Consent(_) => EventKind::ConsentDenied,
+                        Reviewed::Grant(_) => EventKind::GrantDenied,
+                    };
+                    (e.id.clone(), kind)
+                })
+                .collect()
+        };
+        let told = format!("the human paused this agent: {reason}");
+        for (id, kind) in &pending {
+            self.close(id, Outcome::Denied(Some(told.clone())), *kind, None);
+        }
+        Ok(pending.into_iter().map(|(id, _)| id).collect())
+    }
+
+    /// "Deny and pause": denies pending request `id` and pauses its agent
+    /// for `for_secs` ([`DENY_AND_PAUSE_SECS`] from the review's button);
+    /// the agent's other pending requests are denied too.
+    pub fn deny_and_pause(&self, id: &str, for_secs: i64) -> Result<Vec<String>, PauseError> {
+        let agent = {
+            let st = lock(&self.inner.state);
+            if st.deciding.iter().any(|d| d == id) {
+                return Err(PauseError::NotPending);
+            }
+            st.queue
+                .get(id)
+                .map(|e| e.item.reviewed.review().agent.key.clone())
+                .ok_or(PauseError::NotPending)?
+        };
+        let reason = format!(
+            "denied and paused for {}",
+            parley_core::lens::duration(for_secs)
+        );
+        self.pause_agent(&agent, Some(for_secs), &reason)
+    }
+
+    /// Ends an agent's pause. Returns whether it was paused.
+    pub fn resume_agent(&self, agent: &str) -> Result<bool, PauseError> {
+        let key: PublicKey = agent
+            .parse()
+            .map_err(|e| PauseError::NotAKey(format!("{e}")))?;
+        lock(&self.inner.audit)
+            .resume_agent(&key.to_string(), unix_now())
+            .map_err(|e| PauseError::Audit(e.to_string()))
+    }
+
+    /// The pauses in force now.
+    pub fn pauses(&self) -> Result<Vec<crate::audit::Pause>, PauseError> {
+        lock(&self.inner.audit)
+            .pauses(unix_now())
+            .map_err(|e| PauseError::Audit(e.to_string()))
     }
 
     /// Adds to a review what custody's own log says: what is unusual about

@@ -154,6 +154,8 @@ export type EventKind =
   | 'retention_changed'
   | 'audit_compacted'
   | 'step_up_failed'
+  | 'agent_paused'
+  | 'agent_resumed'
 export interface EventView {
   seq: number
   at: number
