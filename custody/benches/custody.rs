@@ -424,6 +424,7 @@ fn build_log(path: &Path, n: i64, t0: i64, step: i64) {
                     span_start: None,
                     span_end: None,
                     compacted_by: None,
+                    peer_chain: None,
                 };
                 e.row_hash = e.compute_row_hash().expect("hash");
                 insert
@@ -666,6 +667,8 @@ fn m7_review() -> Vec<(String, String)> {
             uid: 1001,
             pid: None,
             exe: None,
+            chain: Vec::new(),
+            chain_line: String::new(),
         },
         agent_label: None,
         agent_known: false,

@@ -18,7 +18,9 @@
 //! (so `C` has sorted keys, no whitespace, and the §10 escapes). The columns
 //! added in format 2 (`confirmed_by, cut, count, span_start, span_end`) enter
 //! `C` only when they hold a value, so every row written by format 1 keeps
-//! its hash and a migrated log verifies unchanged. See
+//! its hash and a migrated log verifies unchanged. Likewise the column
+//! format 3 added, `peer_chain` (the requester's process chain as JSON,
+//! [`crate::ipc::process_chain`]), enters `C` only when set. See
 //! [`Event::canonical_fields`].
 //!
 //! A one-row table `chain_head(count, last_seq, head)` is updated in the same
@@ -80,9 +82,13 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
+mod history;
+mod pause;
 mod retention;
 mod space;
 
+pub use history::{Total, MAX_LIVE_GRANTS, MAX_SERVICES};
+pub use pause::Pause;
 pub use retention::{OpenTally, Recorded, RetentionPolicy};
 pub use space::MIN_FREE_BYTES;
 
@@ -101,28 +107,29 @@ pub const DEFAULT_LIMIT: u32 = 500;
 /// The largest limit a query may ask for.
 pub const MAX_LIMIT: u32 = 10_000;
 /// The schema version in `PRAGMA user_version`.
-const SCHEMA_VERSION: i64 = 2;
+const SCHEMA_VERSION: i64 = 3;
 /// Integers are hashed as canonical JSON, which allows only ±(2^53−1).
 const MAX_SAFE: i64 = parley_core::canonical::MAX_SAFE_INTEGER;
 
 const COLUMNS: &str = "seq, at, kind, peer_uid, peer_pid, peer_exe, agent, service, capability, \
      hash, cost_amount, cost_currency, risk, undo, expires, token_id, caveats, reason, principal, \
-     prev, row_hash, confirmed_by, cut, count, span_start, span_end, compacted_by";
+     prev, row_hash, confirmed_by, cut, count, span_start, span_end, compacted_by, peer_chain";
 
 /// The columns a new row is written with: all but `compacted_by`.
 const INSERT_COLUMNS: &str = "seq, at, kind, peer_uid, peer_pid, peer_exe, agent, service, \
      capability, hash, cost_amount, cost_currency, risk, undo, expires, token_id, caveats, reason, \
-     principal, prev, row_hash, confirmed_by, cut, count, span_start, span_end";
+     principal, prev, row_hash, confirmed_by, cut, count, span_start, span_end, peer_chain";
 
-/// The columns format 2 added, with their types (the migration adds them to
-/// a format 1 table).
-const ADDED_COLUMNS: [(&str, &str); 6] = [
+/// The columns formats 2 and 3 added, with their types (the migration adds
+/// them to an older table).
+const ADDED_COLUMNS: [(&str, &str); 7] = [
     ("confirmed_by", "TEXT"),
     ("cut", "TEXT"),
     ("count", "INTEGER"),
     ("span_start", "INTEGER"),
     ("span_end", "INTEGER"),
     ("compacted_by", "INTEGER"),
+    ("peer_chain", "TEXT"),
 ];
 
 const SCHEMA: &str = "
@@ -153,7 +160,8 @@ CREATE TABLE IF NOT EXISTS events (
     count INTEGER,
     span_start INTEGER,
     span_end INTEGER,
-    compacted_by INTEGER
+    compacted_by INTEGER,
+    peer_chain TEXT
 ) STRICT;
 CREATE INDEX IF NOT EXISTS events_at ON events(at);
 CREATE INDEX IF NOT EXISTS events_agent ON events(agent);
@@ -186,6 +194,12 @@ CREATE TABLE IF NOT EXISTS rejection_tally (
     first_at INTEGER,
     last_at INTEGER,
     PRIMARY KEY (peer_uid, hour)
+) STRICT;
+CREATE TABLE IF NOT EXISTS paused_agents (
+    agent TEXT PRIMARY KEY,
+    until INTEGER,
+    reason TEXT NOT NULL,
+    at INTEGER NOT NULL
 ) STRICT;
 CREATE TABLE IF NOT EXISTS settings (
     key TEXT PRIMARY KEY,
@@ -229,11 +243,16 @@ pub enum EventKind {
     /// The human approved, but OS authentication did not succeed: nothing
     /// was signed and the request stayed pending.
     StepUpFailed,
+    /// The human paused an agent (`agent`; `expires` = until when, `None` =
+    /// until resumed; `reason`): its requests are refused unseen.
+    AgentPaused,
+    /// The human resumed a paused agent.
+    AgentResumed,
 }
 
 impl EventKind {
     /// Every kind, in declaration order.
-    pub const ALL: [EventKind; 14] = [
+    pub const ALL: [EventKind; 16] = [
         EventKind::GrantIssued,
         EventKind::GrantDenied,
         EventKind::ConsentApproved,
@@ -248,6 +267,8 @@ impl EventKind {
         EventKind::RetentionChanged,
         EventKind::AuditCompacted,
         EventKind::StepUpFailed,
+        EventKind::AgentPaused,
+        EventKind::AgentResumed,
     ];
 
     /// The stored (and `--json`) name.
@@ -267,6 +288,8 @@ impl EventKind {
             EventKind::RetentionChanged => "retention_changed",
             EventKind::AuditCompacted => "audit_compacted",
             EventKind::StepUpFailed => "step_up_failed",
+            EventKind::AgentPaused => "agent_paused",
+            EventKind::AgentResumed => "agent_resumed",
         }
     }
 
@@ -305,7 +328,7 @@ impl fmt::Display for EventKind {
 
 /// An unknown event kind name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown event kind {0:?}; known kinds: grant_issued, grant_denied, consent_approved, consent_denied, request_rejected, request_expired, request_cancelled, key_created, key_imported, key_deleted, rejections_summarized, retention_changed, audit_compacted, step_up_failed")]
+#[error("unknown event kind {0:?}; known kinds: grant_issued, grant_denied, consent_approved, consent_denied, request_rejected, request_expired, request_cancelled, key_created, key_imported, key_deleted, rejections_summarized, retention_changed, audit_compacted, step_up_failed, agent_paused, agent_resumed")]
 pub struct UnknownKind(pub String);
 
 impl FromStr for EventKind {
@@ -369,6 +392,9 @@ pub struct NewEvent {
     pub span_start: Option<i64>,
     /// End of that period (unix seconds, exclusive).
     pub span_end: Option<i64>,
+    /// The requesting peer's process chain, as JSON (format 3; see
+    /// [`crate::ipc::process_chain::ProcessChain::to_audit_text`]).
+    pub peer_chain: Option<String>,
 }
 
 impl NewEvent {
@@ -397,6 +423,7 @@ impl NewEvent {
             count: None,
             span_start: None,
             span_end: None,
+            peer_chain: None,
         }
     }
 }
@@ -464,6 +491,8 @@ pub struct Event {
     /// Not part of the row's hash (it is set afterwards); the compaction
     /// row's digest vouches for it.
     pub compacted_by: Option<i64>,
+    /// The requesting peer's process chain, as JSON (format 3).
+    pub peer_chain: Option<String>,
 }
 
 impl Event {
@@ -494,13 +523,14 @@ impl Event {
         m.insert("reason".into(), text(&self.reason));
         m.insert("principal".into(), text(&self.principal));
         m.insert("prev".into(), self.prev.clone().into());
-        // Format 2 columns: only when set, so format 1 rows keep their hash.
-        let later: [(&str, serde_json::Value); 5] = [
+        // Format 2 and 3 columns: only when set, so older rows keep their hash.
+        let later: [(&str, serde_json::Value); 6] = [
             ("confirmed_by", text(&self.confirmed_by)),
             ("cut", text(&self.cut)),
             ("count", int(self.count)),
             ("span_start", int(self.span_start)),
             ("span_end", int(self.span_end)),
+            ("peer_chain", text(&self.peer_chain)),
         ];
         for (k, v) in later {
             if !v.is_null() {
@@ -569,12 +599,13 @@ impl Event {
         cell(int(self.span_start));
         cell(int(self.span_end));
         cell(int(self.compacted_by));
+        cell(text(&self.peer_chain));
         out
     }
 }
 
 /// The CSV header row, in column order.
-pub const CSV_HEADER: &str = "seq,at,kind,peer_uid,peer_pid,peer_exe,agent,service,capability,hash,cost_amount,cost_currency,risk,undo,expires,token_id,caveats,reason,principal,prev,row_hash,confirmed_by,cut,count,span_start,span_end,compacted_by";
+pub const CSV_HEADER: &str = "seq,at,kind,peer_uid,peer_pid,peer_exe,agent,service,capability,hash,cost_amount,cost_currency,risk,undo,expires,token_id,caveats,reason,principal,prev,row_hash,confirmed_by,cut,count,span_start,span_end,compacted_by,peer_chain";
 
 /// A quoted CSV cell, neutralized against formula injection.
 fn csv_text(s: &str) -> String {
@@ -1046,7 +1077,8 @@ impl Audit {
                 "UPDATE events SET compacted_by = ?2, peer_pid = NULL, peer_exe = NULL, agent = NULL, \
                  service = NULL, capability = NULL, hash = NULL, cost_amount = NULL, \
                  cost_currency = NULL, risk = NULL, undo = NULL, expires = NULL, token_id = NULL, \
-                 caveats = NULL, reason = NULL, principal = NULL, confirmed_by = NULL, cut = NULL \
+                 caveats = NULL, reason = NULL, principal = NULL, confirmed_by = NULL, cut = NULL, \
+                 peer_chain = NULL \
                  WHERE {which}"
             ),
             params![cutoff, by],
@@ -1445,7 +1477,7 @@ fn prepare(ev: &NewEvent) -> Result<(NewEvent, Option<String>), AuditError> {
     let mut ev = ev.clone();
     let exact = ev.kind.is_exact();
     let mut cut = serde_json::Map::new();
-    let texts: [(&'static str, &mut Option<String>); 12] = [
+    let texts: [(&'static str, &mut Option<String>); 13] = [
         ("peer_exe", &mut ev.peer_exe),
         ("agent", &mut ev.agent),
         ("service", &mut ev.service),
@@ -1458,6 +1490,7 @@ fn prepare(ev: &NewEvent) -> Result<(NewEvent, Option<String>), AuditError> {
         ("reason", &mut ev.reason),
         ("principal", &mut ev.principal),
         ("confirmed_by", &mut ev.confirmed_by),
+        ("peer_chain", &mut ev.peer_chain),
     ];
     for (field, value) in texts {
         let Some(v) = value else { continue };
@@ -1560,13 +1593,14 @@ fn append_in(
         span_start: ev.span_start,
         span_end: ev.span_end,
         compacted_by: None,
+        peer_chain: ev.peer_chain.clone(),
     };
     event.row_hash = event.compute_row_hash()?;
     tx.execute(
         &format!(
             "INSERT INTO events ({INSERT_COLUMNS}) VALUES \
              (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, \
-              ?22, ?23, ?24, ?25, ?26)"
+              ?22, ?23, ?24, ?25, ?26, ?27)"
         ),
         params![
             event.seq,
@@ -1595,6 +1629,7 @@ fn append_in(
             event.count,
             event.span_start,
             event.span_end,
+            event.peer_chain,
         ],
     )?;
     tx.execute(
@@ -1672,6 +1707,7 @@ fn read_event(row: &rusqlite::Row<'_>) -> Result<Event, AuditError> {
         span_start: row.get(24).map_err(corrupt)?,
         span_end: row.get(25).map_err(corrupt)?,
         compacted_by: row.get(26).map_err(corrupt)?,
+        peer_chain: row.get(27).map_err(corrupt)?,
     })
 }
 
@@ -1764,6 +1800,7 @@ mod tests {
             span_start: None,
             span_end: None,
             compacted_by: None,
+            peer_chain: None,
         };
         assert_eq!(
             e.canonical_fields().unwrap(),
@@ -1810,6 +1847,7 @@ mod tests {
             span_start: None,
             span_end: None,
             compacted_by: Some(9),
+            peer_chain: None,
         };
         let v1 = e.canonical_fields().unwrap();
         assert!(!v1.contains("confirmed_by") && !v1.contains("compacted_by"));

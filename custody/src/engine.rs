@@ -149,6 +149,23 @@ pub enum DecideError {
     Internal(String),
 }
 
+/// How long the review's "deny and pause" pauses the agent (1 hour).
+pub const DENY_AND_PAUSE_SECS: i64 = 3600;
+
+/// Why an agent could not be paused or resumed.
+#[derive(Debug, thiserror::Error)]
+pub enum PauseError {
+    /// The text is not an agent key.
+    #[error("that is not an agent key ({0}); copy the key from the review or the audit view")]
+    NotAKey(String),
+    /// No such pending request.
+    #[error("that request is no longer waiting (decided, expired or withdrawn)")]
+    NotPending,
+    /// The pause could not be recorded, so it is not in force.
+    #[error("the audit log could not record the pause, so it is not in force: {0}")]
+    Audit(String),
+}
+
 /// Why a grant from the human's own form was not issued.
 #[derive(Debug, thiserror::Error)]
 pub enum IssueError {
@@ -277,9 +294,13 @@ impl Engine {
 
     fn view(&self, id: &str, item: &Item, deadline: Instant) -> PendingView {
         let left = deadline.saturating_duration_since(Instant::now()).as_secs() as i64;
+        let mut review = item.reviewed.review().clone();
+        // Each time it is shown, the chain says which of its processes are
+        // still the ones that asked.
+        review.requester.set_chain(&item.peer.chain.rechecked());
         PendingView {
             id: id.to_string(),
-            review: item.reviewed.review().clone(),
+            review,
             step_up: self.step_up_need(&item.reviewed),
             received_at: item.received_at,
             closes_at: unix_now() + left,
@@ -550,6 +571,7 @@ impl Engine {
         ev.peer_uid = Some(peer.uid);
         ev.peer_pid = peer.pid.map(i64::from);
         ev.peer_exe = peer.exe.as_ref().map(|e| e.to_string_lossy().into_owned());
+        ev.peer_chain = peer.chain.rechecked().to_audit_text();
         let principals = match self.principals() {
             Ok(p) => p,
             Err(e) => {
@@ -569,6 +591,11 @@ impl Engine {
             }
             _ => String::new(),
         };
+        if let Some(rej) = self.paused_rejection(&agent_text, now) {
+            ev.agent = Some(agent_text);
+            ev.reason = Some(format!("{}: {}", rej.code, rej.message));
+            return Err(Box::new((rej, ev)));
+        }
         let labels = self.principal_labels();
         let ctx = ReviewContext {
             now,
@@ -608,7 +635,10 @@ impl Engine {
             _ => unreachable_op(),
         };
         match result {
-            Ok(r) => Ok((r, agent_text)),
+            Ok(mut r) => {
+                self.add_insight(&mut r, now);
+                Ok((r, agent_text))
+            }
             Err(rej) => {
                 // Whole: the audit writer cuts oversized fields (a visible
                 // mark, the original size in the row's `cut`), so a hostile
@@ -627,6 +657,148 @@ impl Engine {
                 }
                 Err(Box::new((rej, ev)))
             }
+        }
+    }
+
+    /// The refusal for a request from a paused agent, if `agent` is paused
+    /// at `now` (a key that does not parse is left to the review to refuse;
+    /// a log that cannot be read pauses nobody, and says so in the daemon's
+    /// log).
+    fn paused_rejection(&self, agent: &str, now: i64) -> Option<Rejection> {
+        let key: PublicKey = agent.parse().ok()?;
+        let pause = match lock(&self.inner.audit).pause_of(&key.to_string(), now) {
+            Ok(p) => p?,
+            Err(e) => {
+                tracing::error!("the paused agents could not be read: {e}");
+                return None;
+            }
+        };
+        let until = match pause.until {
+            Some(t) => format!(" until {}", parley_core::lens::time(t)),
+            None => " until they resume it".to_owned(),
+        };
+        Some(Rejection {
+            code: "agent_paused",
+            message: format!(
+                "the human paused this agent{until} ({}); its requests are refused without \
+                 being shown until then",
+                pause.reason
+            ),
+        })
+    }
+
+    /// Pauses an agent: its requests are refused without a prompt, told
+    /// why, until `for_secs` have passed (`None`: until
+    /// [`Engine::resume_agent`]); its requests pending now are denied with
+    /// that reason. Returns the ids of the requests it denied.
+    pub fn pause_agent(
+        &self,
+        agent: &str,
+        for_secs: Option<i64>,
+        reason: &str,
+    ) -> Result<Vec<String>, PauseError> {
+        let key: PublicKey = agent
+            .parse()
+            .map_err(|e| PauseError::NotAKey(format!("{e}")))?;
+        let key = key.to_string();
+        let now = unix_now();
+        let until = for_secs.map(|s| now.saturating_add(s.max(0)));
+        let reason = reason.trim();
+        let reason = if reason.is_empty() {
+            "paused by the human"
+        } else {
+            reason
+        };
+        lock(&self.inner.audit)
+            .pause_agent(&key, until, reason, now)
+            .map_err(|e| PauseError::Audit(e.to_string()))?;
+        let pending: Vec<(String, EventKind)> = {
+            let st = lock(&self.inner.state);
+            st.queue
+                .pending()
+                .iter()
+                .filter(|e| e.item.reviewed.review().agent.key == key)
+                .filter(|e| !st.deciding.contains(&e.id))
+                .map(|e| {
+                    let kind = match e.item.reviewed {
+                        Reviewed::Consent(_) => EventKind::ConsentDenied,
+                        Reviewed::Grant(_) => EventKind::GrantDenied,
+                    };
+                    (e.id.clone(), kind)
+                })
+                .collect()
+        };
+        let told = format!("the human paused this agent: {reason}");
+        for (id, kind) in &pending {
+            self.close(id, Outcome::Denied(Some(told.clone())), *kind, None);
+        }
+        Ok(pending.into_iter().map(|(id, _)| id).collect())
+    }
+
+    /// "Deny and pause": denies pending request `id` and pauses its agent
+    /// for `for_secs` ([`DENY_AND_PAUSE_SECS`] from the review's button);
+    /// the agent's other pending requests are denied too.
+    pub fn deny_and_pause(&self, id: &str, for_secs: i64) -> Result<Vec<String>, PauseError> {
+        let agent = {
+            let st = lock(&self.inner.state);
+            if st.deciding.iter().any(|d| d == id) {
+                return Err(PauseError::NotPending);
+            }
+            st.queue
+                .get(id)
+                .map(|e| e.item.reviewed.review().agent.key.clone())
+                .ok_or(PauseError::NotPending)?
+        };
+        let reason = format!(
+            "denied and paused for {}",
+            parley_core::lens::duration(for_secs)
+        );
+        self.pause_agent(&agent, Some(for_secs), &reason)
+    }
+
+    /// Ends an agent's pause. Returns whether it was paused.
+    pub fn resume_agent(&self, agent: &str) -> Result<bool, PauseError> {
+        let key: PublicKey = agent
+            .parse()
+            .map_err(|e| PauseError::NotAKey(format!("{e}")))?;
+        lock(&self.inner.audit)
+            .resume_agent(&key.to_string(), unix_now())
+            .map_err(|e| PauseError::Audit(e.to_string()))
+    }
+
+    /// The pauses in force now.
+    pub fn pauses(&self) -> Result<Vec<crate::audit::Pause>, PauseError> {
+        lock(&self.inner.audit)
+            .pauses(unix_now())
+            .map_err(|e| PauseError::Audit(e.to_string()))
+    }
+
+    /// Adds to a review what custody's own log says: what is unusual about
+    /// the request ([`crate::unusual`]) and what the agent has done
+    /// ([`crate::activity`]). A log that cannot be read leaves the review as
+    /// it is (and says so in the daemon's log): insight informs, it never
+    /// blocks.
+    fn add_insight(&self, reviewed: &mut Reviewed, now: i64) {
+        let audit = lock(&self.inner.audit);
+        let gathered = {
+            let subject = match &*reviewed {
+                Reviewed::Consent(c) => crate::unusual::Subject::of_consent(c),
+                Reviewed::Grant(g) => crate::unusual::Subject::of_grant(g),
+            };
+            crate::unusual::Facts::gather(&audit, &subject, now).and_then(|facts| {
+                let unusual = crate::unusual::assess(&subject, &facts);
+                let activity =
+                    crate::activity::AgentActivity::of_agent(&audit, &subject.agent, now)?;
+                Ok((unusual, activity))
+            })
+        };
+        drop(audit);
+        match gathered {
+            Ok((unusual, activity)) => match reviewed {
+                Reviewed::Consent(c) => c.add_insight(unusual, Some(activity)),
+                Reviewed::Grant(g) => g.add_insight(unusual, Some(activity)),
+            },
+            Err(e) => tracing::error!("the audit log could not be read for the review: {e}"),
         }
     }
 
@@ -825,6 +997,7 @@ impl Engine {
             .exe
             .as_ref()
             .map(|e| e.to_string_lossy().into_owned());
+        ev.peer_chain = requester.chain.rechecked().to_audit_text();
         ev.agent = Some(reviewed.agent().to_string());
         ev.principal = Some(reviewed.principal().to_string());
         ev.service = reviewed.caveats().iter().find_map(|c| match c {
@@ -1009,6 +1182,7 @@ impl Engine {
         let now = unix_now();
         let mut ev = item_event;
         ev.at = now;
+        ev.peer_chain = peer.chain.rechecked().to_audit_text();
         ev.confirmed_by = Some(approval.confirmed_by());
         match reviewed {
             Reviewed::Consent(c) => {
@@ -1123,6 +1297,9 @@ fn event(kind: EventKind, item: &Item) -> NewEvent {
         .exe
         .as_ref()
         .map(|e| e.to_string_lossy().into_owned());
+    // Checked again as it is recorded: the row says which of the processes
+    // were still the ones that asked.
+    ev.peer_chain = item.peer.chain.rechecked().to_audit_text();
     ev.agent = Some(r.agent.key.clone());
     ev.principal = Some(r.principal.clone());
     ev.expires = Some(r.expires);
@@ -1156,6 +1333,7 @@ fn refused_event(peer: &PeerInfo, refused: &Refused) -> NewEvent {
     ev.peer_uid = Some(peer.uid);
     ev.peer_pid = peer.pid.map(i64::from);
     ev.peer_exe = peer.exe.as_ref().map(|e| e.to_string_lossy().into_owned());
+    ev.peer_chain = peer.chain.rechecked().to_audit_text();
     let code = match refused {
         Refused::RateLimited => "rate_limited",
         Refused::Busy => "busy",

@@ -3,6 +3,7 @@
 //! The custody engine: the only code that holds the principal key and the
 //! only way an agent can get anything signed (ARCHITECTURE.md). No GUI.
 #![forbid(unsafe_code)]
+pub mod activity;
 pub mod agent_access;
 pub mod approval;
 pub mod approver;
@@ -23,4 +24,5 @@ mod signer;
 pub mod stepup;
 pub mod summary_cost;
 pub mod terminal;
+pub mod unusual;
 pub mod widening;

@@ -48,6 +48,12 @@ pub const MAX_EFFECTS: usize = 1000;
 /// What the cost says when the proposal states none but an effect charges.
 pub const COST_NOT_STATED: &str = "not stated (an effect charges)";
 
+/// The warning for a proposal that states no cost while an effect charges
+/// (also the reason of [`crate::unusual`]'s `charge_without_cost` rule, so
+/// the review shows it once).
+pub const SAYS_FREE_BUT_CHARGES: &str = "SAYS FREE BUT CHARGES: the proposal states no cost, \
+     yet an effect charges. Nothing limits what it charges; deny unless you know the amount.";
+
 /// Why a request was refused before reaching the human.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{code}: {message}")]
@@ -84,16 +90,69 @@ pub struct Requester {
     pub pid: Option<u32>,
     /// Executable path as read at connect time (display-safe), unverified.
     pub exe: Option<String>,
+    /// The process chain from `pid` up to the program that opened its
+    /// session ([`crate::ipc::process_chain`]), each link checked again when
+    /// the review is built and when it is shown. Unverified.
+    pub chain: Vec<ChainLinkView>,
+    /// The chain in one line, `claude (4242) ← node (4200) ← bash (4100) ←
+    /// kitty (3900)`; empty when no link could be read.
+    pub chain_line: String,
+}
+
+/// One process of [`Requester::chain`], display-safe.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChainLinkView {
+    /// Its pid.
+    pub pid: u32,
+    /// Its name as the kernel reports it (the process chose it).
+    pub name: String,
+    /// Its executable path, when readable.
+    pub exe: Option<String>,
+    /// Whether the pid still runs the same process (start time unchanged)
+    /// when last checked.
+    pub same: bool,
 }
 
 impl From<&PeerInfo> for Requester {
     fn from(p: &PeerInfo) -> Requester {
-        Requester {
+        let mut r = Requester {
             user: safe(p.user.as_deref().unwrap_or(&p.uid.to_string())),
             uid: p.uid,
             pid: p.pid,
             exe: p.exe.as_ref().map(|e| safe(&e.to_string_lossy())),
-        }
+            chain: Vec::new(),
+            chain_line: String::new(),
+        };
+        r.set_chain(&p.chain.rechecked());
+        r
+    }
+}
+
+impl Requester {
+    /// Shows `chain` (already checked by the caller) as this requester's.
+    pub fn set_chain(&mut self, chain: &crate::ipc::process_chain::ProcessChain) {
+        self.chain = chain
+            .links
+            .iter()
+            .map(|l| ChainLinkView {
+                pid: l.pid,
+                name: safe(&l.name),
+                exe: l.exe.as_ref().map(|e| safe(&e.to_string_lossy())),
+                same: l.same,
+            })
+            .collect();
+        self.chain_line = self
+            .chain
+            .iter()
+            .map(|l| {
+                if l.same {
+                    format!("{} ({})", l.name, l.pid)
+                } else {
+                    format!("{} ({}, exited or replaced)", l.name, l.pid)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ← ");
     }
 }
 
@@ -190,6 +249,29 @@ pub struct Review {
     pub warnings: Vec<String>,
     /// high risk or irreversible: the UI asks for a second confirmation.
     pub needs_second_confirmation: bool,
+    /// What custody's audit log finds unusual about this request
+    /// ([`crate::unusual`]); each reason is also in `warnings`.
+    pub unusual: Vec<crate::unusual::Unusual>,
+    /// What this agent has done so far ([`crate::activity`]), when known.
+    pub activity: Option<crate::activity::AgentActivity>,
+}
+
+impl Review {
+    /// Adds what custody's own records say: each unusual finding joins the
+    /// warnings (once: a reason already there is not repeated).
+    fn add_insight(
+        &mut self,
+        unusual: Vec<crate::unusual::Unusual>,
+        activity: Option<crate::activity::AgentActivity>,
+    ) {
+        for u in &unusual {
+            if !self.warnings.contains(&u.reason) {
+                self.warnings.push(u.reason.clone());
+            }
+        }
+        self.unusual = unusual;
+        self.activity = activity;
+    }
 }
 
 /// What the review needs to know about this custody.
@@ -232,6 +314,15 @@ impl ReviewedConsent {
     pub fn agent(&self) -> &PublicKey {
         &self.agent
     }
+    /// Adds what custody's records say to the review ([`Review::unusual`],
+    /// [`Review::activity`]).
+    pub fn add_insight(
+        &mut self,
+        unusual: Vec<crate::unusual::Unusual>,
+        activity: Option<crate::activity::AgentActivity>,
+    ) {
+        self.review.add_insight(unusual, activity);
+    }
 }
 
 /// A grant request that passed every check; the signer takes only this.
@@ -259,6 +350,16 @@ impl ReviewedGrant {
     /// The caveats, exactly as they will be signed.
     pub fn caveats(&self) -> &[Caveat] {
         &self.caveats
+    }
+
+    /// Adds what custody's records say to the review ([`Review::unusual`],
+    /// [`Review::activity`]).
+    pub fn add_insight(
+        &mut self,
+        unusual: Vec<crate::unusual::Unusual>,
+        activity: Option<crate::activity::AgentActivity>,
+    ) {
+        self.review.add_insight(unusual, activity);
     }
 
     /// The human edited the request (the grant form): re-review the new
@@ -492,11 +593,7 @@ fn review_request(
     let says_free_but_charges = p.cost.is_none() && charges;
     let mut warnings = Vec::new();
     if says_free_but_charges {
-        warnings.push(
-            "SAYS FREE BUT CHARGES: the proposal states no cost, yet an effect charges. \
-             Nothing limits what it charges; deny unless you know the amount."
-                .into(),
-        );
+        warnings.push(SAYS_FREE_BUT_CHARGES.into());
     }
     if let Some(w) = crate::summary_cost::mismatch(&checked.request().summary, p.cost.as_ref()) {
         warnings.push(w);
@@ -557,6 +654,8 @@ fn review_request(
         needs_second_confirmation: p.risk == parley_core::RiskLevel::High
             || irreversible
             || says_free_but_charges,
+        unusual: Vec::new(),
+        activity: None,
     };
     Ok(ReviewedConsent {
         checked,
@@ -741,6 +840,8 @@ pub fn review_grant(
         preview: safe(&preview_text),
         warnings,
         needs_second_confirmation: false,
+        unusual: Vec::new(),
+        activity: None,
     };
     Ok(ReviewedGrant {
         agent,
@@ -805,6 +906,8 @@ mod tests {
                 uid: 1001,
                 pid: Some(42),
                 exe: None,
+                chain: Vec::new(),
+                chain_line: String::new(),
             },
             agent_label: None,
             agent_known: false,

@@ -444,6 +444,13 @@ pub fn render(r: &Review, closes_at: i64) -> String {
         shown(&r.requester.user),
         r.requester.uid
     );
+    if !r.requester.chain_line.is_empty() {
+        let _ = writeln!(
+            s,
+            "from        {} (not verified)",
+            shown(&r.requester.chain_line)
+        );
+    }
     let label = r
         .agent
         .label
@@ -456,6 +463,9 @@ pub fn render(r: &Review, closes_at: i64) -> String {
         " — never granted to before"
     };
     let _ = writeln!(s, "agent       {}{label}{known}", shown(&r.agent.short));
+    if let Some(a) = &r.activity {
+        let _ = writeln!(s, "so far      {}", shown(&a.words));
+    }
     let _ = writeln!(s, "signed by   {}", principal_line(r, &shown(&r.principal)));
     if !r.their_words.is_empty() {
         let whose = if r.kind == ReviewKind::Consent {
@@ -516,6 +526,8 @@ mod tests {
                 uid: 1001,
                 pid: Some(42),
                 exe: Some("/usr/bin/python3".into()),
+                chain: Vec::new(),
+                chain_line: String::new(),
             },
             agent: AgentView {
                 key: "ed25519:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA".into(),
@@ -534,6 +546,8 @@ mod tests {
             preview: String::new(),
             warnings: vec![],
             needs_second_confirmation: false,
+            unusual: vec![],
+            activity: None,
         }
     }
 
@@ -581,6 +595,34 @@ mod tests {
         drop(tx);
         assert_eq!(w.next().map(|p| p.id), Some("B".into()));
         assert!(w.next().is_none());
+    }
+
+    #[test]
+    fn the_review_names_the_process_chain_unverified_and_the_agents_record() {
+        let mut r = consent_review();
+        let plain = render(&r, 0);
+        assert!(
+            !plain.contains("from  ") && !plain.contains("so far"),
+            "{plain}"
+        );
+        r.requester.chain_line = "claude (4242) ← bash\u{202e} (4100)".into();
+        r.activity = Some(crate::activity::AgentActivity {
+            consents: 3,
+            consents_week: 3,
+            spent_day: vec![],
+            spent_week: vec!["184.20 USD".into()],
+            live_grants: 0,
+            words: "this agent: 3 consents signed".into(),
+        });
+        let text = render(&r, 0);
+        assert!(
+            text.contains("from        claude (4242) ← bash\\u{202e} (4100) (not verified)\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("so far      this agent: 3 consents signed\n"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -885,7 +885,7 @@ fn a_format_1_log_is_migrated_and_still_verifies() {
         .unwrap()
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 2);
+    assert_eq!(version, 3);
     // Exports carry the new column.
     let mut csv = Vec::new();
     parley_custody::audit::export_csv(&rows, &mut csv).unwrap();
@@ -894,7 +894,7 @@ fn a_format_1_log_is_migrated_and_still_verifies() {
         .lines()
         .next()
         .unwrap()
-        .ends_with(",confirmed_by,cut,count,span_start,span_end,compacted_by"));
+        .ends_with(",confirmed_by,cut,count,span_start,span_end,compacted_by,peer_chain"));
     assert!(csv.contains("\"terminal+os-auth\""));
     let mut jsonl = Vec::new();
     parley_custody::audit::export_jsonl(&rows, &mut jsonl).unwrap();

@@ -81,6 +81,7 @@ fn peer(uid: u32) -> PeerInfo {
         pid: Some(4242),
         exe: None,
         user: Some(format!("agent{uid}")),
+        chain: Default::default(),
     }
 }
 

@@ -90,6 +90,7 @@ fn policy_refuses_a_different_uid() {
         pid: Some(1),
         exe: Some("/usr/bin/agent".into()),
         user: Some("mallory".into()),
+        chain: Default::default(),
     };
     let policy = PeerPolicy::own_user_only();
     match policy.allows(&stranger) {

@@ -156,6 +156,8 @@ pub fn review_context(now: i64) -> ReviewContext<'static> {
             uid: 1001,
             pid: Some(42),
             exe: Some("/usr/bin/agent".into()),
+            chain: Vec::new(),
+            chain_line: String::new(),
         },
         agent_label: Some("fuzz \u{202e} label".into()),
         agent_known: false,

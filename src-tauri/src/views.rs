@@ -230,6 +230,7 @@ mod tests {
             span_start: None,
             span_end: None,
             compacted_by: None,
+            peer_chain: None,
         }
     }
 

@@ -23,6 +23,8 @@ export const KIND_WORDS: Record<EventKind, string> = {
   retention_changed: 'Retention changed',
   audit_compacted: 'Old rows compacted',
   step_up_failed: 'OS authentication failed (nothing signed)',
+  agent_paused: 'Agent paused (its requests refused unseen)',
+  agent_resumed: 'Agent resumed',
 }
 
 const app = byId('app')

@@ -11,6 +11,8 @@ export interface Requester {
   uid: number
   pid: number | null
   exe: string | null
+  /** The process chain in one line (`claude (4242) ← bash (4100) ← kitty (3900)`), display-safe; may be absent or empty. */
+  chain_line?: string
 }
 export interface AgentView {
   key: string
@@ -54,6 +56,10 @@ export interface Review {
   preview: string
   warnings: string[]
   needs_second_confirmation: boolean
+  /** What custody's audit log finds unusual; each reason is also in `warnings`. */
+  unusual?: { rule: string; reason: string }[]
+  /** What this agent has done so far (`words` is display-safe). */
+  activity?: { words: string } | null
 }
 export interface StepUpNeed {
   required: boolean
@@ -163,6 +169,8 @@ export type EventKind =
   | 'retention_changed'
   | 'audit_compacted'
   | 'step_up_failed'
+  | 'agent_paused'
+  | 'agent_resumed'
 export interface EventView {
   seq: number
   at: number

@@ -40,6 +40,13 @@ function who(r: Review): HTMLElement {
     { class: 'who' },
     h('span', { testid: 'requester' }, `user ${q.user} (uid ${q.uid}), pid ${q.pid ?? 'unknown'}, ${q.exe ?? 'executable unknown'}`),
     h('span', { class: 'muted' }, ' — executable not verified'),
+    ...(q.chain_line
+      ? [
+          h('br', null),
+          h('span', { testid: 'requester-chain' }, `from ${q.chain_line}`),
+          h('span', { class: 'muted' }, ' — not verified'),
+        ]
+      : []),
   )
 }
 
@@ -52,6 +59,7 @@ function agent(r: Review): HTMLElement {
     r.agent.known
       ? h('span', { class: 'muted' }, ' — granted to before')
       : h('span', { class: 'badge badge-warn', testid: 'agent-new' }, 'never granted to before'),
+    r.activity ? h('div', { class: 'muted', testid: 'agent-activity' }, r.activity.words) : null,
   )
 }
 

@@ -22,7 +22,7 @@ export function consent(over = {}) {
       { op: 'charge', line: '$ charge card ••42 — 71.36 USD' },
     ],
     expires: t + 600,
-    requester: { user: 'agent', uid: 1001, pid: 4242, exe: '/usr/bin/python3.11' },
+    requester: { user: 'agent', uid: 1001, pid: 4242, exe: '/usr/bin/python3.11', chain_line: 'python3.11 (4242) ← bash (4100) ← kitty (3900)' },
     agent: { key: AGENT, short: 'ed25519:gTl3Dqh9F1…', label: null, known: false },
     their_words: 'Order 3 items',
     summary_differs: false,
@@ -36,6 +36,7 @@ export function consent(over = {}) {
     preview: '',
     warnings: [],
     needs_second_confirmation: false,
+    activity: { words: 'this agent: 3 consents signed, 3 consents this week, 184.20 USD, 1 grant live now' },
     ...(over.review ?? {}),
   }
   const step_up = { required: true, words: 'After you approve, your system asks for your password (OS authentication) before anything is signed.' }

@@ -93,6 +93,8 @@ test('review: every field, in the order the architecture asks', async () => {
   assert.deepEqual(await page.locator(`${tid('effects')} li`).allInnerTexts(), ['+ create order', '$ charge card ••42 — 71.36 USD'])
   assert.match(await text(page, 'countdown'), /^Closes in (9m 5\d|10m 00)s/)
   assert.equal(await text(page, 'requester'), 'user agent (uid 1001), pid 4242, /usr/bin/python3.11')
+  assert.equal(await text(page, 'requester-chain'), 'from python3.11 (4242) ← bash (4100) ← kitty (3900)')
+  assert.equal(await text(page, 'agent-activity'), 'this agent: 3 consents signed, 3 consents this week, 184.20 USD, 1 grant live now')
   assert.equal(await text(page, 'agent-key'), 'ed25519:gTl3Dqh9F1…')
   assert.equal(await text(page, 'agent-new'), 'never granted to before')
   assert.equal(await text(page, 'summary'), 'Order 3 items')
@@ -268,6 +270,8 @@ test('review: Tab then Space or Enter never approves; a script-made click neithe
 test('review: press-and-hold approves; letting go early does not', async () => {
   const page = await open('review.html#q1', reviewFixtures(consent()), { label: 'review-q1' })
   await enabled(page, 'approve')
+  // A review with more lines (the process chain, the agent's record) may put the button below the fold.
+  await page.locator(tid('approve')).scrollIntoViewIfNeeded()
   const box = await page.locator(tid('approve')).boundingBox()
   const [x, y] = [box.x + box.width / 2, box.y + box.height / 2]
   // Held for a moment, then slid off the button: nothing.

@@ -380,6 +380,7 @@ mod tests {
             span_start: None,
             span_end: None,
             compacted_by: None,
+            peer_chain: None,
         };
         let l = line(&e);
         assert!(l.contains("confirmed=click+os-auth"), "{l}");

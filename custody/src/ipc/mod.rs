@@ -4,6 +4,7 @@
 //! One responsibility per module:
 //! - [`frame`]: NDJSON framing with bounded memory (§2.1, §2.3);
 //! - [`peer`]: who the peer is (kernel credentials) and the peer policy;
+//! - [`process_chain`]: the peer's parents up to its session's opener (a hint);
 //! - [`socket`]: the socket path, its permissions, stale-socket handling and
 //!   admission (policy, then connection caps) before any byte is read.
 //!
@@ -11,6 +12,7 @@
 
 pub mod frame;
 pub mod peer;
+pub mod process_chain;
 pub mod socket;
 
 pub use frame::{Frame, FrameError, FrameReader, FrameWriter, MAX_FRAME};

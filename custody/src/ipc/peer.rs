@@ -43,6 +43,9 @@ pub struct PeerInfo {
     pub exe: Option<PathBuf>,
     /// The user name of `uid`, if the user database knows it.
     pub user: Option<String>,
+    /// The peer and its parents up to the program that opened its session,
+    /// read at accept time ([`super::process_chain`]). NOT verified either.
+    pub chain: super::process_chain::ProcessChain,
 }
 
 impl PeerInfo {
@@ -79,6 +82,9 @@ impl PeerInfo {
             pid,
             exe: pid.and_then(|pid| os::exe_of(pid, uid)),
             user: os::user_name(uid),
+            chain: pid
+                .map(super::process_chain::ProcessChain::read)
+                .unwrap_or_default(),
         }
     }
 }
@@ -352,6 +358,7 @@ mod tests {
             pid: None,
             exe: None,
             user: None,
+            chain: Default::default(),
         }
     }
 
@@ -388,6 +395,7 @@ mod tests {
             pid: Some(7),
             exe: Some("/bin/x".into()),
             user: Some("u".into()),
+            chain: Default::default(),
         };
         assert_eq!(
             p.to_string(),

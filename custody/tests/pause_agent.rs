@@ -1,0 +1,234 @@
+//! Stopping an agent (issue 15, part 4), through the engine over a real
+//! SQLite audit file: a paused agent's requests are refused without a
+//! prompt and told why, its pending requests are denied with that reason,
+//! "deny and pause" does both for an hour, resuming lets it ask again, and
+//! every pause and resume is a row of the chain.
+
+use parley_core::proposal::proposal_hash;
+use parley_core::{PublicKey, SecretKey};
+use parley_custody::approver::{PendingView, ScriptedApprover};
+use parley_custody::audit::{Audit, EventKind, Query};
+use parley_custody::engine::{unix_now, Engine, EngineConfig, PauseError, DENY_AND_PAUSE_SECS};
+use parley_custody::ipc::peer::PeerInfo;
+use parley_custody::keystore::{KdfParams, Keystore, Passphrase};
+use parley_custody::protocol::Request;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use zeroize::Zeroizing;
+
+fn agent(seed: u8) -> String {
+    SecretKey::from_seed(&Zeroizing::new([seed; 32]))
+        .public()
+        .to_string()
+}
+
+struct Custody {
+    engine: Engine,
+    principal: PublicKey,
+    shown: mpsc::UnboundedReceiver<PendingView>,
+    audit_path: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+fn custody() -> Custody {
+    let dir = tempfile::tempdir().unwrap();
+    let ks = Keystore::file_store_with_params(
+        &dir.path().join("keys"),
+        Passphrase::new(Zeroizing::new("pause test".into())),
+        KdfParams::new(KdfParams::MIN_M_KIB, 1, 1).unwrap(),
+    )
+    .unwrap();
+    let principal = ks.create("me").unwrap();
+    let audit_path = dir.path().join("audit.sqlite3");
+    let audit = Audit::open(&audit_path).unwrap();
+    let (approver, shown) = ScriptedApprover::new();
+    let engine = Engine::new(
+        ks,
+        audit,
+        Arc::new(approver),
+        EngineConfig {
+            step_up: parley_custody::stepup::StepUpPolicy::Never,
+            ..Default::default()
+        },
+    );
+    Custody {
+        engine,
+        principal,
+        shown,
+        audit_path,
+        _dir: dir,
+    }
+}
+
+fn request(id: &str, n: i64, agent: &str, principal: &PublicKey) -> Request {
+    let mut p = json!({
+        "id": format!("p{n}"), "capability": "shop.order", "summary": "Order for 5.00 USD",
+        "effects": [{"op": "create", "target": "order"}],
+        "cost": {"amount": 500, "currency": "USD"}, "risk": "low",
+        "undo": {"window": 60}, "expires": unix_now() + 600
+    });
+    p["hash"] = json!(proposal_hash(&p).unwrap());
+    let v = json!({"custody": 1, "id": id, "op": "consent", "service": "shop.example",
+                   "agent": agent, "proposal": p,
+                   "consent": {"proposal": p["id"], "hash": p["hash"], "service": "shop.example",
+                               "capability": "shop.order", "principal": principal.to_string(),
+                               "summary": "Order for 5.00 USD", "expires": p["expires"]}});
+    Request::from_value(&v).unwrap()
+}
+
+fn submit(c: &Custody, id: &str, n: i64, agent: &str) -> mpsc::Receiver<Value> {
+    let (tx, rx) = mpsc::channel(16);
+    let engine = c.engine.clone();
+    let req = request(id, n, agent, &c.principal);
+    let peer = PeerInfo::from_creds(4242, 4242, None);
+    tokio::spawn(async move { engine.handle(&peer, req, tx).await });
+    rx
+}
+
+async fn reply(rx: &mut mpsc::Receiver<Value>) -> Value {
+    tokio::time::timeout(Duration::from_secs(30), rx.recv())
+        .await
+        .expect("a reply in time")
+        .expect("a reply")
+}
+
+fn kinds(c: &Custody) -> Vec<EventKind> {
+    let mut rows = Audit::open(&c.audit_path)
+        .unwrap()
+        .query(&Query::default())
+        .unwrap();
+    rows.reverse();
+    rows.into_iter().map(|e| e.kind).collect()
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn a_paused_agent_is_refused_unseen_and_told_why_until_resumed() {
+    rt().block_on(async {
+        let mut c = custody();
+        let (a, b) = (agent(2), agent(3));
+        // A request already waiting is denied by the pause, with its reason.
+        let mut waiting = submit(&c, "w", 1, &a);
+        assert_eq!(reply(&mut waiting).await["kind"], "PENDING");
+        let shown = c.shown.recv().await.unwrap();
+        let denied = c
+            .engine
+            .pause_agent(&a, None, "it keeps ordering things")
+            .unwrap();
+        assert_eq!(denied, vec![shown.id.clone()]);
+        let r = reply(&mut waiting).await;
+        assert_eq!(r["kind"], "DENIED");
+        assert!(
+            r["reason"]
+                .as_str()
+                .unwrap()
+                .contains("it keeps ordering things"),
+            "{r}"
+        );
+        assert!(c.engine.pending().is_empty());
+
+        // Its next request is refused without being shown.
+        let mut next = submit(&c, "n", 2, &a);
+        let r = reply(&mut next).await;
+        assert_eq!(r["kind"], "REJECTED");
+        assert_eq!(r["code"], "agent_paused");
+        assert!(
+            r["message"]
+                .as_str()
+                .unwrap()
+                .contains("until they resume it")
+                && r["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("it keeps ordering things"),
+            "{r}"
+        );
+        assert!(c.shown.try_recv().is_err(), "nothing was shown");
+
+        // Another agent is not paused.
+        let mut other = submit(&c, "o", 3, &b);
+        assert_eq!(reply(&mut other).await["kind"], "PENDING");
+        assert_eq!(c.shown.recv().await.unwrap().review.agent.key, b);
+
+        assert_eq!(c.engine.pauses().unwrap().len(), 1);
+        assert!(c.engine.resume_agent(&a).unwrap());
+        assert!(!c.engine.resume_agent(&a).unwrap(), "resumed once");
+        let mut again = submit(&c, "a", 4, &a);
+        assert_eq!(reply(&mut again).await["kind"], "PENDING");
+        assert_eq!(c.shown.recv().await.unwrap().review.agent.key, a);
+
+        let k = kinds(&c);
+        let paused = k.iter().position(|k| *k == EventKind::AgentPaused).unwrap();
+        assert_eq!(k[paused + 1], EventKind::ConsentDenied);
+        assert!(k[paused..].contains(&EventKind::RequestRejected));
+        assert!(k[paused..].contains(&EventKind::AgentResumed));
+        assert!(Audit::open(&c.audit_path).unwrap().verify().unwrap().ok);
+    });
+}
+
+#[test]
+fn deny_and_pause_denies_this_request_and_refuses_the_agent_for_an_hour() {
+    rt().block_on(async {
+        let mut c = custody();
+        let a = agent(2);
+        let mut first = submit(&c, "f", 1, &a);
+        assert_eq!(reply(&mut first).await["kind"], "PENDING");
+        let shown = c.shown.recv().await.unwrap();
+        let denied = c
+            .engine
+            .deny_and_pause(&shown.id, DENY_AND_PAUSE_SECS)
+            .unwrap();
+        assert_eq!(denied, vec![shown.id.clone()]);
+        let r = reply(&mut first).await;
+        assert_eq!(r["kind"], "DENIED");
+        assert!(
+            r["reason"].as_str().unwrap().contains("paused for 1h"),
+            "{r}"
+        );
+        let pause = &c.engine.pauses().unwrap()[0];
+        let until = pause.until.expect("a pause with an end");
+        assert!((until - unix_now() - DENY_AND_PAUSE_SECS).abs() <= 5);
+
+        let mut next = submit(&c, "n", 2, &a);
+        assert_eq!(reply(&mut next).await["code"], "agent_paused");
+        assert!(c.shown.try_recv().is_err(), "nothing was shown");
+
+        assert!(matches!(
+            c.engine.deny_and_pause(&shown.id, DENY_AND_PAUSE_SECS),
+            Err(PauseError::NotPending)
+        ));
+        assert!(matches!(
+            c.engine.pause_agent("not a key", None, ""),
+            Err(PauseError::NotAKey(_))
+        ));
+    });
+}
+
+#[test]
+fn a_pause_ends_by_itself_at_its_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut audit = Audit::open(&dir.path().join("audit.sqlite3")).unwrap();
+    let a = agent(2);
+    let now = unix_now();
+    audit
+        .pause_agent(&a, Some(now + 3600), "denied and paused for 1h", now)
+        .unwrap();
+    assert!(audit.pause_of(&a, now + 3599).unwrap().is_some());
+    assert!(audit.pause_of(&a, now + 3600).unwrap().is_none());
+    assert!(audit.pauses(now + 3600).unwrap().is_empty());
+    assert!(audit.pause_of(&agent(3), now).unwrap().is_none());
+    // A new pause replaces the old one.
+    audit.pause_agent(&a, None, "for good", now + 1).unwrap();
+    let p = audit.pause_of(&a, now + 10_000).unwrap().unwrap();
+    assert_eq!((p.until, p.reason.as_str()), (None, "for good"));
+    assert!(audit.verify().unwrap().ok);
+}
