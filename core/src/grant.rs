@@ -486,6 +486,18 @@ fn check_signable(caveats: &[Caveat]) -> Result<(), GrantError> {
     if let Some(Caveat::Invalid { why, .. }) = caveats.iter().find(|c| !c.is_well_formed()) {
         return Err(GrantError::Unsignable(format!("malformed caveat: {why}")));
     }
+    // A block mixing Parley limits (per/spend) with YEA ones (each/total)
+    // fails closed in both dialects: never sign one.
+    if !crate::Dialect::ALL
+        .iter()
+        .any(|d| caveats.iter().all(|c| c.is_well_formed_in(*d)))
+    {
+        return Err(GrantError::Unsignable(
+            "the caveats mix Parley limits (per, spend) with YEA limits (each, total); \
+             no service of either dialect would accept them"
+                .into(),
+        ));
+    }
     Ok(())
 }
 
@@ -502,7 +514,7 @@ pub struct VerifiedGrant {
 pub enum Decision {
     /// Authorized.
     Ok,
-    /// Authorized except for `per`, `spend` or `risk`: the human may consent.
+    /// Authorized except for `per`, `spend`, `each`, `total` or `risk`: the human may consent.
     ConsentRequired {
         /// The caveats that asked for consent.
         caveats: Vec<Value>,

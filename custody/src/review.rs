@@ -762,6 +762,8 @@ pub fn preview(caveats: &[Caveat]) -> String {
             Caveat::Can(l) => parts.push(format!("for {}", l.join(", "))),
             Caveat::Per(m) => parts.push(format!("up to {m} each")),
             Caveat::Spend(m) => parts.push(format!("{m} in total")),
+            Caveat::Each(l) => parts.push(format!("up to {} each", l.describe())),
+            Caveat::Total(l) => parts.push(format!("at most {} in total", l.describe())),
             Caveat::Risk(r) => parts.push(format!("risk up to {r}")),
             Caveat::Only(h) => parts.push(format!("only proposal {h}")),
             Caveat::Nbf(t) => parts.push(format!("from {}", lens::time(*t))),

@@ -154,8 +154,9 @@ fn commit_ctx(p: &Value, service: &str, capability: &str, verb: &str, now: i64) 
                 currency: "USD".into(),
             }),
             risk: p["risk"].as_str().unwrap().into(),
+            ..Default::default()
         }),
-        spent: Default::default(),
+        ..Default::default()
     }
 }
 
