@@ -358,6 +358,46 @@ mod tests {
         assert!(Proposal::from_value(&p).is_err());
     }
 
+    fn yea(uses: Value, op: &str) -> Value {
+        let mut p = json!({
+            "id": "p_1", "capability": "shop.order", "summary": "Order",
+            "effects": [{"op": op, "target": "order"}],
+            "uses": uses, "risk": "low", "undo": null, "expires": 1790000600
+        });
+        let h = proposal_hash(&p).unwrap();
+        p["hash"] = json!(h);
+        p
+    }
+
+    #[test]
+    fn yea_proposals_report_uses_not_cost_and_never_charge() {
+        let uses =
+            json!({"spend": {"amount": 2287, "scale": 2, "unit": "USD"}, "emails": {"amount": 1}});
+        let p = Proposal::from_value_in(&yea(uses.clone(), "create"), Dialect::YeaV1).unwrap();
+        assert_eq!(p.uses.as_ref().unwrap().lens(), "emails 1, spend 22.87 USD");
+        assert_eq!(p.cost, None);
+        // The same proposal is not a Parley one: `uses` is an unknown hashed field.
+        assert!(Proposal::from_value(&yea(uses.clone(), "create")).is_err());
+        let err = Proposal::from_value_in(&yea(uses, "charge"), Dialect::YeaV1).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("op must be one of create, update, delete, send, other"),
+            "{err}"
+        );
+        let err = Proposal::from_value_in(
+            &yea(json!({"emails": {"amount": 1, "unit": ""}}), "create"),
+            Dialect::YeaV1,
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("uses is malformed: emails: the unit"),
+            "{err}"
+        );
+        // A Parley proposal with `cost` is not a YEA one.
+        assert!(Proposal::from_value_in(&sample(), Dialect::YeaV1).is_err());
+    }
+
     #[test]
     fn hash_must_match() {
         let mut p = sample();
