@@ -1051,7 +1051,8 @@ mod tests {
             ops[1],
             protocol::Op::ApproveCode {
                 code: "pc1.x".into(),
-                agent: "ed25519:A".into()
+                agent: "ed25519:A".into(),
+                dialect: parley_core::Dialect::ParleyV1,
             }
         );
         assert_eq!(
