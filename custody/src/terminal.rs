@@ -616,6 +616,34 @@ mod tests {
     }
 
     #[test]
+    fn a_yea_consent_shows_a_line_per_measure_of_uses() {
+        let mut r = consent_review();
+        r.dialect = parley_core::Dialect::YeaV1;
+        r.uses = ["22.87 USD", "3 emails"]
+            .iter()
+            .map(|w| crate::review::UseView {
+                measure: String::new(),
+                words: w.to_string(),
+                money: None,
+            })
+            .collect();
+        let d = decisive(&r, 0);
+        assert!(
+            d.contains("  USES        22.87 USD\n              3 emails\n"),
+            "{d}"
+        );
+        assert!(!d.contains("COST"), "{d}");
+        let full = render(&r, 0);
+        assert!(
+            full.contains("USES        22.87 USD\n            3 emails\n"),
+            "{full}"
+        );
+        r.uses.clear();
+        r.cost = crate::review::NOTHING_MEASURED.into();
+        assert!(decisive(&r, 0).contains("  USES        nothing measured\n"));
+    }
+
+    #[test]
     fn answers_become_verdicts_in_one_place() {
         assert_eq!(
             verdict(Answer::Yes {
