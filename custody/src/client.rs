@@ -580,7 +580,7 @@ impl Client {
         proposal: Value,
         service: &str,
         agent: &str,
-        mut on_pending: impl FnMut(&Reply),
+        on_pending: impl FnMut(&Reply),
     ) -> Result<Reply, ClientError> {
         self.consent_in(
             consent,
@@ -621,7 +621,7 @@ impl Client {
         &mut self,
         code: &str,
         agent: &str,
-        mut on_pending: impl FnMut(&Reply),
+        on_pending: impl FnMut(&Reply),
     ) -> Result<Reply, ClientError> {
         self.approve_code_in(code, agent, Dialect::ParleyV1, on_pending)
             .await
