@@ -6,7 +6,9 @@
 //! and `{"risk":"toString"}` is just a risk level that does not exist.
 
 use crate::canonical::MAX_SAFE_INTEGER;
+use crate::dialect::Dialect;
 use crate::money::Money;
+use crate::quantity::{Exact, Limit, Used, Uses};
 use serde_json::{json, Map, Value};
 use std::fmt;
 
@@ -67,6 +69,13 @@ pub enum Caveat {
     Per(Money),
     /// `{"spend": {max, currency}}`: COMMIT only; spent through this block + cost ≤ max.
     Spend(Money),
+    /// YEA `{"each": limit}`: COMMIT only; the proposal's use of `of` is
+    /// absent, or in the limit's unit and ≤ it.
+    Each(Limit),
+    /// YEA `{"total": limit}`: COMMIT only; the proposal's use of `of` is
+    /// absent, or in the limit's unit and, with what this block already
+    /// used of it, ≤ the limit.
+    Total(Limit),
     /// `{"risk": level}`: COMMIT only; the proposal's risk ≤ level.
     Risk(RiskLevel),
     /// `{"only": hash}`: COMMIT only; the proposal hash equals it.
@@ -85,19 +94,25 @@ pub enum Caveat {
 pub enum Verdict {
     /// Satisfied.
     Pass,
-    /// Failed, but a human may approve it (only `per`, `spend`, `risk`: §6.6).
+    /// Failed, but a human may approve it (only `per`, `spend`, `each`,
+    /// `total`, `risk`: §6.6).
     Soft(String),
     /// Failed; no consent can fix it.
     Hard(String),
 }
 
-/// The facts about the proposal a COMMIT is for (§6.3 `per`, `spend`, `risk`, `only`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The facts about the proposal a COMMIT is for (§6.3 `per`, `spend`,
+/// `each`, `total`, `risk`, `only`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CommitFacts {
     /// The proposal hash (§5.1).
     pub hash: String,
-    /// The proposal cost; `None` when free.
+    /// Parley: the proposal cost; `None` when free.
     pub cost: Option<Money>,
+    /// YEA: the proposal's `uses` exactly as it reported it; `None` when
+    /// absent. Kept as JSON, like `risk`, so that a malformed one fails every
+    /// `each`/`total` closed instead of being unrepresentable (§6.3).
+    pub uses: Option<Value>,
     /// The proposal risk as the service wrote it (kept as text so an unknown level fails closed).
     pub risk: String,
 }
@@ -115,8 +130,13 @@ pub struct RequestContext {
     pub now: i64,
     /// For COMMIT: the proposal being committed.
     pub proposal: Option<CommitFacts>,
-    /// Spend already reserved per block id (minor units), for `spend`.
+    /// Parley: spend already reserved per block id (minor units), for `spend`.
     pub spent: std::collections::BTreeMap<String, i64>,
+    /// YEA: quantities already committed or reserved per block id and
+    /// measure, for `total`.
+    pub used: Used,
+    /// The dialect the request is read under: it decides which caveats exist.
+    pub dialect: Dialect,
 }
 
 impl Caveat {
@@ -150,6 +170,12 @@ impl Caveat {
             "nbf" => safe_int(value, "nbf").map(Caveat::Nbf),
             "per" => limit(value, "per").map(Caveat::Per),
             "spend" => limit(value, "spend").map(Caveat::Spend),
+            "each" => Limit::from_value(value, "each")
+                .map(Caveat::Each)
+                .map_err(|e| e.to_string()),
+            "total" => Limit::from_value(value, "total")
+                .map(Caveat::Total)
+                .map_err(|e| e.to_string()),
             "risk" => value
                 .as_str()
                 .and_then(RiskLevel::parse)
@@ -176,6 +202,8 @@ impl Caveat {
             Caveat::Nbf(t) => json!({ "nbf": t }),
             Caveat::Per(m) => json!({ "per": m.to_limit_value() }),
             Caveat::Spend(m) => json!({ "spend": m.to_limit_value() }),
+            Caveat::Each(l) => json!({ "each": l.to_value() }),
+            Caveat::Total(l) => json!({ "total": l.to_value() }),
             Caveat::Risk(r) => json!({ "risk": r.as_str() }),
             Caveat::Only(h) => json!({ "only": h }),
             Caveat::Invalid { raw, .. } => raw.clone(),
@@ -189,10 +217,40 @@ impl Caveat {
         !matches!(self, Caveat::Invalid { .. })
     }
 
+    /// The caveat's name (`svc`, `each`, …); `None` for an invalid one.
+    pub fn name(&self) -> Option<&'static str> {
+        Some(match self {
+            Caveat::Svc(_) => "svc",
+            Caveat::Verbs(_) => "verbs",
+            Caveat::Can(_) => "can",
+            Caveat::Exp(_) => "exp",
+            Caveat::Nbf(_) => "nbf",
+            Caveat::Per(_) => "per",
+            Caveat::Spend(_) => "spend",
+            Caveat::Each(_) => "each",
+            Caveat::Total(_) => "total",
+            Caveat::Risk(_) => "risk",
+            Caveat::Only(_) => "only",
+            Caveat::Invalid { .. } => return None,
+        })
+    }
+
+    /// Whether this is a well-formed caveat that `dialect` knows (§6.3):
+    /// what a signer for that dialect may sign.
+    pub fn is_well_formed_in(&self, dialect: Dialect) -> bool {
+        self.name()
+            .is_some_and(|n| dialect.caveat_names().contains(&n))
+    }
+
     /// Judges one request. `block_id` is the id of the block this caveat is in
     /// (§6.2), used to look up spend already reserved through it.
     pub fn check(&self, ctx: &RequestContext, block_id: &str) -> Verdict {
         let commit = ctx.verb == "COMMIT";
+        if let Some(name) = self.name() {
+            if !ctx.dialect.caveat_names().contains(&name) {
+                return Verdict::Hard(format!("unknown caveat {name:?} in {}", ctx.dialect));
+            }
+        }
         match self {
             Caveat::Svc(list) => pass_if(list.contains(&ctx.service), || {
                 format!("service {:?} is not in svc", ctx.service)
@@ -206,8 +264,25 @@ impl Caveat {
             ),
             Caveat::Exp(t) => pass_if(ctx.now < *t, || "the grant has expired".into()),
             Caveat::Nbf(t) => pass_if(ctx.now >= *t, || "the grant is not valid yet".into()),
-            Caveat::Per(_) | Caveat::Spend(_) | Caveat::Risk(_) | Caveat::Only(_) if !commit => {
+            Caveat::Per(_)
+            | Caveat::Spend(_)
+            | Caveat::Each(_)
+            | Caveat::Total(_)
+            | Caveat::Risk(_)
+            | Caveat::Only(_)
+                if !commit =>
+            {
                 Verdict::Pass
+            }
+            Caveat::Each(limit) => check_limit(ctx, limit, Exact(0), "the per-commit limit"),
+            Caveat::Total(limit) => {
+                let used = ctx
+                    .used
+                    .get(block_id)
+                    .and_then(|m| m.get(&limit.of))
+                    .copied()
+                    .unwrap_or_default();
+                check_limit(ctx, limit, used, "the total limit")
             }
             Caveat::Per(limit) => match ctx.proposal.as_ref() {
                 None => Verdict::Hard("a COMMIT must name its proposal".into()),
@@ -286,6 +361,16 @@ impl Caveat {
             Caveat::Spend(m) => {
                 format!("at most {m} in total through this grant, else ask the human")
             }
+            Caveat::Each(l) => {
+                format!(
+                    "each commit uses at most {}, else ask the human",
+                    l.describe()
+                )
+            }
+            Caveat::Total(l) => format!(
+                "at most {} in total through this grant, else ask the human",
+                l.describe()
+            ),
             Caveat::Risk(r) => format!("commits up to {r} risk, else ask the human"),
             Caveat::Only(h) => format!("only a COMMIT of the proposal with hash {h}"),
             Caveat::Invalid { why, raw } => format!(
@@ -293,6 +378,40 @@ impl Caveat {
                 crate::lens::compact_json(raw)
             ),
         }
+    }
+}
+
+/// §6.3 `each`/`total` for a COMMIT: the proposal's use of `limit.of`,
+/// on top of `already`, against the limit. A malformed `uses` is a hard
+/// failure whichever measure it breaks; a unit mismatch or a value over the
+/// limit is soft (the human may consent); a measure not reported passes.
+fn check_limit(ctx: &RequestContext, limit: &Limit, already: Exact, what: &str) -> Verdict {
+    let Some(p) = ctx.proposal.as_ref() else {
+        return Verdict::Hard("a COMMIT must name its proposal".into());
+    };
+    let uses = match p.uses.as_ref().map(Uses::from_value) {
+        None => return Verdict::Pass,
+        Some(Err(e)) => return Verdict::Hard(format!("the proposal's uses is malformed: {e}")),
+        Some(Ok(u)) => u,
+    };
+    let Some(q) = uses.get(&limit.of) else {
+        return Verdict::Pass;
+    };
+    let unit = |u: Option<&str>| u.map_or_else(|| "no unit".to_string(), str::to_string);
+    if !q.same_unit(limit.max.unit.as_deref()) {
+        return Verdict::Soft(format!(
+            "{} is in {}, but {what} is in {}",
+            limit.of,
+            unit(q.unit.as_deref()),
+            unit(limit.max.unit.as_deref())
+        ));
+    }
+    match already.checked_add(q.exact()) {
+        Some(sum) if sum <= limit.max.exact() => Verdict::Pass,
+        _ => Verdict::Soft(format!(
+            "{} {q} would pass {what} of {}",
+            limit.of, limit.max
+        )),
     }
 }
 

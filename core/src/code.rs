@@ -2,6 +2,8 @@
 //! `"pc1." + b64url(canonical(body))`, where body is the §6.6 consent
 //! request plus an optional `detail`: the proposal as the agent saw it,
 //! without `data`. An agent's tooling prints it; `parley approve` takes it.
+//! The YEA tooling's codes are the same, plus the agent's key (`agent`),
+//! which is the `sub` the consent grant is for.
 
 use crate::b64;
 use crate::canonical::{canonical, CanonicalError};
@@ -32,6 +34,9 @@ pub enum CodeError {
     /// Not a consent request.
     #[error("the consent code does not hold a consent request: {0}")]
     Consent(#[from] ConsentError),
+    /// `agent` present but not a public key.
+    #[error("the consent code's agent must be an ed25519: public key")]
+    Agent,
     /// `detail` present but not a proposal object.
     #[error("the consent code's detail must be the proposal object")]
     Detail,
@@ -50,6 +55,7 @@ impl CodeError {
             CodeError::Json(_) => "json",
             CodeError::Consent(_) => "consent",
             CodeError::Detail => "detail",
+            CodeError::Agent => "agent",
             CodeError::Canonical(_) => "canonical",
         }
     }
@@ -62,11 +68,25 @@ pub struct ConsentCode {
     pub consent: ConsentRequest,
     /// The proposal as the agent saw it, without `data`, if the code carries it.
     pub detail: Option<Value>,
+    /// The agent's key, when the code names it (YEA codes do).
+    pub agent: Option<crate::PublicKey>,
 }
 
 /// Encodes a code. `detail`, if given, has its `data` removed.
 pub fn encode(consent: &ConsentRequest, detail: Option<&Value>) -> Result<String, CodeError> {
+    encode_for(consent, None, detail)
+}
+
+/// [`encode`] naming the agent the consent is for, as YEA codes do.
+pub fn encode_for(
+    consent: &ConsentRequest,
+    agent: Option<&crate::PublicKey>,
+    detail: Option<&Value>,
+) -> Result<String, CodeError> {
     let mut body = consent.to_value();
+    if let Some(a) = agent {
+        body["agent"] = Value::String(a.to_string());
+    }
     if let Some(d) = detail {
         let mut d = d.as_object().ok_or(CodeError::Detail)?.clone();
         d.remove("data");
@@ -94,5 +114,14 @@ pub fn decode(code: &str) -> Result<ConsentCode, CodeError> {
         Some(d @ Value::Object(_)) => Some(d.clone()),
         Some(_) => return Err(CodeError::Detail),
     };
-    Ok(ConsentCode { consent, detail })
+    let agent = match value.get("agent") {
+        None => None,
+        Some(Value::String(a)) => Some(a.parse().map_err(|_| CodeError::Agent)?),
+        Some(_) => return Err(CodeError::Agent),
+    };
+    Ok(ConsentCode {
+        consent,
+        detail,
+        agent,
+    })
 }

@@ -195,7 +195,19 @@ pub fn check(
     service: &str,
     now: i64,
 ) -> Result<CheckedConsent, ConsentError> {
-    let proposal = Proposal::from_value(proposal)?;
+    check_in(request, proposal, service, now, crate::Dialect::ParleyV1)
+}
+
+/// [`check`] with the proposal read under `dialect` (the consent request and
+/// the consent grant are the same in both).
+pub fn check_in(
+    request: ConsentRequest,
+    proposal: &Value,
+    service: &str,
+    now: i64,
+    dialect: crate::Dialect,
+) -> Result<CheckedConsent, ConsentError> {
+    let proposal = Proposal::from_value_in(proposal, dialect)?;
     if request.hash != proposal.hash {
         return Err(ConsentError::HashMismatch {
             consent: request.hash,

@@ -486,6 +486,18 @@ fn check_signable(caveats: &[Caveat]) -> Result<(), GrantError> {
     if let Some(Caveat::Invalid { why, .. }) = caveats.iter().find(|c| !c.is_well_formed()) {
         return Err(GrantError::Unsignable(format!("malformed caveat: {why}")));
     }
+    // A block mixing Parley limits (per/spend) with YEA ones (each/total)
+    // fails closed in both dialects: never sign one.
+    if !crate::Dialect::ALL
+        .iter()
+        .any(|d| caveats.iter().all(|c| c.is_well_formed_in(*d)))
+    {
+        return Err(GrantError::Unsignable(
+            "the caveats mix Parley limits (per, spend) with YEA limits (each, total); \
+             no service of either dialect would accept them"
+                .into(),
+        ));
+    }
     Ok(())
 }
 
@@ -502,7 +514,7 @@ pub struct VerifiedGrant {
 pub enum Decision {
     /// Authorized.
     Ok,
-    /// Authorized except for `per`, `spend` or `risk`: the human may consent.
+    /// Authorized except for `per`, `spend`, `each`, `total` or `risk`: the human may consent.
     ConsentRequired {
         /// The caveats that asked for consent.
         caveats: Vec<Value>,
@@ -564,6 +576,31 @@ impl VerifiedGrant {
     /// Block ids, root first (spend is attributed per block id).
     pub fn block_ids(&self) -> &[String] {
         &self.ids
+    }
+
+    /// What a COMMIT authorized by this grant must reserve (YEA §6.3): for
+    /// every `total` caveat of every block whose measure `uses` reports, the
+    /// block id, the measure and the quantity's exact value. A service adds
+    /// these to its [`Used`](crate::quantity::Used) atomically with the
+    /// check and before executing, and releases them if execution fails.
+    pub fn total_reservations(
+        &self,
+        uses: &crate::quantity::Uses,
+    ) -> Vec<(String, String, crate::quantity::Exact)> {
+        let mut out = Vec::new();
+        for (block, id) in self.grant.blocks.iter().zip(&self.ids) {
+            for caveat in &block.caveats {
+                if let Caveat::Total(limit) = caveat {
+                    if let Some(q) = uses.get(&limit.of) {
+                        let row = (id.clone(), limit.of.clone(), q.exact());
+                        if !out.contains(&row) {
+                            out.push(row);
+                        }
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// Evaluates every caveat of every block (§6.3). Hard failures win
@@ -656,6 +693,127 @@ mod tests {
         ));
         // Only the holder may delegate.
         assert!(g.delegate(&s, &s.public(), &[], 1).is_err());
+    }
+
+    fn yea_commit(uses: Value, used: crate::quantity::Used) -> RequestContext {
+        RequestContext {
+            service: "shop.example".into(),
+            verb: "COMMIT".into(),
+            capability: "shop.order".into(),
+            now: 5,
+            proposal: Some(crate::caveat::CommitFacts {
+                hash: "h".into(),
+                uses: Some(uses),
+                risk: "low".into(),
+                ..Default::default()
+            }),
+            used,
+            dialect: crate::Dialect::YeaV1,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn totals_reserve_per_block_and_measure_and_count_what_was_used() {
+        let (p, a) = (key(1), key(2));
+        let limit = |v: Value| Caveat::parse(&json!({ "total": v }));
+        let g = UnverifiedGrant::issue_root(
+            &p,
+            &a.public(),
+            &[
+                limit(json!({"of": "emails", "max": 3})),
+                limit(json!({"of": "spend", "max": 40, "unit": "USD"})),
+            ],
+            1,
+            "n",
+        )
+        .unwrap()
+        .verify(&[p.public()], &a.public())
+        .unwrap();
+        let uses =
+            json!({"emails": {"amount": 2}, "spend": {"amount": 2287, "scale": 2, "unit": "USD"}});
+        let parsed = crate::quantity::Uses::from_value(&uses).unwrap();
+        let reserved = g.total_reservations(&parsed);
+        let root = g.block_ids()[0].clone();
+        assert_eq!(
+            reserved
+                .iter()
+                .map(|(b, m, _)| (b.as_str(), m.as_str()))
+                .collect::<Vec<_>>(),
+            [(root.as_str(), "emails"), (root.as_str(), "spend")]
+        );
+        assert_eq!(
+            g.evaluate(&yea_commit(uses.clone(), Default::default())),
+            Decision::Ok
+        );
+        // After the reservations, the same commit again passes 3 emails in total.
+        let mut used = crate::quantity::Used::new();
+        for (b, m, v) in reserved {
+            used.entry(b).or_default().insert(m, v);
+        }
+        assert_eq!(
+            g.evaluate(&yea_commit(uses, used)).code(),
+            "consent_required"
+        );
+    }
+
+    #[test]
+    fn yea_limits_mismatched_units_ask_malformed_quantities_and_floats_forbid() {
+        let (p, a) = (key(1), key(2));
+        let each = Caveat::parse(
+            &json!({"each": {"of": "spend", "max": 4000, "scale": 2, "unit": "USD"}}),
+        );
+        let g = UnverifiedGrant::issue_root(&p, &a.public(), &[each], 1, "n")
+            .unwrap()
+            .verify(&[p.public()], &a.public())
+            .unwrap();
+        let d = g.evaluate(&yea_commit(
+            json!({"spend": {"amount": 100, "scale": 2, "unit": "EUR"}}),
+            Default::default(),
+        ));
+        let Decision::ConsentRequired { reasons, .. } = d else {
+            panic!("{d:?}")
+        };
+        assert_eq!(
+            reasons,
+            ["spend is in EUR, but the per-commit limit is in USD"]
+        );
+        for (uses, why) in [
+            (
+                json!({"spend": {"amount": 12.5, "unit": "USD"}}),
+                "amount must be an integer",
+            ),
+            (
+                json!({"spend": {"amount": -1, "unit": "USD"}}),
+                "amount must be an integer",
+            ),
+            (
+                json!({"spend": {"amount": 1, "scale": 19, "unit": "USD"}}),
+                "scale must be",
+            ),
+            (json!({"Spend": {"amount": 1}}), "not a measure name"),
+        ] {
+            let d = g.evaluate(&yea_commit(uses.clone(), Default::default()));
+            let Decision::Forbidden { reasons, .. } = &d else {
+                panic!("{uses}: {d:?}")
+            };
+            assert!(reasons[0].contains(why), "{uses}: {reasons:?}");
+        }
+        // The same limit under Parley is an unknown caveat.
+        let mut ctx = yea_commit(json!({}), Default::default());
+        ctx.dialect = crate::Dialect::ParleyV1;
+        assert_eq!(g.evaluate(&ctx).code(), "forbidden");
+    }
+
+    #[test]
+    fn never_signs_a_block_mixing_the_dialects_limits() {
+        let p = key(1);
+        let per = Caveat::parse(&json!({"per": {"max": 1, "currency": "USD"}}));
+        let each = Caveat::parse(&json!({"each": {"of": "emails", "max": 1}}));
+        assert!(matches!(
+            UnverifiedGrant::issue_root(&p, &p.public(), &[per, each], 1, "n"),
+            Err(GrantError::Unsignable(_))
+        ));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! # parley-core
 //!
-//! The Parley protocol (spec draft v1), pure: no I/O, no async, no clock reads.
+//! The Parley protocol (spec draft v1) and YEA v1, its renamed successor
+//! ([`dialect`]), pure: no I/O, no async, no clock reads.
 //! Time is always a parameter, so every decision here is reproducible in a test.
 //!
 //! Everything the custody app shows and signs stands on this crate: if a hash,
@@ -15,6 +16,7 @@ pub mod canonical;
 pub mod caveat;
 pub mod code;
 pub mod consent;
+pub mod dialect;
 pub mod estimate;
 pub mod fit;
 pub mod grant;
@@ -24,7 +26,9 @@ pub mod lens;
 pub mod money;
 pub mod proof;
 pub mod proposal;
+pub mod quantity;
 
 pub use keys::{PublicKey, SecretKey};
 
 pub use caveat::{Caveat, RiskLevel};
+pub use dialect::Dialect;

@@ -4,7 +4,9 @@
 use crate::b64;
 use crate::canonical::{write_object_without, CanonicalError, MAX_SAFE_INTEGER};
 use crate::caveat::RiskLevel;
+use crate::dialect::{Dialect, UsageField};
 use crate::money::Money;
+use crate::quantity::Uses;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -51,15 +53,15 @@ pub enum EffectOp {
     Delete,
     /// `>`
     Send,
-    /// `$`
+    /// `$` (Parley only: YEA dropped it, a charge is a `create`)
     Charge,
     /// `*`
     Other,
 }
 
 impl EffectOp {
-    fn parse(s: &str) -> Option<EffectOp> {
-        Some(match s {
+    fn parse(s: &str, dialect: Dialect) -> Option<EffectOp> {
+        let op = match s {
             "create" => EffectOp::Create,
             "update" => EffectOp::Update,
             "delete" => EffectOp::Delete,
@@ -67,7 +69,20 @@ impl EffectOp {
             "charge" => EffectOp::Charge,
             "other" => EffectOp::Other,
             _ => return None,
-        })
+        };
+        dialect.effect_ops().contains(&op).then_some(op)
+    }
+
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EffectOp::Create => "create",
+            EffectOp::Update => "update",
+            EffectOp::Delete => "delete",
+            EffectOp::Send => "send",
+            EffectOp::Charge => "charge",
+            EffectOp::Other => "other",
+        }
     }
 }
 
@@ -102,8 +117,11 @@ pub struct Proposal {
     pub summary: String,
     /// Every change the commit will cause.
     pub effects: Vec<Effect>,
-    /// `None` when free.
+    /// Parley: `None` when free. Always `None` in YEA.
     pub cost: Option<Money>,
+    /// YEA: what the commit uses up; `None` when absent (empty is `Some`
+    /// of an empty map). Always `None` in Parley.
+    pub uses: Option<Uses>,
     /// The service's risk assessment.
     pub risk: RiskLevel,
     /// Undo window in seconds; `None` = irreversible.
@@ -114,21 +132,6 @@ pub struct Proposal {
     pub hash: String,
 }
 
-/// The fields a proposal may have. A hashed field the review cannot show
-/// would let a service bind the human's signature to something unseen, so
-/// unknown hashed fields are refused rather than ignored.
-const FIELDS: &[&str] = &[
-    "id",
-    "capability",
-    "summary",
-    "effects",
-    "cost",
-    "risk",
-    "undo",
-    "expires",
-    "hash",
-    "data",
-];
 const EFFECT_FIELDS: &[&str] = &["op", "target", "field", "from", "to", "detail"];
 
 impl Proposal {
@@ -140,12 +143,24 @@ impl Proposal {
 }
 
 impl Proposal {
-    /// Reads and checks a proposal as received: shape, enums, integers, and
-    /// that its content hashes to its `hash` (§5.1; ARCHITECTURE.md checklist 1 and 5).
+    /// Reads and checks a Parley v1 proposal as received: shape, enums,
+    /// integers, and that its content hashes to its `hash` (§5.1;
+    /// ARCHITECTURE.md checklist 1 and 5).
     pub fn from_value(v: &Value) -> Result<Proposal, ProposalError> {
+        Proposal::from_value_in(v, Dialect::ParleyV1)
+    }
+
+    /// [`from_value`](Self::from_value) under `dialect`: its fields and
+    /// effect ops ([`Dialect::proposal_fields`], [`Dialect::effect_ops`]),
+    /// and `cost` (Parley) or `uses` (YEA, where a malformed `uses` makes
+    /// the proposal invalid). A hashed field the review cannot show would let
+    /// a service bind the human's signature to something unseen, so unknown
+    /// hashed fields are refused rather than ignored.
+    pub fn from_value_in(v: &Value, dialect: Dialect) -> Result<Proposal, ProposalError> {
         let obj = v.as_object().ok_or(ProposalError::NotAnObject)?;
         let bad = |m: String| ProposalError::Malformed(m);
-        if let Some(k) = obj.keys().find(|k| !FIELDS.contains(&k.as_str())) {
+        let fields = dialect.proposal_fields();
+        if let Some(k) = obj.keys().find(|k| !fields.contains(&k.as_str())) {
             return Err(bad(format!(
                 "unknown field {:?} is hashed but cannot be shown to the human",
                 k.chars().take(40).collect::<String>()
@@ -167,9 +182,16 @@ impl Proposal {
             .ok_or_else(|| bad("effects must be a list".into()))?
             .iter()
             .enumerate()
-            .map(|(i, e)| parse_effect(e).map_err(|m| bad(format!("effects[{i}]: {m}"))))
+            .map(|(i, e)| parse_effect(e, dialect).map_err(|m| bad(format!("effects[{i}]: {m}"))))
             .collect::<Result<Vec<_>, _>>()?;
+        let uses = match (dialect.usage_field(), obj.get("uses")) {
+            (UsageField::Uses, Some(u)) => {
+                Some(Uses::from_value(u).map_err(|e| bad(format!("uses is malformed: {e}")))?)
+            }
+            _ => None,
+        };
         let cost = match obj.get("cost") {
+            _ if dialect.usage_field() != UsageField::Cost => None,
             Some(Value::Null) => None,
             Some(Value::Object(c)) => {
                 let amount = c.get("amount").and_then(Value::as_i64);
@@ -228,6 +250,7 @@ impl Proposal {
             summary,
             effects,
             cost,
+            uses,
             risk,
             undo,
             expires,
@@ -236,7 +259,7 @@ impl Proposal {
     }
 }
 
-fn parse_effect(v: &Value) -> Result<Effect, String> {
+fn parse_effect(v: &Value, dialect: Dialect) -> Result<Effect, String> {
     let obj = v.as_object().ok_or("an effect must be an object")?;
     if let Some(k) = obj.keys().find(|k| !EFFECT_FIELDS.contains(&k.as_str())) {
         return Err(format!(
@@ -247,8 +270,11 @@ fn parse_effect(v: &Value) -> Result<Effect, String> {
     let op = obj
         .get("op")
         .and_then(Value::as_str)
-        .and_then(EffectOp::parse)
-        .ok_or("op must be create, update, delete, send, charge or other")?;
+        .and_then(|s| EffectOp::parse(s, dialect))
+        .ok_or_else(|| {
+            let ops: Vec<&str> = dialect.effect_ops().iter().map(|o| o.as_str()).collect();
+            format!("op must be one of {} in {dialect}", ops.join(", "))
+        })?;
     let target = obj
         .get("target")
         .and_then(Value::as_str)
@@ -330,6 +356,46 @@ mod tests {
         let mut p = sample();
         p["effects"][0]["secret"] = json!("x");
         assert!(Proposal::from_value(&p).is_err());
+    }
+
+    fn yea(uses: Value, op: &str) -> Value {
+        let mut p = json!({
+            "id": "p_1", "capability": "shop.order", "summary": "Order",
+            "effects": [{"op": op, "target": "order"}],
+            "uses": uses, "risk": "low", "undo": null, "expires": 1790000600
+        });
+        let h = proposal_hash(&p).unwrap();
+        p["hash"] = json!(h);
+        p
+    }
+
+    #[test]
+    fn yea_proposals_report_uses_not_cost_and_never_charge() {
+        let uses =
+            json!({"spend": {"amount": 2287, "scale": 2, "unit": "USD"}, "emails": {"amount": 1}});
+        let p = Proposal::from_value_in(&yea(uses.clone(), "create"), Dialect::YeaV1).unwrap();
+        assert_eq!(p.uses.as_ref().unwrap().lens(), "emails 1, spend 22.87 USD");
+        assert_eq!(p.cost, None);
+        // The same proposal is not a Parley one: `uses` is an unknown hashed field.
+        assert!(Proposal::from_value(&yea(uses.clone(), "create")).is_err());
+        let err = Proposal::from_value_in(&yea(uses, "charge"), Dialect::YeaV1).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("op must be one of create, update, delete, send, other"),
+            "{err}"
+        );
+        let err = Proposal::from_value_in(
+            &yea(json!({"emails": {"amount": 1, "unit": ""}}), "create"),
+            Dialect::YeaV1,
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("uses is malformed: emails: the unit"),
+            "{err}"
+        );
+        // A Parley proposal with `cost` is not a YEA one.
+        assert!(Proposal::from_value_in(&sample(), Dialect::YeaV1).is_err());
     }
 
     #[test]

@@ -70,8 +70,10 @@ fn contexts() -> Vec<RequestContext> {
                     currency: "USD".into(),
                 }),
                 risk: "low".into(),
+                ..Default::default()
             }),
             spent: Default::default(),
+            ..Default::default()
         })
         .collect()
 }

@@ -141,6 +141,7 @@ fn request_context(ctx: &Value) -> RequestContext {
                     currency: c["currency"].as_str().unwrap().to_string(),
                 }),
                 risk: p["risk"].as_str().unwrap_or_default().to_string(),
+                ..Default::default()
             }),
         spent: ctx
             .get("spent")
@@ -151,6 +152,7 @@ fn request_context(ctx: &Value) -> RequestContext {
                     .collect()
             })
             .unwrap_or_default(),
+        ..Default::default()
     }
 }
 

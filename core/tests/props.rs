@@ -110,8 +110,10 @@ fn context() -> impl Strategy<Value = RequestContext> {
                     currency: cur.into(),
                 }),
                 risk: r.into(),
+                ..Default::default()
             }),
             spent: std::iter::once(("unused".to_string(), spent)).collect(),
+            ..Default::default()
         })
 }
 

@@ -42,6 +42,7 @@
 
 use crate::ipc::frame::{FrameError, FrameReader, FrameWriter, MAX_FRAME};
 use crate::protocol::{self, ErrorCode, Principal, Reply, RequestState, VERSION};
+use parley_core::Dialect;
 use serde_json::{json, Map, Value};
 use std::fmt;
 use std::io;
@@ -579,6 +580,29 @@ impl Client {
         proposal: Value,
         service: &str,
         agent: &str,
+        on_pending: impl FnMut(&Reply),
+    ) -> Result<Reply, ClientError> {
+        self.consent_in(
+            consent,
+            proposal,
+            service,
+            agent,
+            Dialect::ParleyV1,
+            on_pending,
+        )
+        .await
+    }
+
+    /// [`Client::consent`] for a proposal in `dialect`. The request names a
+    /// dialect only when it is not Parley v1, so Parley requests stay
+    /// byte-for-byte what they were (and older custody reads them).
+    pub async fn consent_in(
+        &mut self,
+        consent: Value,
+        proposal: Value,
+        service: &str,
+        agent: &str,
+        dialect: Dialect,
         mut on_pending: impl FnMut(&Reply),
     ) -> Result<Reply, ClientError> {
         let mut body = Map::new();
@@ -586,6 +610,7 @@ impl Client {
         body.insert("proposal".into(), proposal);
         body.insert("service".into(), json!(service));
         body.insert("agent".into(), json!(agent));
+        name_dialect(&mut body, dialect);
         self.request("consent", body, Wait::Human, &mut on_pending)
             .await
     }
@@ -596,11 +621,25 @@ impl Client {
         &mut self,
         code: &str,
         agent: &str,
+        on_pending: impl FnMut(&Reply),
+    ) -> Result<Reply, ClientError> {
+        self.approve_code_in(code, agent, Dialect::ParleyV1, on_pending)
+            .await
+    }
+
+    /// [`Client::approve_code`] for a code whose proposal is in `dialect`
+    /// (the YEA tooling's codes are YEA v1).
+    pub async fn approve_code_in(
+        &mut self,
+        code: &str,
+        agent: &str,
+        dialect: Dialect,
         mut on_pending: impl FnMut(&Reply),
     ) -> Result<Reply, ClientError> {
         let mut body = Map::new();
         body.insert("code".into(), json!(code));
         body.insert("agent".into(), json!(agent));
+        name_dialect(&mut body, dialect);
         self.request("approve_code", body, Wait::Human, &mut on_pending)
             .await
     }
@@ -786,6 +825,13 @@ fn random_suffix() -> String {
                 .unwrap_or(0);
             format!("p{}t{nanos}", std::process::id())
         }
+    }
+}
+
+/// `"dialect"` in a request body, for every dialect but the default.
+fn name_dialect(body: &mut Map<String, Value>, dialect: Dialect) {
+    if dialect != Dialect::ParleyV1 {
+        body.insert("dialect".into(), json!(dialect.name()));
     }
 }
 
@@ -1051,7 +1097,8 @@ mod tests {
             ops[1],
             protocol::Op::ApproveCode {
                 code: "pc1.x".into(),
-                agent: "ed25519:A".into()
+                agent: "ed25519:A".into(),
+                dialect: parley_core::Dialect::ParleyV1,
             }
         );
         assert_eq!(

@@ -82,9 +82,9 @@ impl Reviewed {
 
 /// What the step-up policy looks at in a consent.
 fn consent_subject(c: &ReviewedConsent) -> stepup::Subject<'_> {
-    let p = c.checked().proposal();
+    // Parley's cost, or YEA's `spend` when it is money (the review decides).
     stepup::Subject::Consent {
-        cost: p.cost.as_ref(),
+        cost: c.review().cost_money.as_ref(),
         charges: c.review().effects.iter().any(|e| e.op == "charge"),
     }
 }
@@ -612,14 +612,18 @@ impl Engine {
                 proposal,
                 service,
                 agent,
+                dialect,
             } => {
                 ev.service = Some(service.clone());
-                review::review_consent(consent, proposal, service, agent, &ctx)
+                review::review_consent_in(consent, proposal, service, agent, *dialect, &ctx)
                     .map(|c| Reviewed::Consent(Box::new(c)))
             }
-            Op::ApproveCode { code, agent } => {
-                review::review_code(code, agent, &ctx).map(|c| Reviewed::Consent(Box::new(c)))
-            }
+            Op::ApproveCode {
+                code,
+                agent,
+                dialect,
+            } => review::review_code_in(code, agent, *dialect, &ctx)
+                .map(|c| Reviewed::Consent(Box::new(c))),
             Op::Grant {
                 agent,
                 caveats,
@@ -1309,8 +1313,9 @@ fn event(kind: EventKind, item: &Item) -> NewEvent {
             ev.service = Some(c.checked().request().service.clone());
             ev.capability = Some(p.capability.clone());
             ev.hash = Some(p.hash.clone());
-            ev.cost_amount = p.cost.as_ref().map(|m| m.amount);
-            ev.cost_currency = p.cost.as_ref().map(|m| m.currency.clone());
+            let money = c.review().cost_money.as_ref();
+            ev.cost_amount = money.map(|m| m.amount);
+            ev.cost_currency = money.map(|m| m.currency.clone());
             ev.risk = Some(p.risk.to_string());
             ev.undo = p.undo;
         }

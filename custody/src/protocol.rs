@@ -17,6 +17,7 @@
 //! (`consent`, `proposal`, `caveats`) are kept as raw `Value`s: only their
 //! outer type is checked here; the review layer re-verifies their content.
 
+use parley_core::Dialect;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::fmt;
@@ -54,11 +55,16 @@ pub enum Op {
         service: String,
         /// The holder key the agent used on `INTENT` (`ed25519:…`).
         agent: String,
+        /// The protocol the proposal is in: `"dialect": "yea1"` or
+        /// `"parley1"`, Parley v1 when absent (today's clients).
+        dialect: Dialect,
     },
     /// Ask the human to approve an upstream `pc1.` consent code.
     ApproveCode {
         /// The `pc1.…` code.
         code: String,
+        /// The protocol of the code's proposal (as for `consent`).
+        dialect: Dialect,
         /// The agent's holder key.
         agent: String,
     },
@@ -241,10 +247,12 @@ impl Request {
                 proposal: body.object("proposal")?,
                 service: body.string("service")?,
                 agent: body.string("agent")?,
+                dialect: body.dialect()?,
             },
             "approve_code" => Op::ApproveCode {
                 code: body.string("code")?,
                 agent: body.string("agent")?,
+                dialect: body.dialect()?,
             },
             "grant" => Op::Grant {
                 agent: body.string("agent")?,
@@ -346,6 +354,20 @@ impl Body<'_> {
                 "`{field}` must be a string when present, not {}",
                 type_name(other)
             ))),
+        }
+    }
+
+    /// `dialect`: `parley1` (the default, also when absent or `null`) or
+    /// `yea1`. Anything else is refused, never guessed.
+    fn dialect(&self) -> Result<Dialect, RequestError> {
+        match self.optional_string("dialect")? {
+            None => Ok(Dialect::ParleyV1),
+            Some(s) => Dialect::parse(&s).ok_or_else(|| {
+                self.invalid(format!(
+                    "`dialect` must be \"parley1\" or \"yea1\", not {}",
+                    quote(&s)
+                ))
+            }),
         }
     }
 
@@ -664,6 +686,36 @@ mod tests {
     }
 
     #[test]
+    fn dialect_defaults_to_parley_and_is_never_guessed() {
+        let consent = |extra: &str| {
+            format!(
+                r#"{{"custody":1,"id":"c","op":"consent","consent":{{}},"proposal":{{}},
+                    "service":"s","agent":"ed25519:A"{extra}}}"#
+            )
+        };
+        let dialect = |r: Request| match r.op {
+            Op::Consent { dialect, .. } | Op::ApproveCode { dialect, .. } => dialect,
+            other => panic!("wrong op {other:?}"),
+        };
+        assert_eq!(dialect(req(&consent("")).unwrap()), Dialect::ParleyV1);
+        assert_eq!(
+            dialect(req(&consent(r#","dialect":null"#)).unwrap()),
+            Dialect::ParleyV1
+        );
+        assert_eq!(
+            dialect(req(&consent(r#","dialect":"yea1""#)).unwrap()),
+            Dialect::YeaV1
+        );
+        let code = r#"{"custody":1,"id":"k","op":"approve_code","code":"pc1.x","agent":"ed25519:A","dialect":"yea1"}"#;
+        assert_eq!(dialect(req(code).unwrap()), Dialect::YeaV1);
+        for bad in [r#","dialect":"yea2""#, r#","dialect":1"#] {
+            let e = err(&consent(bad));
+            assert_eq!(e.code, ErrorCode::Invalid, "{bad}");
+            assert!(e.message.contains("dialect"), "{}", e.message);
+        }
+    }
+
+    #[test]
     fn a_reply_in_words_is_a_sentence_not_a_debug_value() {
         let denied = Reply::Denied {
             reason: Some("too much\u{1b}[2J\nCOST 1.00 USD".into()),
@@ -702,7 +754,9 @@ mod tests {
                 proposal,
                 service,
                 agent,
+                dialect,
             } => {
+                assert_eq!(dialect, Dialect::ParleyV1);
                 assert_eq!(consent, json!({"hash":"h"}));
                 assert_eq!(proposal, json!({"id":"p","hash":"h"}));
                 assert_eq!(service, "shop.example");

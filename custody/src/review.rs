@@ -14,7 +14,8 @@ use parley_core::caveat::Caveat;
 use parley_core::consent::{self, CheckedConsent, ConsentError, ConsentRequest};
 use parley_core::money::Money;
 use parley_core::proposal::EffectOp;
-use parley_core::{code, lens, PublicKey};
+use parley_core::quantity::describe_use;
+use parley_core::{code, lens, Dialect, PublicKey};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -53,6 +54,43 @@ pub const COST_NOT_STATED: &str = "not stated (an effect charges)";
 /// the review shows it once).
 pub const SAYS_FREE_BUT_CHARGES: &str = "SAYS FREE BUT CHARGES: the proposal states no cost, \
      yet an effect charges. Nothing limits what it charges; deny unless you know the amount.";
+
+/// What the cost line says for a YEA proposal whose `uses` is absent or
+/// empty: the commit uses nothing the service measures (§5.1).
+pub const NOTHING_MEASURED: &str = "nothing measured";
+
+/// The measures of a YEA `uses`, in words, display-safe.
+fn use_views(uses: Option<&parley_core::quantity::Uses>) -> Vec<UseView> {
+    uses.map(|u| {
+        u.0.iter()
+            .map(|(name, q)| UseView {
+                measure: safe(name),
+                words: safe(&describe_use(name, q)),
+                money: q.as_money(),
+            })
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
+/// A proposal in the other dialect than the request says fails with a
+/// field the review cannot show; say which dialect it looks like instead.
+fn wrong_dialect(proposal: &Value, dialect: Dialect) -> Result<(), Rejection> {
+    let has = |k: &str| proposal.get(k).is_some();
+    let (other, field) = match dialect {
+        Dialect::ParleyV1 if has("uses") => (Dialect::YeaV1, "uses"),
+        Dialect::YeaV1 if has("cost") => (Dialect::ParleyV1, "cost"),
+        _ => return Ok(()),
+    };
+    Err(Rejection::new(
+        "dialect",
+        format!(
+            "the proposal reports `{field}`, a {other} field, but the request is in {dialect}: \
+             send it with \"dialect\": \"{}\"",
+            other.name()
+        ),
+    ))
+}
 
 /// Why a request was refused before reaching the human.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -179,6 +217,18 @@ pub struct EffectView {
     pub line: String,
 }
 
+/// One measure of a YEA proposal's `uses`, as the review shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UseView {
+    /// The measure name (`spend`, `emails`; display-safe).
+    pub measure: String,
+    /// In words: money as money (`22.87 USD`), counts as `3 emails`,
+    /// other measures as `5 GB of storage` (display-safe).
+    pub words: String,
+    /// The quantity as money, when it is a currency at its minor-unit scale.
+    pub money: Option<Money>,
+}
+
 /// A caveat as shown in a grant review.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CaveatView {
@@ -210,8 +260,14 @@ pub struct Review {
     pub capability: String,
     /// §9.2 money, or `free` (consent).
     pub cost: String,
-    /// The cost in minor units, for notifications and the audit log.
+    /// The cost in minor units, for notifications and the audit log (YEA:
+    /// the `spend` measure, when it is money).
     pub cost_money: Option<Money>,
+    /// The protocol the proposal was read under.
+    pub dialect: Dialect,
+    /// YEA: every measure the proposal reports in `uses`, in canonical
+    /// order (empty for Parley, and when it reports none).
+    pub uses: Vec<UseView>,
     /// low / medium / high (consent).
     pub risk: String,
     /// The undo window (`30m`) or `irreversible` (consent).
@@ -507,8 +563,28 @@ pub fn review_consent(
     agent: &str,
     ctx: &ReviewContext,
 ) -> Result<ReviewedConsent, Rejection> {
+    review_consent_in(
+        consent_obj,
+        proposal,
+        service,
+        agent,
+        Dialect::ParleyV1,
+        ctx,
+    )
+}
+
+/// [`review_consent`] with the proposal read under `dialect` (the custody
+/// request's `dialect` field).
+pub fn review_consent_in(
+    consent_obj: &Value,
+    proposal: &Value,
+    service: &str,
+    agent: &str,
+    dialect: Dialect,
+    ctx: &ReviewContext,
+) -> Result<ReviewedConsent, Rejection> {
     let request = ConsentRequest::from_value(consent_obj)?;
-    review_request(request, proposal, service, agent, ctx)
+    review_request(request, proposal, service, agent, dialect, ctx)
 }
 
 /// Checklist for an `approve_code` op: the `pc1.` code must carry the
@@ -517,6 +593,17 @@ pub fn review_consent(
 pub fn review_code(
     code_text: &str,
     agent: &str,
+    ctx: &ReviewContext,
+) -> Result<ReviewedConsent, Rejection> {
+    review_code_in(code_text, agent, Dialect::ParleyV1, ctx)
+}
+
+/// [`review_code`] with the code's proposal read under `dialect`. A code
+/// that names its agent (the YEA tooling's do) must name the requesting one.
+pub fn review_code_in(
+    code_text: &str,
+    agent: &str,
+    dialect: Dialect,
     ctx: &ReviewContext,
 ) -> Result<ReviewedConsent, Rejection> {
     let decoded = code::decode(code_text).map_err(|e| Rejection::new("code", e.to_string()))?;
@@ -532,8 +619,20 @@ pub fn review_code(
     if detail.get("hash").is_none() {
         detail["hash"] = Value::String(decoded.consent.hash.clone());
     }
+    if let Some(named) = &decoded.agent {
+        if named.to_string() != agent {
+            return Err(Rejection::new(
+                "agent_mismatch",
+                format!(
+                    "the consent code is for agent {}, but the request comes for {}",
+                    named.short(),
+                    safe(&agent.chars().take(60).collect::<String>())
+                ),
+            ));
+        }
+    }
     let service = decoded.consent.service.clone();
-    review_request(decoded.consent, &detail, &service, agent, ctx)
+    review_request(decoded.consent, &detail, &service, agent, dialect, ctx)
 }
 
 fn review_request(
@@ -541,9 +640,11 @@ fn review_request(
     proposal: &Value,
     service: &str,
     agent: &str,
+    dialect: Dialect,
     ctx: &ReviewContext,
 ) -> Result<ReviewedConsent, Rejection> {
     let agent = parse_agent(agent)?;
+    wrong_dialect(proposal, dialect)?;
     if !ctx.principals.contains(&request.principal) {
         return Err(Rejection::new(
             "unknown_principal",
@@ -553,7 +654,7 @@ fn review_request(
             ),
         ));
     }
-    let checked = consent::check(request, proposal, service, ctx.now)?;
+    let checked = consent::check_in(request, proposal, service, ctx.now, dialect)?;
     let p = checked.proposal();
     if p.expires > ctx.now.saturating_add(ctx.limits.max_consent_horizon) {
         return Err(Rejection::new(
@@ -595,7 +696,26 @@ fn review_request(
     if says_free_but_charges {
         warnings.push(SAYS_FREE_BUT_CHARGES.into());
     }
-    if let Some(w) = crate::summary_cost::mismatch(&checked.request().summary, p.cost.as_ref()) {
+    let uses = use_views(p.uses.as_ref());
+    // What is spent, as money: Parley's cost, or YEA's `spend` when it is money.
+    let spend_money = match dialect {
+        Dialect::ParleyV1 => p.cost.clone(),
+        Dialect::YeaV1 => uses
+            .iter()
+            .find(|u| u.measure == "spend")
+            .and_then(|u| u.money.clone()),
+    };
+    if let Some(q) = p.uses.as_ref().and_then(|u| u.get("spend")) {
+        if q.as_money().is_none() {
+            warnings.push(format!(
+                "SPEND IS NOT MONEY AS AGREED: the proposal reports spend as {}, not as a currency \
+                 in its minor units; check what it means before you approve.",
+                safe(&q.to_string())
+            ));
+        }
+    }
+    if let Some(w) = crate::summary_cost::mismatch(&checked.request().summary, spend_money.as_ref())
+    {
         warnings.push(w);
     }
     if has_non_ascii(service) {
@@ -607,10 +727,16 @@ fn review_request(
         warnings
             .push("The service's consent summary differs from the proposal's own summary.".into());
     }
-    let cost = match &p.cost {
-        Some(m) => safe(&m.to_string()),
-        None if charges => COST_NOT_STATED.to_string(),
-        None => "free".to_string(),
+    let cost = match (dialect, &p.cost) {
+        (Dialect::YeaV1, _) if uses.is_empty() => NOTHING_MEASURED.to_string(),
+        (Dialect::YeaV1, _) => uses
+            .iter()
+            .map(|u| u.words.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        (Dialect::ParleyV1, Some(m)) => safe(&m.to_string()),
+        (Dialect::ParleyV1, None) if charges => COST_NOT_STATED.to_string(),
+        (Dialect::ParleyV1, None) => "free".to_string(),
     };
     let irreversible = p.irreversible();
     let principal = checked.request().principal.clone();
@@ -619,7 +745,9 @@ fn review_request(
         service: safe(service),
         capability: safe(&p.capability),
         cost,
-        cost_money: p.cost.clone(),
+        cost_money: spend_money,
+        dialect,
+        uses,
         risk: p.risk.to_string(),
         undo: match p.undo {
             Some(w) if !irreversible => lens::duration(w),
@@ -822,6 +950,16 @@ pub fn review_grant(
         capability: String::new(),
         cost: String::new(),
         cost_money: None,
+        // A grant's limits say which dialect its services speak.
+        dialect: if parsed
+            .iter()
+            .any(|c| matches!(c, Caveat::Each(_) | Caveat::Total(_)))
+        {
+            Dialect::YeaV1
+        } else {
+            Dialect::ParleyV1
+        },
+        uses: Vec::new(),
         risk: String::new(),
         undo: String::new(),
         irreversible: false,
@@ -863,6 +1001,8 @@ pub fn preview(caveats: &[Caveat]) -> String {
             Caveat::Can(l) => parts.push(format!("for {}", l.join(", "))),
             Caveat::Per(m) => parts.push(format!("up to {m} each")),
             Caveat::Spend(m) => parts.push(format!("{m} in total")),
+            Caveat::Each(l) => parts.push(format!("up to {} each", l.describe())),
+            Caveat::Total(l) => parts.push(format!("at most {} in total", l.describe())),
             Caveat::Risk(r) => parts.push(format!("risk up to {r}")),
             Caveat::Only(h) => parts.push(format!("only proposal {h}")),
             Caveat::Nbf(t) => parts.push(format!("from {}", lens::time(*t))),
@@ -946,6 +1086,150 @@ mod tests {
             &ctx(&principals, &labels),
         )
         .map(|c| c.review().clone())
+    }
+
+    /// A YEA proposal: `uses` instead of `cost`, no charge op.
+    fn yea_request(uses: Option<Value>, summary: &str) -> (Value, Value) {
+        let (consent, mut p) = request(json!({}), summary);
+        let obj = p.as_object_mut().expect("an object");
+        obj.remove("cost");
+        obj.remove("hash");
+        p["effects"] = json!([{"op": "create", "target": "order"},
+                              {"op": "send", "target": "ana@example.com", "detail": "receipt"}]);
+        if let Some(u) = uses {
+            p["uses"] = u;
+        }
+        p["hash"] = json!(proposal_hash(&p).expect("hash"));
+        let mut consent = consent;
+        consent["hash"] = p["hash"].clone();
+        (consent, p)
+    }
+
+    fn yea_review(uses: Option<Value>, summary: &str) -> Result<Review, Rejection> {
+        let (consent, p) = yea_request(uses, summary);
+        let principals = [key(1)];
+        review_consent_in(
+            &consent,
+            &p,
+            "shop.example",
+            &key(2).to_string(),
+            Dialect::YeaV1,
+            &ctx(&principals, &[]),
+        )
+        .map(|c| c.review().clone())
+    }
+
+    #[test]
+    fn yea_review_shows_every_measure_of_uses() {
+        let uses = json!({"spend": {"amount": 2287, "scale": 2, "unit": "USD"},
+                          "emails": {"amount": 3}, "storage": {"amount": 5, "unit": "GB"}});
+        let r = yea_review(Some(uses), "Order for 22.87 USD").unwrap();
+        assert_eq!(r.dialect, Dialect::YeaV1);
+        let words: Vec<&str> = r.uses.iter().map(|u| u.words.as_str()).collect();
+        assert_eq!(words, ["3 emails", "22.87 USD", "5 GB of storage"]);
+        assert_eq!(r.cost, "3 emails, 22.87 USD, 5 GB of storage");
+        assert_eq!(r.cost_money.as_ref().unwrap().to_string(), "22.87 USD");
+        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+        // The summary check is the same as for `cost`.
+        let uses = json!({"spend": {"amount": 9999, "scale": 2, "unit": "USD"}});
+        let r = yea_review(Some(uses), "Order for 22.87 USD").unwrap();
+        assert!(
+            !r.warnings.is_empty(),
+            "a summary naming another amount is flagged"
+        );
+        // None reported.
+        let r = yea_review(None, "Order").unwrap();
+        assert_eq!((r.cost.as_str(), r.uses.len()), (NOTHING_MEASURED, 0));
+        // spend that is not money by the conventions is shown as a quantity, and flagged.
+        let uses = json!({"spend": {"amount": 22870, "scale": 3, "unit": "USD"}});
+        let r = yea_review(Some(uses), "Order").unwrap();
+        assert_eq!(
+            (r.cost.as_str(), r.cost_money.is_none()),
+            ("22.870 USD of spend", true)
+        );
+        assert!(
+            r.warnings[0].starts_with("SPEND IS NOT MONEY"),
+            "{:?}",
+            r.warnings
+        );
+    }
+
+    #[test]
+    fn yea_review_refuses_malformed_quantities_floats_and_the_wrong_dialect() {
+        for uses in [
+            json!({"spend": {"amount": -1, "unit": "USD"}}),
+            json!({"spend": {"amount": 1, "scale": 19}}),
+            json!({"Spend": {"amount": 1}}),
+            json!({"spend": {"amount": 1, "currency": "USD"}}),
+            json!(null),
+        ] {
+            let r = yea_review(Some(uses.clone()), "Order");
+            assert!(
+                matches!(&r, Err(e) if e.message.contains("uses is malformed")),
+                "{uses}: {r:?}"
+            );
+        }
+        // A float amount has no canonical form: the proposal cannot be hashed,
+        // so its claimed hash cannot match.
+        let (consent, mut p) = yea_request(Some(json!({"spend": {"amount": 1}})), "Order");
+        p["uses"] = json!({"spend": {"amount": 22.87, "unit": "USD"}});
+        let principals = [key(1)];
+        let r = review_consent_in(
+            &consent,
+            &p,
+            "shop.example",
+            &key(2).to_string(),
+            Dialect::YeaV1,
+            &ctx(&principals, &[]),
+        );
+        assert!(r.is_err());
+        // A YEA proposal sent as Parley (no dialect field) is refused with the fix.
+        let (consent, p) = yea_request(Some(json!({"emails": {"amount": 1}})), "Order");
+        let e = review_consent(
+            &consent,
+            &p,
+            "shop.example",
+            &key(2).to_string(),
+            &ctx(&principals, &[]),
+        )
+        .unwrap_err();
+        assert_eq!(e.code, "dialect");
+        assert!(e.message.contains("\"dialect\": \"yea1\""), "{}", e.message);
+        // And a Parley proposal sent as YEA.
+        let (consent, p) = request(json!({}), "Order");
+        let e = review_consent_in(
+            &consent,
+            &p,
+            "shop.example",
+            &key(2).to_string(),
+            Dialect::YeaV1,
+            &ctx(&principals, &[]),
+        )
+        .unwrap_err();
+        assert_eq!(e.code, "dialect");
+    }
+
+    #[test]
+    fn yea_codes_must_name_the_requesting_agent() {
+        let (consent, p) = yea_request(Some(json!({"emails": {"amount": 1}})), "Order");
+        let request = ConsentRequest::from_value(&consent).unwrap();
+        let principals = [key(1)];
+        let code = code::encode_for(&request, Some(&key(2)), Some(&p)).unwrap();
+        let ok = review_code_in(
+            &code,
+            &key(2).to_string(),
+            Dialect::YeaV1,
+            &ctx(&principals, &[]),
+        );
+        assert_eq!(ok.unwrap().review().uses[0].words, "1 emails");
+        let e = review_code_in(
+            &code,
+            &key(3).to_string(),
+            Dialect::YeaV1,
+            &ctx(&principals, &[]),
+        )
+        .unwrap_err();
+        assert_eq!(e.code, "agent_mismatch");
     }
 
     #[test]

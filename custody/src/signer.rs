@@ -81,9 +81,10 @@ pub(crate) fn sign_consent(
         proposal: Some(CommitFacts {
             hash: p.hash.clone(),
             cost: p.cost.clone(),
+            uses: p.uses.as_ref().map(|u| u.to_value()),
             risk: p.risk.to_string(),
         }),
-        spent: Default::default(),
+        ..Default::default()
     };
     let token = grant.encode();
     let verified = UnverifiedGrant::decode(&token)

@@ -384,7 +384,7 @@ pub fn decisive(r: &Review, behind: usize) -> String {
     match r.kind {
         ReviewKind::Consent => {
             let _ = writeln!(s, "  service     {}", shown(&r.service));
-            let _ = writeln!(s, "  COST        {}", shown(&r.cost));
+            write_cost(&mut s, r, "  ");
             let _ = writeln!(s, "  risk        {}", shown(&r.risk));
             let _ = writeln!(s, "  undo        {}", undo_line(r));
             let _ = writeln!(s, "  effects     {} (listed above)", r.effects.len());
@@ -405,6 +405,24 @@ pub fn decisive(r: &Review, behind: usize) -> String {
     s
 }
 
+/// The cost line of a Parley consent, or for YEA one line per measure of
+/// `uses` (`USES        22.87 USD`, then `            1 emails`), or
+/// `USES        nothing measured`: each as the review model words it.
+fn write_cost(s: &mut String, r: &Review, indent: &str) {
+    use std::fmt::Write as _;
+    if r.dialect == parley_core::Dialect::ParleyV1 {
+        let _ = writeln!(s, "{indent}COST        {}", shown(&r.cost));
+        return;
+    }
+    if r.uses.is_empty() {
+        let _ = writeln!(s, "{indent}USES        {}", shown(&r.cost));
+    }
+    for (i, u) in r.uses.iter().enumerate() {
+        let label = if i == 0 { "USES" } else { "" };
+        let _ = writeln!(s, "{indent}{label:<12}{}", shown(&u.words));
+    }
+}
+
 /// The review as terminal text, in ARCHITECTURE.md's order. Every string is
 /// display-safe.
 pub fn render(r: &Review, closes_at: i64) -> String {
@@ -419,7 +437,7 @@ pub fn render(r: &Review, closes_at: i64) -> String {
         ReviewKind::Consent => {
             let _ = writeln!(s, "service     {}", shown(&r.service));
             let _ = writeln!(s, "capability  {}", shown(&r.capability));
-            let _ = writeln!(s, "COST        {}", shown(&r.cost));
+            write_cost(&mut s, r, "");
             let _ = writeln!(s, "risk        {}", shown(&r.risk));
             let _ = writeln!(s, "undo        {}", undo_line(r));
             let _ = writeln!(s, "effects ({}):", r.effects.len());
@@ -513,6 +531,8 @@ mod tests {
             capability: "shop.order".into(),
             cost: "71.36 USD".into(),
             cost_money: None,
+            dialect: parley_core::Dialect::ParleyV1,
+            uses: Vec::new(),
             risk: "low".into(),
             undo: "30m".into(),
             irreversible: false,
@@ -635,6 +655,34 @@ mod tests {
             d.contains("signed by   \"Ana (personal)\" ed25519:PPPPPPPPPP"),
             "{d}"
         );
+    }
+
+    #[test]
+    fn a_yea_consent_shows_a_line_per_measure_of_uses() {
+        let mut r = consent_review();
+        r.dialect = parley_core::Dialect::YeaV1;
+        r.uses = ["22.87 USD", "3 emails"]
+            .iter()
+            .map(|w| crate::review::UseView {
+                measure: String::new(),
+                words: w.to_string(),
+                money: None,
+            })
+            .collect();
+        let d = decisive(&r, 0);
+        assert!(
+            d.contains("  USES        22.87 USD\n              3 emails\n"),
+            "{d}"
+        );
+        assert!(!d.contains("COST"), "{d}");
+        let full = render(&r, 0);
+        assert!(
+            full.contains("USES        22.87 USD\n            3 emails\n"),
+            "{full}"
+        );
+        r.uses.clear();
+        r.cost = crate::review::NOTHING_MEASURED.into();
+        assert!(decisive(&r, 0).contains("  USES        nothing measured\n"));
     }
 
     #[test]

@@ -49,7 +49,7 @@ pub struct Subject<'a> {
     pub agent: String,
     /// The service (consent) or the services a grant names.
     pub services: Vec<&'a str>,
-    /// The proposal's cost (consent).
+    /// What the proposal spends, as money (consent): Parley's `cost`, YEA's `spend`.
     pub cost: Option<&'a Money>,
     /// Whether an effect charges (consent).
     pub charges: bool,
@@ -67,7 +67,8 @@ impl<'a> Subject<'a> {
             kind: ReviewKind::Consent,
             agent: c.agent().to_string(),
             services: vec![c.checked().request().service.as_str()],
-            cost: p.cost.as_ref(),
+            // Parley's cost, or YEA's `spend` when it is money (the review's own reading).
+            cost: c.review().cost_money.as_ref(),
             charges: p.effects.iter().any(|e| e.op == EffectOp::Charge),
             irreversible: p.irreversible(),
             summary: Some(c.checked().request().summary.as_str()),

@@ -271,10 +271,11 @@ fn the_daemons_agent_user_command_changes_nothing_without_yes_and_polkit() {
     for u in [AGENT, CUSTODY] {
         ensure_user(u);
     }
-    let n = names();
+    // Names of its own (a Names for the other test's would delete its group when dropped).
+    let id = std::process::id() % 100_000;
     let n = Names {
-        group: format!("{}d", n.group),
-        dir: PathBuf::from(format!("{}d", n.dir.display())),
+        group: format!("parley-t-d{id}"),
+        dir: PathBuf::from(format!("/srv/parley-custody/d{id}")),
     };
     let dir = n.dir.display().to_string();
     let as_custody = |extra: &[&str]| {

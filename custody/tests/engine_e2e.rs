@@ -154,8 +154,9 @@ fn commit_ctx(p: &Value, service: &str, capability: &str, verb: &str, now: i64) 
                 currency: "USD".into(),
             }),
             risk: p["risk"].as_str().unwrap().into(),
+            ..Default::default()
         }),
-        spent: Default::default(),
+        ..Default::default()
     }
 }
 
@@ -296,6 +297,113 @@ fn approved_consent_authorizes_exactly_that_commit_and_nothing_else() {
             })
             .unwrap();
         assert_eq!(live.len(), 1);
+    });
+}
+
+/// A YEA v1 proposal: `uses` (spend and emails) instead of `cost`.
+fn yea_proposal(id: &str, uses: Value) -> Value {
+    let mut p = json!({
+        "id": id, "capability": "shop.order", "summary": "Order 3 items",
+        "effects": [
+            {"op": "create", "target": "order"},
+            {"op": "send", "target": "ana@example.com", "detail": "receipt"}
+        ],
+        "uses": uses, "risk": "medium",
+        "undo": {"window": 1800}, "expires": unix_now() + 600
+    });
+    p["hash"] = json!(proposal_hash(&p).unwrap());
+    p
+}
+
+#[test]
+fn a_yea_consent_is_reviewed_with_every_measure_and_authorizes_that_commit_under_yea() {
+    if !in_session(
+        "a_yea_consent_is_reviewed_with_every_measure_and_authorizes_that_commit_under_yea",
+        Session::Keyring,
+    ) {
+        return;
+    }
+    rt().block_on(async {
+        let mut c = start(EngineConfig {
+            step_up: StepUpPolicy::Never,
+            ..EngineConfig::default()
+        })
+        .await;
+        let mut agent = Agent::connect(&c.socket).await;
+        let uses =
+            json!({"spend": {"amount": 2287, "scale": 2, "unit": "USD"}, "emails": {"amount": 1}});
+        let p = yea_proposal("p_y", uses.clone());
+        // Without the dialect, the YEA proposal is refused with the fix.
+        agent.send(consent_req("y0", &c.principal, &p)).await;
+        let fin = agent.final_for("y0").await;
+        assert_eq!(
+            (fin["kind"].as_str(), fin["code"].as_str()),
+            (Some("REJECTED"), Some("dialect")),
+            "{fin}"
+        );
+        // Malformed quantities and float amounts are refused with their reasons.
+        for (id, bad, why) in [
+            (
+                "y1",
+                json!({"spend": {"amount": -1, "unit": "USD"}}),
+                "uses is malformed",
+            ),
+            ("y2", json!({"Spend": {"amount": 1}}), "not a measure name"),
+        ] {
+            let mut req = consent_req(id, &c.principal, &yea_proposal(id, bad));
+            req["dialect"] = json!("yea1");
+            agent.send(req).await;
+            let fin = agent.final_for(id).await;
+            assert_eq!(fin["kind"], "REJECTED", "{fin}");
+            assert!(fin["message"].as_str().unwrap().contains(why), "{fin}");
+        }
+        let mut float = yea_proposal("y3", json!({}));
+        float["uses"] = json!({"spend": {"amount": 22.87, "unit": "USD"}});
+        let mut req = consent_req("y3", &c.principal, &float);
+        req["dialect"] = json!("yea1");
+        agent.send(req).await;
+        let fin = agent.final_for("y3").await;
+        assert_eq!(fin["kind"], "REJECTED", "{fin}");
+
+        let mut req = consent_req("y4", &c.principal, &p);
+        req["dialect"] = json!("yea1");
+        agent.send(req).await;
+        let shown = c.shown.recv().await.unwrap();
+        let r = &shown.review;
+        let words: Vec<&str> = r.uses.iter().map(|u| u.words.as_str()).collect();
+        assert_eq!(words, ["1 emails", "22.87 USD"]);
+        assert_eq!(r.cost_money.as_ref().map(|m| m.amount), Some(2287));
+        c.engine
+            .decide(&shown.id, Verdict::Approve(YES))
+            .await
+            .unwrap();
+        let fin = agent.final_for("y4").await;
+        assert_eq!(fin["kind"], "APPROVED", "{fin}");
+        let token = fin["grant"].as_str().unwrap();
+        let trust = [c.principal.clone()];
+        let me = agent_key().public();
+        let ctx = |hash: &str| RequestContext {
+            service: "shop.example".into(),
+            verb: "COMMIT".into(),
+            capability: "shop.order".into(),
+            now: unix_now(),
+            proposal: Some(CommitFacts {
+                hash: hash.into(),
+                uses: Some(uses.clone()),
+                risk: "medium".into(),
+                ..Default::default()
+            }),
+            dialect: parley_core::Dialect::YeaV1,
+            ..Default::default()
+        };
+        assert_eq!(
+            authorize(token, &trust, &me, &ctx(p["hash"].as_str().unwrap())),
+            Decision::Ok
+        );
+        assert_eq!(
+            authorize(token, &trust, &me, &ctx("another")).code(),
+            "forbidden"
+        );
     });
 }
 

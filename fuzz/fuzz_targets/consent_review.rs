@@ -65,6 +65,7 @@ fuzz_target!(|data: &[u8]| {
                 hash: p.hash.clone(),
                 cost: p.cost.clone(),
                 risk: p.risk.as_str().into(),
+                ..Default::default()
             };
             let ctx = |svc: &str, verb: &str, cap: &str, hash: &str| RequestContext {
                 service: svc.into(),
@@ -75,7 +76,7 @@ fuzz_target!(|data: &[u8]| {
                     hash: hash.into(),
                     ..facts.clone()
                 }),
-                spent: Default::default(),
+                ..Default::default()
             };
             let ok = authorize(
                 &token,

@@ -70,6 +70,7 @@ pub fn context_from(v: Option<&Value>) -> RequestContext {
                     currency: c.get("currency")?.as_str()?.to_string(),
                 })
             }),
+            uses: p.get("uses").cloned(),
             risk: s(p.get("risk"), "low"),
         }),
         None => Some(CommitFacts {
@@ -79,6 +80,7 @@ pub fn context_from(v: Option<&Value>) -> RequestContext {
                 currency: "USD".into(),
             }),
             risk: "medium".into(),
+            ..Default::default()
         }),
     };
     RequestContext {
@@ -96,6 +98,7 @@ pub fn context_from(v: Option<&Value>) -> RequestContext {
                     .collect()
             })
             .unwrap_or_default(),
+        ..Default::default()
     }
 }
 
@@ -115,8 +118,9 @@ pub fn contexts() -> &'static [RequestContext] {
                     currency: c.into(),
                 }),
                 risk: risk.into(),
+                ..Default::default()
             }),
-            spent: Default::default(),
+            ..Default::default()
         };
         let plain = |verb: &str, cap: &str| RequestContext {
             service: "shop.example".into(),
@@ -124,7 +128,7 @@ pub fn contexts() -> &'static [RequestContext] {
             capability: cap.into(),
             now: NOW,
             proposal: None,
-            spent: Default::default(),
+            ..Default::default()
         };
         vec![
             plain("ASK", "shop.search"),

@@ -76,7 +76,12 @@ pub fn run(a: VerifyArgs) -> Result<Report, CliError> {
                 "--risk {risk:?}: use low, medium or high"
             )));
         }
-        Some(CommitFacts { hash, cost, risk })
+        Some(CommitFacts {
+            hash,
+            cost,
+            risk,
+            ..Default::default()
+        })
     } else {
         None
     };
@@ -106,6 +111,7 @@ pub fn run(a: VerifyArgs) -> Result<Report, CliError> {
         now,
         proposal,
         spent,
+        ..Default::default()
     };
     let (decision, grant) = match UnverifiedGrant::decode(&token) {
         Err(e) => (

@@ -38,7 +38,7 @@ mod view;
 pub use lean::{lean, lean_into, lean_lines, scalar};
 pub use number::{compact_json, number};
 pub use printable::printable;
-pub use reply::{effect_line, render, render_into, render_lines, render_reply};
+pub use reply::{effect_line, effect_line_in, render, render_into, render_lines, render_reply};
 pub use time::{duration, time};
 pub use view::{Json, JsonObject, View};
 

@@ -8,10 +8,14 @@
 
 use super::lean::{lean, write_entry, write_lean, write_lean_without, write_scalar, Lines};
 use super::number::{as_f64, write_compact, write_f64, write_number, MAX_DEPTH};
-use super::time::{write_duration_value, write_time_value};
+use super::time::{
+    write_duration_strict, write_duration_value, write_time_strict, write_time_value,
+};
 use super::view::{Json, JsonObject, View};
 use crate::canonical::{digit_pair, write_u64, MAX_SAFE_INTEGER};
+use crate::dialect::{Dialect, UsageField};
 use crate::money::is_zero_decimal;
+use crate::quantity::{is_measure_name, read_members, Member, Quantity};
 use serde_json::Value;
 
 /// A frame whose structure §9.2 cannot render; see [`render_reply`].
@@ -23,6 +27,20 @@ type Rendered = Result<(), Malformed>;
 /// nothing about the content, and the service's own `lens` text (§5), which
 /// we never show.
 const FALLBACK_SKIP: &[&str] = &["parley", "id", "re", "lens"];
+/// [`FALLBACK_SKIP`] of a YEA frame: its own marker, and `more`, which YEA
+/// renders as More lines after a frame of unknown kind too.
+const FALLBACK_SKIP_YEA: &[&str] = &["yea", "id", "re", "lens", "more"];
+
+/// The dialect a frame declares ([`Dialect::of_frame`]), on any tree.
+fn dialect_of<O: JsonObject + ?Sized>(f: &O) -> Dialect {
+    let yea =
+        matches!(f.get("yea").map(Json::view), Some(View::Number(n)) if n.as_u64() == Some(1));
+    if yea && f.get("parley").is_none() {
+        Dialect::YeaV1
+    } else {
+        Dialect::ParleyV1
+    }
+}
 
 /// Lens of anything: a reply frame (an object with a string `kind`) renders
 /// with [`render_reply`], any other value with [`lean`](super::lean).
@@ -100,7 +118,24 @@ fn write_reply<O: JsonObject + ?Sized>(f: &O, lines: &mut Lines) {
     if let Err(Malformed) = rendered {
         // Whatever was written is discarded: the fallback replaces it all.
         lines.restart();
-        write_lean_without(lines, f, FALLBACK_SKIP);
+        let known = matches!(
+            f.get("kind").map(Json::view),
+            Some(View::String(
+                "BRIEF" | "ANSWER" | "PROPOSALS" | "CLARIFY" | "RECEIPT" | "ERROR" | "EVENT"
+            ))
+        );
+        // YEA (§9.2): a frame of unknown kind shows its other members, then
+        // its More lines; if those are malformed too, everything in lean.
+        if dialect_of(f) == Dialect::YeaV1 && !known {
+            write_lean_without(lines, f, FALLBACK_SKIP_YEA);
+            if more(f, lines).is_ok() {
+                return;
+            }
+            lines.restart();
+            write_lean_without(lines, f, &FALLBACK_SKIP_YEA[..4]);
+        } else {
+            write_lean_without(lines, f, FALLBACK_SKIP);
+        }
     }
 }
 
@@ -181,7 +216,7 @@ fn text<J: Json>(v: Option<&J>, out: &mut String) {
 pub fn effect_line(effect: &Value) -> String {
     let mut s = String::new();
     match effect {
-        Value::Object(e) => write_effect_map(e, &mut s),
+        Value::Object(e) => write_effect_map(e, Dialect::ParleyV1, &mut s),
         _ => {
             s.push_str("? ");
             text(Some(effect), &mut s);
@@ -190,11 +225,24 @@ pub fn effect_line(effect: &Value) -> String {
     s
 }
 
-fn effect_lines<J: Json>(effects: &[J], lines: &mut Lines) {
+/// [`effect_line`] of an effect in a frame of `dialect`, written in place.
+pub fn effect_line_in(effect: &Value, dialect: Dialect) -> String {
+    let mut s = String::new();
+    match effect {
+        Value::Object(e) => write_effect_map(e, dialect, &mut s),
+        _ => {
+            s.push_str("? ");
+            text(Some(effect), &mut s);
+        }
+    }
+    s
+}
+
+fn effect_lines<J: Json>(effects: &[J], dialect: Dialect, lines: &mut Lines) {
     for e in maps(effects) {
         let out = lines.line();
         out.push_str("  ");
-        write_effect_map(e, out);
+        write_effect_map(e, dialect, out);
     }
 }
 
@@ -242,14 +290,18 @@ fn scalar_or_dash<J: Json>(v: Option<&J>, out: &mut String) {
     }
 }
 
-fn write_effect_map<O: JsonObject + ?Sized>(e: &O, out: &mut String) {
+fn write_effect_map<O: JsonObject + ?Sized>(e: &O, dialect: Dialect, out: &mut String) {
     let f = EffectFields::of(e);
+    let charge = dialect
+        .effect_ops()
+        .contains(&crate::proposal::EffectOp::Charge);
     out.push(match f.op.and_then(Json::as_str) {
         Some("create") => '+',
         Some("update") => '~',
         Some("delete") => '-',
         Some("send") => '>',
-        Some("charge") => '$',
+        // Parley's charge op; YEA dropped it, so there it is an unknown op.
+        Some("charge") if charge => '$',
         _ => '*',
     });
     out.push(' ');
@@ -363,6 +415,8 @@ fn write_type<J: Json>(t: &J, out: &mut String, depth: usize) {
 // ---- PROPOSALS ----
 
 const ATTRS: [&str; 4] = ["cost", "risk", "undo", "expires"];
+/// [`ATTRS`] of a YEA frame: `uses` instead of `cost` (§9.2).
+const ATTRS_YEA: [&str; 4] = ["uses", "risk", "undo", "expires"];
 
 /// The four §9.2 attribute values of every proposal, rendered once into one
 /// buffer: they are compared across proposals, then written.
@@ -373,7 +427,7 @@ struct Attributes {
 }
 
 impl Attributes {
-    fn of<J: Json>(ps: &[J]) -> Attributes {
+    fn of<J: Json>(ps: &[J], dialect: Dialect) -> Attributes {
         let mut text = String::with_capacity(64 * ps.len());
         let mut bounds = Vec::with_capacity(ps.len());
         for p in maps(ps) {
@@ -381,7 +435,7 @@ impl Attributes {
             let mut b = [0; 5];
             for (i, start) in b.iter_mut().take(4).enumerate() {
                 *start = text.len();
-                write_attribute(&p, i, &mut text);
+                write_attribute(&p, i, dialect, &mut text);
             }
             b[4] = text.len();
             bounds.push(b);
@@ -402,6 +456,7 @@ struct ProposalFields<'a, J> {
     summary: Option<&'a J>,
     effects: Option<&'a J>,
     cost: Option<&'a J>,
+    uses: Option<&'a J>,
     risk: Option<&'a J>,
     undo: Option<&'a J>,
     expires: Option<&'a J>,
@@ -415,6 +470,7 @@ impl<'a, J: Json> ProposalFields<'a, J> {
             summary: None,
             effects: None,
             cost: None,
+            uses: None,
             risk: None,
             undo: None,
             expires: None,
@@ -426,6 +482,7 @@ impl<'a, J: Json> ProposalFields<'a, J> {
                 "summary" => &mut f.summary,
                 "effects" => &mut f.effects,
                 "cost" => &mut f.cost,
+                "uses" => &mut f.uses,
                 "risk" => &mut f.risk,
                 "undo" => &mut f.undo,
                 "expires" => &mut f.expires,
@@ -439,9 +496,22 @@ impl<'a, J: Json> ProposalFields<'a, J> {
 }
 
 /// Attribute `i` ([`ATTRS`]) of a proposal.
-fn write_attribute<J: Json>(p: &ProposalFields<J>, i: usize, out: &mut String) {
+fn write_attribute<J: Json>(p: &ProposalFields<J>, i: usize, dialect: Dialect, out: &mut String) {
+    let strict = dialect.lens_strict_leaves();
     match i {
+        0 if dialect.usage_field() == UsageField::Uses => write_uses(p.uses, out),
         0 => write_cost(p.cost, out),
+        2 if strict => match p.undo.and_then(Json::as_object) {
+            Some(u) if u.get("window").is_some() => {
+                let window = u.get("window");
+                write_duration_strict(window, out, |out| scalar_or_dash(window, out));
+            }
+            _ => out.push_str("never"),
+        },
+        3 if strict => {
+            let e = p.expires;
+            write_time_strict(e, out, |out| scalar_or_dash(e, out));
+        }
         1 => text(p.risk, out),
         2 => match p.undo.map(|u| (u, u.view())) {
             None | Some((_, View::Null)) => out.push_str("never"),
@@ -486,6 +556,56 @@ fn write_cost<J: Json>(v: Option<&J>, out: &mut String) {
     }
 }
 
+/// YEA §9.2 `uses`: nothing when absent or empty (the attribute is then
+/// omitted), `name quantity` per measure in canonical key order joined with
+/// `, `, and `?` for a malformed `uses` (§5.1), never a part of it.
+fn write_uses<J: Json>(v: Option<&J>, out: &mut String) {
+    let Some(v) = v else { return };
+    let Some(m) = v.as_object() else {
+        out.push('?');
+        return;
+    };
+    let mut entries: Vec<(&str, Quantity)> = Vec::with_capacity(m.len());
+    for (name, q) in m.entries() {
+        let q = match q.as_object() {
+            Some(q) if is_measure_name(name) => read_members(
+                q.entries().map(|(k, v)| {
+                    let member = match v.view() {
+                        View::Number(n) => Member::Number(n),
+                        View::String(s) => Member::Str(s),
+                        _ => Member::Other,
+                    };
+                    (k, member)
+                }),
+                name,
+                "amount",
+                &["amount", "scale", "unit"],
+            ),
+            _ => {
+                out.push('?');
+                return;
+            }
+        };
+        match q {
+            Ok(q) => entries.push((name, q)),
+            Err(_) => {
+                out.push('?');
+                return;
+            }
+        }
+    }
+    // Measure names are ASCII: byte order is §10 code-point order.
+    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    for (i, (name, q)) in entries.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(name);
+        out.push(' ');
+        let _ = std::fmt::Write::write_fmt(out, format_args!("{q}"));
+    }
+}
+
 /// §9.2 money, as [`Money`](crate::money::Money)'s `Display` writes it
 /// (`12.50 USD`, `-0.05 EUR`, `500 JPY`), written in place.
 fn write_money(amount: i64, currency: &str, out: &mut String) {
@@ -504,11 +624,23 @@ fn write_money(amount: i64, currency: &str, out: &mut String) {
     out.push_str(currency);
 }
 
-/// `attr: value` for the attributes `pick` selects, joined by ` · `.
-fn write_attrs(out: &mut String, attrs: &Attributes, p: usize, pick: impl Fn(usize) -> bool) {
+/// `attr: value` for the attributes `pick` selects, joined by ` · `. In
+/// YEA an attribute that renders empty (no `uses`) is left out (§9.2).
+fn write_attrs(
+    out: &mut String,
+    attrs: &Attributes,
+    p: usize,
+    usage: UsageField,
+    pick: impl Fn(usize) -> bool,
+) {
     let mut first = true;
-    for (i, name) in ATTRS.iter().enumerate() {
-        if pick(i) {
+    let names = match usage {
+        UsageField::Cost => &ATTRS,
+        UsageField::Uses => &ATTRS_YEA,
+    };
+    for (i, name) in names.iter().enumerate() {
+        let shown = usage == UsageField::Cost || !attrs.get(p, i).is_empty();
+        if pick(i) && shown {
             if !first {
                 out.push_str(" · ");
             }
@@ -526,7 +658,9 @@ fn proposals<O: JsonObject + ?Sized>(f: &O, lines: &mut Lines) -> Rendered {
     for p in maps(ps) {
         objects(p.get("effects"))?;
     }
-    let attrs = Attributes::of(ps);
+    let dialect = dialect_of(f);
+    let usage = dialect.usage_field();
+    let attrs = Attributes::of(ps, dialect);
     let n = ps.len();
     let mut shared = [false; 4];
     if n >= 2 {
@@ -534,12 +668,15 @@ fn proposals<O: JsonObject + ?Sized>(f: &O, lines: &mut Lines) -> Rendered {
             *s = (1..n).all(|p| attrs.get(p, i) == attrs.get(0, i));
         }
     }
+    // Whether attribute `i` of proposal `p` is written at all (YEA leaves
+    // out an empty one).
+    let shown = |p: usize, i: usize| usage == UsageField::Cost || !attrs.get(p, i).is_empty();
     let out = lines.line();
     write_u64(n as u64, out);
     out.push_str(if n == 1 { " proposal" } else { " proposals" });
-    if shared.iter().any(|s| *s) {
+    if (0..4).any(|i| shared[i] && shown(0, i)) {
         out.push_str(" — ");
-        write_attrs(out, &attrs, 0, |i| shared[i]);
+        write_attrs(out, &attrs, 0, usage, |i| shared[i]);
     }
     out.push(':');
     for (i, p) in maps(ps).enumerate() {
@@ -549,11 +686,11 @@ fn proposals<O: JsonObject + ?Sized>(f: &O, lines: &mut Lines) -> Rendered {
         text(p.id, out);
         out.push_str("] ");
         text(p.summary, out);
-        effect_lines(objects(p.effects)?, lines);
-        if shared.iter().any(|s| !*s) {
+        effect_lines(objects(p.effects)?, dialect_of(f), lines);
+        if (0..4).any(|a| !shared[a] && shown(i, a)) {
             let out = lines.line();
             out.push_str("  ");
-            write_attrs(out, &attrs, i, |i| !shared[i]);
+            write_attrs(out, &attrs, i, usage, |i| !shared[i]);
         }
         if let Some(data) = p.data {
             write_entry(lines, "data", data, 1, false, 1);
@@ -616,7 +753,19 @@ fn receipt<O: JsonObject + ?Sized>(f: &O, lines: &mut Lines) -> Rendered {
         tag(out);
         out.push_str(" · ");
         let undo = rc.get("undo");
-        if truthy(undo) {
+        let strict_until = rc
+            .get("undo")
+            .and_then(Json::as_object)
+            .and_then(|u| u.get("until"));
+        if dialect_of(f).lens_strict_leaves() {
+            match strict_until {
+                Some(until) => {
+                    out.push_str("undo until ");
+                    write_time_strict(Some(until), out, |o| write_scalar(until, o));
+                }
+                None => out.push_str("irreversible"),
+            }
+        } else if truthy(undo) {
             out.push_str("undo until ");
             match undo.and_then(Json::as_object) {
                 Some(u) => {
@@ -629,7 +778,7 @@ fn receipt<O: JsonObject + ?Sized>(f: &O, lines: &mut Lines) -> Rendered {
             out.push_str("irreversible");
         }
     }
-    effect_lines(effects, lines);
+    effect_lines(effects, dialect_of(f), lines);
     if let Some(result) = rc.get("result") {
         write_entry(lines, "result", result, 1, false, 1);
     }
@@ -683,7 +832,11 @@ fn error<O: JsonObject + ?Sized>(f: &O, lines: &mut Lines) -> Rendered {
         if let View::Number(_) = retry.view() {
             let out = lines.line();
             out.push_str("  retry in: ");
-            write_duration_value(Some(retry), out, |_| {});
+            if dialect_of(f).lens_strict_leaves() {
+                write_duration_strict(Some(retry), out, |o| write_scalar(retry, o));
+            } else {
+                write_duration_value(Some(retry), out, |_| {});
+            }
         }
     }
     Ok(())
@@ -707,6 +860,9 @@ fn event<O: JsonObject + ?Sized>(f: &O, lines: &mut Lines) {
     out.push_str("… ");
     text(f.get("message"), out);
     if let Some(View::Number(p)) = f.get("progress").map(Json::view) {
+        if dialect_of(f).lens_strict_leaves() && !(0.0..=1.0).contains(&as_f64(p)) {
+            return;
+        }
         out.push_str(" (");
         write_f64(js_round(as_f64(p) * 100.0), out);
         out.push_str("%)");

@@ -152,6 +152,44 @@ pub(crate) fn write_duration_value<J: Json>(
     out.push('s');
 }
 
+/// The last second a four-digit year can show (9999-12-31T23:59:59Z).
+const MAX_STRICT_TIME: i64 = 253_402_300_799;
+
+/// A time field of a YEA frame (§9.2 as its reference renders it): only an
+/// integer in [0, 9999-12-31T23:59:59Z] is a time; anything else goes to
+/// `fallback` (its lean scalar).
+pub(crate) fn write_time_strict<J: Json>(
+    v: Option<&J>,
+    out: &mut String,
+    fallback: impl FnOnce(&mut String),
+) {
+    match v.map(J::view) {
+        Some(View::Number(n)) => match n.as_i64() {
+            Some(i) if (0..=MAX_STRICT_TIME).contains(&i) => write_time(i, out),
+            _ => fallback(out),
+        },
+        _ => fallback(out),
+    }
+}
+
+/// A duration field of a YEA frame: only a safe integer is a duration;
+/// anything else goes to `fallback` (its lean scalar).
+pub(crate) fn write_duration_strict<J: Json>(
+    v: Option<&J>,
+    out: &mut String,
+    fallback: impl FnOnce(&mut String),
+) {
+    match v.map(J::view) {
+        Some(View::Number(n)) => match n.as_i64() {
+            Some(i) if i.unsigned_abs() <= crate::canonical::MAX_SAFE_INTEGER as u64 => {
+                write_duration(i, out)
+            }
+            _ => fallback(out),
+        },
+        _ => fallback(out),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -142,8 +142,10 @@ impl<A: App> Service<A> {
                     hash: rec.hash.clone(),
                     cost: rec.cost.clone(),
                     risk: rec.risk.as_str().into(),
+                    ..Default::default()
                 }),
                 spent,
+                ..Default::default()
             };
             match presented.evaluate(&ctx, rec.principal.as_ref()) {
                 Outcome::Ok(grant) => {
@@ -238,8 +240,9 @@ impl<A: App> Service<A> {
                 hash: rec.hash.clone(),
                 cost: rec.cost.clone(),
                 risk: rec.risk.as_str().into(),
+                ..Default::default()
             }),
-            spent: Default::default(),
+            ..Default::default()
         };
         match presented.evaluate(&ctx, Some(&receipt.principal)) {
             Outcome::Ok(_) | Outcome::Consent(..) => {

@@ -188,6 +188,7 @@ impl<A: App> Service<A> {
             now,
             proposal: None,
             spent: Default::default(),
+            ..Default::default()
         }
     }
 
