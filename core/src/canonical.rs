@@ -243,6 +243,38 @@ pub fn write_json_string(s: &str, out: &mut String) {
     out.push('"');
 }
 
+/// [`write_json_string`] into bytes: the same text, for output that is
+/// bytes anyway (`parley lens --ndjson` writes one per line), without
+/// building a `String` first.
+pub fn write_json_string_bytes(s: &str, out: &mut Vec<u8>) {
+    let bytes = s.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    let mut i = 0;
+    loop {
+        let end = literal_run(bytes, i);
+        out.extend_from_slice(&bytes[i..end]);
+        let Some(&b) = bytes.get(end) else { break };
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            _ => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[usize::from(b >> 4)]);
+                out.push(HEX[usize::from(b & 15)]);
+            }
+        }
+        i = end + 1;
+    }
+    out.push(b'"');
+}
+
 /// The rest of [`write_json_string`] from the first byte that needs an escape.
 #[cold]
 fn write_escaped(s: &str, mut i: usize, out: &mut String) {
@@ -364,5 +396,20 @@ mod tests {
         let mut s = String::new();
         write_json_string("\u{7f}\u{1}\u{2028}", &mut s);
         assert_eq!(s, "\"\u{7f}\\u0001\u{2028}\"");
+    }
+
+    /// The byte writer writes exactly what the `String` writer writes, for
+    /// every character below U+0800 in every position of an 8-byte word.
+    #[test]
+    fn json_string_bytes_are_the_same_text() {
+        let all: String = (0u32..0x800).filter_map(char::from_u32).collect();
+        for pad in 0..9 {
+            let s = format!("{}{all}\"\\\n{}é\u{1}", "x".repeat(pad), "y".repeat(pad));
+            let mut text = String::new();
+            write_json_string(&s, &mut text);
+            let mut bytes = Vec::new();
+            write_json_string_bytes(&s, &mut bytes);
+            assert_eq!(bytes, text.as_bytes());
+        }
     }
 }

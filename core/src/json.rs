@@ -21,7 +21,6 @@ use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess,
 use serde_json::{Map, Number, Value};
 use std::borrow::Cow;
 use std::fmt;
-use std::vec::Drain;
 
 /// Bounds applied while parsing untrusted JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -267,9 +266,40 @@ struct Fast<'a, T: Tree<'a>> {
     pos: usize,
     /// Elements of the arrays being parsed, innermost last; each array takes
     /// its own off the end, so it is allocated once at its final length.
-    items: Vec<T>,
+    items: T::Items,
     /// The same for object entries.
-    entries: Vec<(T::Key, T)>,
+    entries: T::Entries,
+}
+
+/// A list [`Fast`] keeps the elements or entries of open containers in: a
+/// `Vec` for a `Value`, a `Vec` in the arena for a [`Node`] (so a caller
+/// that parses many documents into one arena, reset between them, pays no
+/// heap allocation for it, nor a regrowth per document).
+trait Pending<X> {
+    fn push(&mut self, x: X);
+    fn len(&self) -> usize;
+}
+
+impl<X> Pending<X> for Vec<X> {
+    #[inline(always)]
+    fn push(&mut self, x: X) {
+        Vec::push(self, x);
+    }
+    #[inline(always)]
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+}
+
+impl<X> Pending<X> for bumpalo::collections::Vec<'_, X> {
+    #[inline(always)]
+    fn push(&mut self, x: X) {
+        bumpalo::collections::Vec::push(self, x);
+    }
+    #[inline(always)]
+    fn len(&self) -> usize {
+        bumpalo::collections::Vec::len(self)
+    }
 }
 
 /// What [`Fast`] builds: a `serde_json::Value`, or a borrowed [`Node`].
@@ -278,19 +308,35 @@ trait Tree<'a>: Sized {
     type Arena: Copy;
     /// An object key as the tree holds it.
     type Key;
+    /// [`Fast`]'s lists of elements and entries of open containers.
+    type Items: Pending<Self>;
+    type Entries: Pending<(Self::Key, Self)>;
+    /// Empty lists with room for typical nesting.
+    fn scratch(arena: Self::Arena) -> (Self::Items, Self::Entries);
     fn key(arena: Self::Arena, s: Cow<'a, str>) -> Self::Key;
     fn null() -> Self;
     fn bool(b: bool) -> Self;
     fn number(n: Number) -> Self;
     fn string(arena: Self::Arena, s: Cow<'a, str>) -> Self;
-    fn array(arena: Self::Arena, items: Drain<'_, Self>) -> Self;
-    /// An object of `entries`, in order; `None` if a key repeats.
-    fn object(arena: Self::Arena, entries: Drain<'_, (Self::Key, Self)>) -> Option<Self>;
+    /// An array of `items[start..]`, which it takes off `items`.
+    fn array(arena: Self::Arena, items: &mut Self::Items, start: usize) -> Self;
+    /// An object of `entries[start..]`, in order, which it takes off
+    /// `entries`; `None` if a key repeats.
+    fn object(arena: Self::Arena, entries: &mut Self::Entries, start: usize) -> Option<Self>;
 }
 
 impl<'a> Tree<'a> for Value {
     type Arena = ();
     type Key = String;
+    type Items = Vec<Value>;
+    type Entries = Vec<(String, Value)>;
+    fn scratch((): ()) -> (Self::Items, Self::Entries) {
+        // Under 1 KiB each, where the allocator's fast paths are.
+        (
+            Vec::with_capacity(SCRATCH_BYTES / size_of::<Value>()),
+            Vec::with_capacity(SCRATCH_BYTES / size_of::<(String, Value)>()),
+        )
+    }
     fn key((): (), s: Cow<'a, str>) -> String {
         s.into_owned()
     }
@@ -306,12 +352,12 @@ impl<'a> Tree<'a> for Value {
     fn string((): (), s: Cow<'a, str>) -> Self {
         Value::String(s.into_owned())
     }
-    fn array((): (), items: Drain<'_, Self>) -> Self {
-        Value::Array(items.collect())
+    fn array((): (), items: &mut Vec<Value>, start: usize) -> Self {
+        Value::Array(items.drain(start..).collect())
     }
-    fn object((): (), entries: Drain<'_, (String, Self)>) -> Option<Self> {
-        let mut map = Map::with_capacity(entries.len());
-        for (k, v) in entries {
+    fn object((): (), entries: &mut Vec<(String, Value)>, start: usize) -> Option<Self> {
+        let mut map = Map::with_capacity(entries.len() - start);
+        for (k, v) in entries.drain(start..) {
             if map.insert(k, v).is_some() {
                 return None; // A duplicate key: refused by the reference path.
             }
@@ -323,6 +369,14 @@ impl<'a> Tree<'a> for Value {
 impl<'a> Tree<'a> for Node<'a> {
     type Arena = &'a Arena;
     type Key = &'a str;
+    type Items = bumpalo::collections::Vec<'a, Node<'a>>;
+    type Entries = bumpalo::collections::Vec<'a, (&'a str, Node<'a>)>;
+    fn scratch(arena: &'a Arena) -> (Self::Items, Self::Entries) {
+        (
+            bumpalo::collections::Vec::with_capacity_in(NODE_SCRATCH, arena),
+            bumpalo::collections::Vec::with_capacity_in(NODE_SCRATCH, arena),
+        )
+    }
     fn key(arena: &'a Arena, s: Cow<'a, str>) -> &'a str {
         in_arena(arena, s)
     }
@@ -338,11 +392,13 @@ impl<'a> Tree<'a> for Node<'a> {
     fn string(arena: &'a Arena, s: Cow<'a, str>) -> Self {
         Node::String(in_arena(arena, s))
     }
-    fn array(arena: &'a Arena, items: Drain<'_, Self>) -> Self {
-        Node::Array(arena.alloc_slice_fill_iter(items))
+    // `split_off` moves the tail into a new arena slice with one copy of
+    // memory, where draining it moved one element at a time.
+    fn array(_: &'a Arena, items: &mut Self::Items, start: usize) -> Self {
+        Node::Array(items.split_off(start).into_bump_slice())
     }
-    fn object(arena: &'a Arena, entries: Drain<'_, (&'a str, Self)>) -> Option<Self> {
-        let entries = arena.alloc_slice_fill_iter(entries);
+    fn object(_: &'a Arena, entries: &mut Self::Entries, start: usize) -> Option<Self> {
+        let entries = entries.split_off(start).into_bump_slice();
         unique_keys(entries).then_some(Node::Object(entries))
     }
 }
@@ -432,8 +488,12 @@ pub(crate) fn same_key(a: &str, b: &str) -> bool {
     }
 }
 
-/// Initial size of each of [`Fast`]'s scratch lists, in bytes.
+/// Initial size of each of [`Fast`]'s scratch lists for a `Value`, in bytes.
 const SCRATCH_BYTES: usize = 512;
+
+/// Initial length of each of [`Fast`]'s scratch lists for a [`Node`]: in
+/// the arena, so room for any real frame's open containers costs nothing.
+const NODE_SCRATCH: usize = 64;
 
 /// Nesting the fast path handles; deeper documents (never real frames) go to
 /// the reference path, which also owns `serde_json`'s own limit of 128.
@@ -442,16 +502,16 @@ const FAST_MAX_DEPTH: usize = 100;
 impl<'a, T: Tree<'a>> Fast<'a, T> {
     fn parse(bytes: &'a [u8], max_depth: usize, arena: T::Arena) -> Option<T> {
         let text = std::str::from_utf8(bytes).ok()?;
+        // Room for typical nesting up front: growing these one doubling at
+        // a time cost more than the rest of a small document.
+        let (items, entries) = T::scratch(arena);
         let mut p = Fast {
             arena,
             text,
             bytes,
             pos: 0,
-            // Room for typical nesting up front: growing these one doubling
-            // at a time cost more than the rest of a small document. (Under
-            // 1 KiB each, where the allocator's fast paths are.)
-            items: Vec::with_capacity(SCRATCH_BYTES / size_of::<T>()),
-            entries: Vec::with_capacity(SCRATCH_BYTES / size_of::<(T::Key, T)>()),
+            items,
+            entries,
         };
         let v = p.value(max_depth.min(FAST_MAX_DEPTH))?;
         p.skip_ws();
@@ -465,7 +525,18 @@ impl<'a, T: Tree<'a>> Fast<'a, T> {
     }
 
     /// Skips whitespace and returns the next byte without consuming it.
+    /// (Inlined with one comparison for the usual case, compact JSON: every
+    /// byte JSON allows between tokens is at most a space.)
+    #[inline(always)]
     fn peek(&mut self) -> Option<u8> {
+        match self.bytes.get(self.pos) {
+            Some(&b) if b > b' ' => Some(b),
+            _ => self.peek_after_ws(),
+        }
+    }
+
+    #[inline(never)]
+    fn peek_after_ws(&mut self) -> Option<u8> {
         self.skip_ws();
         self.bytes.get(self.pos).copied()
     }
@@ -514,7 +585,7 @@ impl<'a, T: Tree<'a>> Fast<'a, T> {
             }
         }
         self.pos += 1;
-        Some(T::array(self.arena, self.items.drain(start..)))
+        Some(T::array(self.arena, &mut self.items, start))
     }
 
     fn object(&mut self, depth_left: usize) -> Option<T> {
@@ -538,7 +609,7 @@ impl<'a, T: Tree<'a>> Fast<'a, T> {
             }
         }
         self.pos += 1;
-        T::object(self.arena, self.entries.drain(start..))
+        T::object(self.arena, &mut self.entries, start)
     }
 
     /// A string starting at the opening quote: borrowed from the input
@@ -551,12 +622,23 @@ impl<'a, T: Tree<'a>> Fast<'a, T> {
         match self.bytes.get(self.pos)? {
             b'"' => {
                 self.pos += 1;
-                return Some(Cow::Borrowed(&self.text[start..self.pos - 1]));
+                return self.slice(start, self.pos - 1).map(Cow::Borrowed);
             }
             b'\\' => {}
             _ => return None, // A control character.
         }
         self.escaped(start).map(Cow::Owned)
+    }
+
+    /// `text[start..end]`, where both ends are next to an ASCII byte (so
+    /// `None` never happens). Written with `split_at_checked`, which inlines
+    /// to two byte comparisons: the range index did not inline, and its
+    /// call cost as much as scanning a short string.
+    #[inline(always)]
+    fn slice(&self, start: usize, end: usize) -> Option<&'a str> {
+        let (head, _) = self.text.split_at_checked(end)?;
+        let (_, s) = head.split_at_checked(start)?;
+        Some(s)
     }
 
     /// A string with escapes, from its first character at `start`; `pos`

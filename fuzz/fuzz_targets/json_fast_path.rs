@@ -9,10 +9,14 @@
 //!   pairwise check (`json::unique_keys_plain`), on the keys of the document
 //!   and on keys cut from the raw input;
 //! * Lens of the arena tree against Lens of the `Value` (reply and lean),
-//!   and the renderers' lines joining to their text.
+//!   and the renderers' lines joining to their text;
+//! * the byte writer of JSON strings that `parley lens --ndjson` writes each
+//!   Lens with (`canonical::write_json_string_bytes`) against `serde_json`,
+//!   on the input as text and on each Lens.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use parley_core::canonical::write_json_string_bytes;
 use parley_core::json::{self, Arena, Limits, Node};
 use parley_core::lens::{lean, lean_into, render, render_into, render_lines};
 use serde_json::Value;
@@ -26,6 +30,13 @@ fn object_keys<'v>(v: &'v Value, out: &mut Vec<Vec<&'v str>>) {
         }
         _ => {}
     }
+}
+
+/// `write_json_string_bytes(s)` is what `serde_json` writes for `s`.
+fn check_json_string(s: &str) {
+    let mut ours = Vec::new();
+    write_json_string_bytes(s, &mut ours);
+    assert_eq!(Some(ours), serde_json::to_vec(s).ok(), "{s:?}");
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -47,6 +58,7 @@ fuzz_target!(|data: &[u8]| {
         let mut text = String::new();
         render_into(n, &mut text);
         assert_eq!(text, render(r));
+        check_json_string(&text);
         assert_eq!(render_lines(n).join("\n"), text);
         lean_into(n, &mut text);
         assert_eq!(text, lean(r));
@@ -60,6 +72,7 @@ fuzz_target!(|data: &[u8]| {
 
     // Keys cut from the raw input (duplicates likely): filter = plain check.
     let text = String::from_utf8_lossy(data);
+    check_json_string(&text);
     let entries: Vec<(&str, ())> = text.split(',').take(20).map(|k| (k, ())).collect();
     assert_eq!(
         json::unique_keys(&entries),

@@ -9,7 +9,7 @@
 use super::Report;
 use crate::cli::LensArgs;
 use crate::error::CliError;
-use parley_core::canonical::write_json_string;
+use parley_core::canonical::write_json_string_bytes;
 use parley_core::json::{self, Limits};
 use parley_core::lens;
 use serde::Serialize;
@@ -224,7 +224,6 @@ impl Batch {
         text: &mut String,
         arena: &mut json::Arena,
     ) -> Done {
-        let mut escaped = String::new();
         let mut out = self.out;
         out.clear();
         let mut done = Done {
@@ -261,9 +260,7 @@ impl Batch {
                         lens::render_into(&v, text);
                     }
                     // As a JSON string: the escapes `serde_json` writes.
-                    escaped.clear();
-                    write_json_string(text, &mut escaped);
-                    done.out.extend_from_slice(escaped.as_bytes());
+                    write_json_string_bytes(text, &mut done.out);
                 }
                 Err(e) => {
                     done.failed += 1;
@@ -405,9 +402,9 @@ mod tests {
         let mut all: String = (0u32..0x800).filter_map(char::from_u32).collect();
         all.push_str("\u{2028}\u{202e}\u{e0041}\u{10ffff} \\ \" end");
         for s in [all.as_str(), "", "plain", "a\nb"] {
-            let mut ours = String::new();
-            super::write_json_string(s, &mut ours);
-            assert_eq!(ours, serde_json::to_string(s).unwrap());
+            let mut ours = Vec::new();
+            super::write_json_string_bytes(s, &mut ours);
+            assert_eq!(ours, serde_json::to_string(s).unwrap().as_bytes());
         }
     }
 

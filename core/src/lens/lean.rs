@@ -16,9 +16,10 @@ pub(crate) struct Lines {
 
 impl Lines {
     pub(crate) fn new() -> Lines {
-        // Most renderings fit; below 1 KiB so that the first allocation
-        // stays on the allocator's fast path.
-        Lines::reuse(String::with_capacity(512))
+        // Most renderings fit (the longest reference reply's is about 700
+        // bytes); at most 1 KiB so that the allocation stays on the
+        // allocator's fast path (glibc's per-thread cache ends at 1032).
+        Lines::reuse(String::with_capacity(1024))
     }
 
     /// Output written into `buf`, which is cleared: its allocation is reused.

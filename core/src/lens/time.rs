@@ -23,8 +23,11 @@ pub(crate) fn write_time(unix: i64, out: &mut String) {
     let days = unix.div_euclid(86_400);
     let secs = unix.rem_euclid(86_400);
     let (y, m, d) = civil_from_days(days);
+    out.reserve(20);
     if (0..=9999).contains(&y) {
-        write_padded(y.unsigned_abs(), 4, out);
+        // Four digits as two pairs (every time a frame really holds).
+        out.push_str(digit_pair((y / 100) as u8));
+        out.push_str(digit_pair((y % 100) as u8));
     } else {
         out.push(if y < 0 { '-' } else { '+' });
         write_padded(y.unsigned_abs(), 6, out);
