@@ -23,6 +23,7 @@ packages=(
   xdotool                          # a synthesized click (XTEST) in the step-up test
   hyperfine valgrind               # scripts/bench-lens.sh: whole-process timing and instruction counts
   desktop-file-utils               # scripts/test-package.sh: the installed desktop entry is valid
+  man-db                           # scripts/test-package.sh: man parley, from the package
 )
 
 missing=()

@@ -62,17 +62,20 @@ cleanup() {
 trap cleanup EXIT
 
 echo "== apt install"
+install_started=$(date +%s.%N)
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$root/$DEB" >/dev/null 2>&1 ||
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$DEB"
 dpkg-query -W -f='${Status}\n' parley-custody | grep -q "install ok installed" || fail "not installed"
-ok "installed $(dpkg-query -W -f='${Version}' parley-custody)"
+install_secs=$(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$install_started" "$(date +%s.%N)")
+ok "installed $(dpkg-query -W -f='${Version}' parley-custody) in $install_secs s (package $(du -h "$DEB" | cut -f1), installed size $(dpkg-query -W -f='${Installed-Size}' parley-custody) KiB)"
 
 for b in parley parley-custodyd parley-custody-setup parley-custody; do
   v=$(env -u DISPLAY "/usr/bin/$b" --version) || fail "$b --version failed"
   ok "$v"
 done
 zcat /usr/share/man/man1/parley.1.gz | grep -q '^\.TH' || fail "parley.1 is not a man page"
-if command -v man >/dev/null; then man -w parley >/dev/null || fail "man does not find parley"; fi
+man -w parley >/dev/null || fail "man does not find parley"
+MANPAGER=cat MANWIDTH=80 man parley 2>/dev/null | grep -q 'parley' || fail "man parley shows nothing"
 ok "man pages: $(ls /usr/share/man/man1/parley*.1.gz | wc -l)"
 bash -c 'source /usr/share/bash-completion/completions/parley && complete -p parley' >/dev/null ||
   fail "the bash completion does not register"
