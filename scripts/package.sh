@@ -49,7 +49,17 @@ gzip -9n "$stage"/man/*.1
 # The bundler takes the main binary from <target dir>/release: a staging
 # target dir holds this build's app binary, so the package is made from
 # exactly what was just built (and cargo's own target dir is left alone).
-cp "$bin/parley-custody" "$stage/target/release/parley-custody"
+# Stripped copies (the build keeps its symbols for debugging).
+mkdir -p "$stage/bin"
+for b in parley parley-custodyd parley-custody-setup; do
+  strip --strip-unneeded -o "$stage/bin/$b" "$bin/$b"
+done
+strip --strip-unneeded -o "$stage/target/release/parley-custody" "$bin/parley-custody"
+# The C library the programs need, from the newest symbol version they use.
+glibc=$(objdump -T "$stage"/bin/* "$stage/target/release/parley-custody" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -n1)
+
+# Debian's place for it (the bundler's own `changelog` goes under the product name).
+gzip -9nc packaging/debian/changelog >"$stage/changelog.gz"
 
 cat >"$stage/deb.conf.json" <<JSON
 {
@@ -58,7 +68,7 @@ cat >"$stage/deb.conf.json" <<JSON
     "targets": ["deb"],
     "category": "Utility",
     "shortDescription": "Holds your Parley principal key; signs only what you approve",
-    "longDescription": "Parley Custody keeps the principal key of the Parley (YEA) protocol in the OS keychain, apart from your AI agents. Agents ask it over a local socket for grants and consents; it re-verifies every proposal, shows you its real effects, cost, risk and undo window, and signs only after you decide, with OS authentication before signing.",
+    "longDescription": "Parley Custody keeps the principal key of the Parley (YEA) protocol\\nin the OS keychain, apart from your AI agents. Agents ask it over a local\\nsocket for grants and consents; it re-verifies every proposal, shows you\\nits real effects, cost, risk and undo window, and signs only after you\\ndecide, with OS authentication before signing.",
     "publisher": "Parley Custody",
     "copyright": "The Parley Custody developers, Apache-2.0",
     "license": "Apache-2.0",
@@ -66,19 +76,20 @@ cat >"$stage/deb.conf.json" <<JSON
       "deb": {
         "section": "utils",
         "priority": "optional",
-        "depends": ["polkitd", "libdbus-1-3"],
+        "depends": ["libc6 (>= $glibc)", "polkitd", "libdbus-1-3"],
         "recommends": ["gnome-keyring | keepassxc", "pkexec"],
         "files": {
-          "/usr/bin/parley": "$bin/parley",
-          "/usr/bin/parley-custodyd": "$bin/parley-custodyd",
-          "/usr/bin/parley-custody-setup": "$bin/parley-custody-setup",
+          "/usr/bin/parley": "$stage/bin/parley",
+          "/usr/bin/parley-custodyd": "$stage/bin/parley-custodyd",
+          "/usr/bin/parley-custody-setup": "$stage/bin/parley-custody-setup",
           "/usr/share/polkit-1/actions/org.parley.custody.policy": "$root/packaging/polkit/org.parley.custody.policy",
           "/usr/share/polkit-1/actions/org.parley.custody.setup.policy": "$root/packaging/polkit/org.parley.custody.setup.policy",
           "/usr/share/man/man1": "$stage/man/",
           "/usr/share/bash-completion/completions/parley": "$stage/completions/parley",
           "/usr/share/zsh/vendor-completions/_parley": "$stage/completions/_parley",
           "/usr/share/fish/vendor_completions.d/parley.fish": "$stage/completions/parley.fish",
-          "/usr/share/doc/parley-custody/copyright": "$root/packaging/debian/copyright"
+          "/usr/share/doc/parley-custody/copyright": "$root/packaging/debian/copyright",
+          "/usr/share/doc/parley-custody/changelog.gz": "$stage/changelog.gz"
         }
       }
     }

@@ -24,6 +24,7 @@ packages=(
   hyperfine valgrind               # scripts/bench-lens.sh: whole-process timing and instruction counts
   desktop-file-utils               # scripts/test-package.sh: the installed desktop entry is valid
   man-db                           # scripts/test-package.sh: man parley, from the package
+  lintian                          # scripts/test-package.sh: Debian's checks of the package
 )
 
 missing=()

@@ -33,6 +33,15 @@ for unwanted in nodejs npm cargo rustc libwebkit2gtk-4.1-dev; do
   [[ " $depends " != *" $unwanted"* ]] || fail "Depends names $unwanted, which it does not need at run time"
 done
 
+echo "== lintian"
+# Kept warnings: no-manual-page for parley-custodyd and parley-custody-setup
+# (their --help is the manual; parley's pages are generated from clap).
+lint_rc=0
+lint=$(lintian --fail-on error --tag-display-limit 0 "$DEB" 2>&1) || lint_rc=$?
+grep -v 'running with root privileges' <<<"$lint" || true
+[ "$lint_rc" -eq 0 ] || fail "lintian reports errors"
+ok "lintian: no errors"
+
 echo "== contents"
 contents=$(dpkg-deb --contents "$DEB")
 for path in /usr/bin/parley-custody /usr/bin/parley /usr/bin/parley-custodyd /usr/bin/parley-custody-setup \
