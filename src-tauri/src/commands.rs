@@ -374,7 +374,7 @@ fn agent_key(agent: &str) -> R<PublicKey> {
         .map_err(|e| format!("not an agent key: {e}"))
 }
 
-/// Pauses an agent from the audit view (or the home window): its requests
+/// Pauses an agent from the audit view: its requests
 /// are refused without a prompt, and it is told why, for `secs` (none:
 /// until resumed); its requests waiting now are denied.
 #[tauri::command(rename_all = "snake_case")]
