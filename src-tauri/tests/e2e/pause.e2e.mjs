@@ -4,12 +4,15 @@
 // look-alike service id, then the human presses "Deny and pause this agent
 // for 1 hour" and the agent's next request is refused unseen
 // (`REJECTED agent_paused`): no review window, no notification. Resuming it
-// in the audit view lets it ask again. scripts/test-app.sh runs it in its
+// in the audit view lets it ask again; "Pause <agent>" in the tray menu
+// (clicked through the menu's own D-Bus interface, com.canonical.dbusmenu,
+// as a tray host would) stops another. scripts/test-app.sh runs it in its
 // own session, with dunst as the notification daemon.
 
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { WebDriver } from './webdriver.mjs'
@@ -54,6 +57,29 @@ async function ask(id, p, service) {
   await wd.switchToWindow(new RegExp(`review\\.html#${rid}$`))
   await wd.$(tid('approve'))
   return rid
+}
+
+/** The tray menu's object (libappindicator exports it on the session bus). */
+const MENU = '/org/ayatana/NotificationItem/tray_icon_tray_app_parley_custody/Menu'
+let menuOwner = null
+function gdbus(dest, method, ...args) {
+  return execFileSync('gdbus', ['call', '--session', '--timeout', '3', '--dest', dest, '--object-path', MENU, '--method', `com.canonical.dbusmenu.${method}`, '--', ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
+}
+/** The tray menu's items as [id, label]. */
+function trayItems() {
+  if (!menuOwner) {
+    const names = execFileSync('dbus-send', ['--session', '--print-reply', '--dest=org.freedesktop.DBus', '/', 'org.freedesktop.DBus.ListNames'], { encoding: 'utf8' }).match(/:1\.\d+/g) ?? []
+    for (const n of names) {
+      try {
+        gdbus(n, 'GetLayout', '0', '-1', '[]')
+        menuOwner = n
+        break
+      } catch {}
+    }
+    if (!menuOwner) return []
+  }
+  const layout = gdbus(menuOwner, 'GetLayout', '0', '-1', '[]')
+  return [...layout.matchAll(/<\((\d+), \{[^}]*'label': <'([^']*)'>/g)].map((m) => [Number(m[1]), m[2]])
 }
 
 async function closed() {
@@ -179,4 +205,27 @@ test('audit view: the paused agent is listed until when and why; Resume lets it 
   await wd.until(async () => /until you resume it/.test(await wd.text(tid('paused-row'))), 'paused until resumed')
   agent.send(consentRequest('c8', { proposal: proposal(PARLEY, { id: 'p_8', amount: 700 }), principal, agent: agentPub }))
   assert.equal((await agent.final('c8', 10_000)).code, 'agent_paused')
+})
+
+test('tray: "Pause <agent>" for an agent asking now denies what waits and refuses what follows, unseen', async () => {
+  const other = agentKey()
+  const short = `${other.slice(0, 18)}…`
+  agent.send(consentRequest('c9', { proposal: proposal(PARLEY, { id: 'p_9', amount: 700 }), principal, agent: other }))
+  await agent.next((f) => f.re === 'c9' && f.kind === 'PENDING')
+  const [id, label] = await wd.until(() => trayItems().find(([, l]) => l.startsWith('Pause ') && l.includes(short)) ?? null, 'the Pause line in the tray menu')
+  assert.equal(label, `Pause ${short} (refuse its requests unseen)`)
+  assert.ok(!trayItems().some(([, l]) => l.includes(`${agentPub.slice(0, 18)}…`) && l.startsWith('Pause')), 'only agents asking now are offered')
+  gdbus(menuOwner, 'Event', String(id), 'clicked', '<int32 0>', '0')
+  const fin = await agent.final('c9')
+  assert.equal(fin.kind, 'DENIED', JSON.stringify(fin))
+  assert.match(fin.reason ?? '', /paused by the human from the tray/, JSON.stringify(fin))
+  await wd.until(() => !trayItems().some(([, l]) => l.startsWith('Pause ')), 'the tray line gone with the request')
+  const shown = notifications()
+  agent.send(consentRequest('c10', { proposal: proposal(PARLEY, { id: 'p_10', amount: 700 }), principal, agent: other }))
+  const refused = await agent.final('c10', 10_000)
+  assert.deepEqual([refused.kind, refused.code], ['REJECTED', 'agent_paused'], JSON.stringify(refused))
+  assert.match(refused.message, /until they resume it/)
+  await sleep(1500)
+  assert.equal(notifications(), shown, 'no notification')
+  assert.equal((await listed()).length, 0, 'nothing waiting')
 })
