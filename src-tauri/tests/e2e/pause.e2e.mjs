@@ -143,6 +143,17 @@ test('deny and pause: the agent is told, and its next request is refused unseen'
   assert.equal(button, 'Deny and pause this agent for 1 hour')
   assert.equal(await wd.exec(`return document.activeElement.dataset.testid`), 'deny', 'Deny stays the default')
   await wd.screenshot(join(SHOTS, 'review-deny-and-pause.png'))
+  // Each window may call only what it needs: a review cannot pause agents at
+  // will, the home window cannot deny and pause.
+  const invoke = (cmd, args) => wd.exec(`return window.__TAURI_INTERNALS__.invoke(arguments[0], arguments[1]).then(() => 'accepted', (e) => String(e))`, cmd, args)
+  for (const [cmd, args] of [['agent_pause', { agent: agentPub, secs: null }], ['agent_resume', { agent: agentPub }]]) {
+    assert.match(await invoke(cmd, args), /not allowed|denied|permission/i, `${cmd} from a review window`)
+  }
+  const review = await wd.handle()
+  await wd.switchTo(main)
+  const rid = (await listed())[0]
+  assert.match(await invoke('review_deny_and_pause', { id: rid }), /not allowed|denied|permission/i, 'from the home window')
+  await wd.switchTo(review)
   await wd.click(tid('deny-pause'))
   const fin = await agent.final('c4')
   assert.equal(fin.kind, 'DENIED', JSON.stringify(fin))
