@@ -77,7 +77,7 @@ export RUST_LOG="${RUST_LOG:-info,tao=warn,wry=warn}"
 # $2: the test file.
 session() {
   local kind=$1 file=$2
-  # E2E_ONLY="stepup playground": run only these sessions (for iterating on one).
+  # E2E_ONLY="stepup pause": run only these sessions (for iterating on one).
   if [ -n "${E2E_ONLY:-}" ] && [[ " $E2E_ONLY " != *" $kind "* ]]; then return 0; fi
   local T="$ROOT/$kind"
   mkdir -p "$T/home" "$T/data" "$T/config" "$T/cache" "$T/run"
@@ -122,7 +122,7 @@ print(a.getsockname()[1], b.getsockname()[1])')
       wait_for() { i=0; until on_bus "$1"; do i=$((i+1)); [ "$i" -gt 100 ] && { echo "$1 did not appear on the session bus" >&2; exit 1; }; sleep 0.1; done; }
       printf "%s" "e2e-keyring-password" | gnome-keyring-daemon --unlock --components=secrets >/dev/null
       wait_for org.freedesktop.secrets
-      if [ "$KIND" = notifications ]; then
+      if [ "$KIND" = notifications ] || [ "$KIND" = pause ]; then
         dunst >"$T/dunst.log" 2>&1 &
         wait_for org.freedesktop.Notifications
       fi
@@ -139,6 +139,7 @@ print(a.getsockname()[1], b.getsockname()[1])')
 
 export STEPUP_USER=parley-t-desk STEPUP_PASSWORD="desk-Passw0rd-$$"
 session notifications src-tauri/tests/e2e/app.e2e.mjs
+session pause src-tauri/tests/e2e/pause.e2e.mjs
 session no-notifications src-tauri/tests/e2e/no-notifications.e2e.mjs
 session playground src-tauri/tests/e2e/playground.e2e.mjs
 session stepup src-tauri/tests/e2e/stepup.e2e.mjs

@@ -21,7 +21,7 @@ use crate::windows;
 use parley_core::PublicKey;
 use parley_custody::approver::{Gesture, PendingView, Verdict, Yes};
 use parley_custody::audit::{self, EventKind, NewEvent, Query, VerifyReport};
-use parley_custody::engine::{unix_now, DecideError, IssueError};
+use parley_custody::engine::{unix_now, DecideError, IssueError, DENY_AND_PAUSE_SECS};
 use parley_custody::queue::Outcome;
 use parley_custody::review::{FormGrant, ReviewKind};
 use serde::{Deserialize, Serialize};
@@ -205,6 +205,16 @@ fn may_sign(window: &Window, state: &AppState, gesture: Option<Gesture>, what: &
     Ok(gesture)
 }
 
+/// Whether `window` may deny a request: any review window may (denying
+/// signs nothing, so it needs no arming delay, gesture or step-up).
+fn may_deny(window: &Window) -> R<()> {
+    if window.label().starts_with("review-") {
+        Ok(())
+    } else {
+        Err("Decisions are made in the review windows.".into())
+    }
+}
+
 /// The result of a decision.
 #[derive(Debug, Serialize)]
 pub struct DecisionView {
@@ -242,9 +252,7 @@ pub async fn review_decide(
             second_confirmation: confirmed,
         })
     } else {
-        if !window.label().starts_with("review-") {
-            return Err("Decisions are made in the review windows.".into());
-        }
+        may_deny(&window)?;
         let reason = reason
             .map(|r| r.trim().chars().take(200).collect::<String>())
             .filter(|r| !r.is_empty())
@@ -278,6 +286,173 @@ pub async fn review_decide(
             outcome: "cancelled",
             message: "The agent withdrew the request.".into(),
         },
+    })
+}
+
+/// "Deny and pause this agent for 1 hour" from a review window: denies
+/// the request (through the same checks as a deny in [`review_decide`]) and
+/// pauses its agent for [`DENY_AND_PAUSE_SECS`], so that its next requests
+/// are refused without a prompt; its other pending requests are denied too.
+#[tauri::command(rename_all = "snake_case")]
+pub async fn review_deny_and_pause(
+    app: AppHandle,
+    window: Window,
+    state: State<'_, AppState>,
+    id: String,
+) -> R<DecisionView> {
+    request_id(&id)?;
+    pending(&state, &id)?;
+    may_deny(&window)?;
+    let e = state.core()?.engine.clone();
+    let denied = blocking("denying and pausing", move || {
+        e.deny_and_pause(&id, DENY_AND_PAUSE_SECS)
+            .map_err(|e| e.to_string())
+    })
+    .await?;
+    paused_changed(&app);
+    let others = denied.len().saturating_sub(1);
+    let also = match others {
+        0 => String::new(),
+        1 => " Its other waiting request was denied too.".to_string(),
+        n => format!(" Its {n} other waiting requests were denied too."),
+    };
+    Ok(DecisionView {
+        outcome: "denied",
+        message: format!(
+            "Denied, and this agent is paused for {}: its requests are refused without being \
+             shown until {}. Nothing was signed; the agent was told.{also} Resume it in the \
+             audit view.",
+            parley_core::lens::duration(DENY_AND_PAUSE_SECS),
+            parley_core::lens::time(unix_now().saturating_add(DENY_AND_PAUSE_SECS)),
+        ),
+    })
+}
+
+/// A paused agent, for the audit view (display-safe).
+#[derive(Debug, Serialize)]
+pub struct PauseView {
+    /// The agent key.
+    pub agent: String,
+    /// Its short form.
+    pub short: String,
+    /// The human's label.
+    pub label: Option<String>,
+    /// Until when (unix seconds); `None`: until resumed.
+    pub until: Option<i64>,
+    /// Why (display-safe).
+    pub reason: String,
+    /// When it was paused.
+    pub at: i64,
+}
+
+/// The paused agents, and the agents that could be paused.
+#[derive(Debug, Serialize)]
+pub struct PausesView {
+    /// The pauses in force now.
+    pub paused: Vec<PauseView>,
+    /// Every agent the human has dealt with (the paused ones included).
+    pub agents: Vec<KnownAgent>,
+    /// When this was read.
+    pub now: i64,
+}
+
+/// The longest pause with an end custody sets from the app (30 days);
+/// longer is "until resumed".
+const MAX_PAUSE_SECS: i64 = 30 * 24 * 3600;
+
+/// Tells every window and the tray that the paused agents changed.
+fn paused_changed(app: &AppHandle) {
+    let _ = app.emit("pending-changed", ());
+    let _ = app.emit("pauses-changed", ());
+    crate::tray::refresh(app);
+}
+
+fn agent_key(agent: &str) -> R<PublicKey> {
+    agent
+        .trim()
+        .parse()
+        .map_err(|e| format!("not an agent key: {e}"))
+}
+
+/// Pauses an agent from the audit view: its requests
+/// are refused without a prompt, and it is told why, for `secs` (none:
+/// until resumed); its requests waiting now are denied.
+#[tauri::command(rename_all = "snake_case")]
+pub async fn agent_pause(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    agent: String,
+    secs: Option<i64>,
+) -> R<PausesView> {
+    let key = agent_key(&agent)?;
+    if let Some(s) = secs {
+        if !(1..=MAX_PAUSE_SECS).contains(&s) {
+            return Err(format!(
+                "a pause lasts from 1 second to {}; longer is \"until resumed\"",
+                parley_core::lens::duration(MAX_PAUSE_SECS)
+            ));
+        }
+    }
+    let e = state.core()?.engine.clone();
+    blocking("pausing the agent", move || {
+        e.pause_agent(&key.to_string(), secs, "paused by the human in the app")
+            .map_err(|e| e.to_string())
+    })
+    .await?;
+    paused_changed(&app);
+    pauses_view(&state).await
+}
+
+/// Ends an agent's pause; its requests are shown again.
+#[tauri::command(rename_all = "snake_case")]
+pub async fn agent_resume(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    agent: String,
+) -> R<PausesView> {
+    let key = agent_key(&agent)?;
+    let e = state.core()?.engine.clone();
+    let was = blocking("resuming the agent", move || {
+        e.resume_agent(&key.to_string()).map_err(|e| e.to_string())
+    })
+    .await?;
+    if !was {
+        return Err("That agent is not paused (its pause may have ended already).".into());
+    }
+    paused_changed(&app);
+    pauses_view(&state).await
+}
+
+/// The paused agents and the agents that could be paused.
+#[tauri::command(rename_all = "snake_case")]
+pub async fn agent_pauses(state: State<'_, AppState>) -> R<PausesView> {
+    pauses_view(&state).await
+}
+
+async fn pauses_view(state: &AppState) -> R<PausesView> {
+    let e = state.core()?.engine.clone();
+    let pauses = blocking("reading the paused agents", move || {
+        e.pauses().map_err(|e| e.to_string())
+    })
+    .await?;
+    let paused = pauses
+        .into_iter()
+        .filter_map(|p| {
+            let key: PublicKey = p.agent.parse().ok()?;
+            Some(PauseView {
+                short: key.short(),
+                label: state.agent_label(&p.agent),
+                agent: key.to_string(),
+                until: p.until,
+                reason: parley_custody::display::bounded(&p.reason, 200),
+                at: p.at,
+            })
+        })
+        .collect();
+    Ok(PausesView {
+        paused,
+        agents: known_agents(state).await?,
+        now: unix_now(),
     })
 }
 
@@ -334,39 +509,25 @@ pub struct GrantContext {
     pub request: Option<PendingView>,
 }
 
-/// The grant form's context (principals, known agents, limits, the request).
-#[tauri::command(rename_all = "snake_case")]
-pub async fn grant_context(state: State<'_, AppState>, request: Option<String>) -> R<GrantContext> {
-    let core = state.core()?;
-    let request = match request {
-        Some(id) => {
-            request_id(&id)?;
-            let p = pending(&state, &id)?;
-            if p.review.kind != ReviewKind::Grant {
-                return Err("That request is a consent, not a grant request.".into());
-            }
-            Some(p)
-        }
-        None => None,
-    };
-    let e = core.engine.clone();
-    let (keys, seen) = blocking("reading keys and the audit log", move || {
-        let keys = e.keystore().list().map_err(|e| e.to_string())?;
-        let rows = e
-            .with_audit(|a| {
-                a.query(&Query {
-                    kinds: vec![
-                        EventKind::GrantIssued,
-                        EventKind::ConsentApproved,
-                        EventKind::GrantDenied,
-                        EventKind::ConsentDenied,
-                    ],
-                    limit: Some(2000),
-                    ..Default::default()
-                })
+/// Every agent key the human has dealt with: waiting now, named in the
+/// audit log's decisions, or labelled (waiting ones first, then newest
+/// seen first).
+async fn known_agents(state: &AppState) -> R<Vec<KnownAgent>> {
+    let e = state.core()?.engine.clone();
+    let seen = blocking("reading the audit log", move || {
+        e.with_audit(|a| {
+            a.query(&Query {
+                kinds: vec![
+                    EventKind::GrantIssued,
+                    EventKind::ConsentApproved,
+                    EventKind::GrantDenied,
+                    EventKind::ConsentDenied,
+                ],
+                limit: Some(2000),
+                ..Default::default()
             })
-            .map_err(|e| e.to_string())?;
-        Ok((keys, rows))
+        })
+        .map_err(|e| e.to_string())
     })
     .await?;
     let mut agents: Vec<KnownAgent> = Vec::new();
@@ -403,6 +564,30 @@ pub async fn grant_context(state: State<'_, AppState>, request: Option<String>) 
     for key in labelled {
         add(&key, None, false);
     }
+    Ok(agents)
+}
+
+/// The grant form's context (principals, known agents, limits, the request).
+#[tauri::command(rename_all = "snake_case")]
+pub async fn grant_context(state: State<'_, AppState>, request: Option<String>) -> R<GrantContext> {
+    let core = state.core()?;
+    let request = match request {
+        Some(id) => {
+            request_id(&id)?;
+            let p = pending(&state, &id)?;
+            if p.review.kind != ReviewKind::Grant {
+                return Err("That request is a consent, not a grant request.".into());
+            }
+            Some(p)
+        }
+        None => None,
+    };
+    let e = core.engine.clone();
+    let keys = blocking("reading keys", move || {
+        e.keystore().list().map_err(|e| e.to_string())
+    })
+    .await?;
+    let agents = known_agents(&state).await?;
     Ok(GrantContext {
         principals: keys
             .into_iter()

@@ -1,6 +1,7 @@
 //! The tray icon: the number of pending requests (drawn on the icon and as
-//! its title), and a menu listing them, then Issue a grant…, Audit log,
-//! Settings, Quit. With no tray host (a bare X server, some desktops) the
+//! its title), and a menu listing them, a "Pause <agent>" line per agent
+//! asking now (its requests are then refused unseen until resumed in the
+//! audit view), then Issue a grant…, Audit log, Settings, Quit. With no tray host (a bare X server, some desktops) the
 //! icon is built anyway and simply not shown; the app works from its windows.
 
 use crate::state::AppState;
@@ -10,7 +11,7 @@ use std::sync::Mutex;
 use tauri::image::Image;
 use tauri::menu::{IsMenuItem, Menu, MenuItem, PredefinedMenuItem};
 use tauri::tray::{TrayIcon, TrayIconBuilder};
-use tauri::{AppHandle, Manager, Wry};
+use tauri::{AppHandle, Emitter, Manager, Wry};
 
 /// Pending requests listed in the menu; the rest are "… and N more".
 const MENU_MAX: usize = 8;
@@ -79,9 +80,13 @@ fn on_menu(app: &AppHandle, id: &str) {
             app.exit(0);
             Ok(())
         }
-        other => match other.strip_prefix("review:") {
-            Some(rid) => windows::open_review(app, rid),
-            None => Ok(()),
+        other => match (other.strip_prefix("review:"), other.strip_prefix("pause:")) {
+            (Some(rid), _) => windows::open_review(app, rid),
+            (_, Some(agent)) => {
+                pause(app, agent);
+                Ok(())
+            }
+            _ => Ok(()),
         },
     };
     if let Err(e) = r {
@@ -89,14 +94,39 @@ fn on_menu(app: &AppHandle, id: &str) {
     }
 }
 
+/// Pauses `agent` from the tray (until resumed in the audit view); its
+/// pending requests are denied, told why. Off the menu thread: the audit
+/// log is written first.
+fn pause(app: &AppHandle, agent: &str) {
+    let Some(state) = app.try_state::<AppState>() else {
+        return;
+    };
+    let Ok(core) = state.core() else {
+        return;
+    };
+    let (app, engine, agent) = (app.clone(), core.engine.clone(), agent.to_string());
+    tauri::async_runtime::spawn_blocking(move || {
+        match engine.pause_agent(&agent, None, "paused by the human from the tray") {
+            Ok(_) => {
+                let _ = app.emit("pending-changed", ());
+                let _ = app.emit("pauses-changed", ());
+                refresh(&app);
+            }
+            Err(e) => tracing::warn!("tray menu: the agent was not paused: {e}"),
+        }
+    });
+}
+
+/// Who asks, in a menu line: the human's label, else the key's short form.
+fn who(p: &PendingView) -> String {
+    let a = &p.review.agent;
+    a.label.clone().unwrap_or_else(|| a.short.clone())
+}
+
 /// One menu line for a pending request: who asks, for what.
 pub fn describe(p: &PendingView) -> String {
     let r = &p.review;
-    let who = r
-        .agent
-        .label
-        .clone()
-        .unwrap_or_else(|| r.agent.short.clone());
+    let who = who(p);
     let what = match r.kind {
         parley_custody::review::ReviewKind::Consent => {
             format!("{} at {}", r.cost, r.service)
@@ -109,6 +139,26 @@ pub fn describe(p: &PendingView) -> String {
     } else {
         line
     }
+}
+
+/// The "Pause <agent>" lines: one per agent asking now (in the order they
+/// first ask, at most [`MENU_MAX`]), each through the display rule.
+fn pause_lines<'a>(asking: impl Iterator<Item = (&'a str, String)>) -> Vec<(String, String)> {
+    let mut seen: Vec<&str> = Vec::new();
+    let mut lines = Vec::new();
+    for (key, who) in asking {
+        if seen.contains(&key) || seen.len() == MENU_MAX {
+            continue;
+        }
+        seen.push(key);
+        lines.push((
+            format!("pause:{key}"),
+            parley_custody::display::menu_label(&format!(
+                "Pause {who} (refuse its requests unseen)"
+            )),
+        ));
+    }
+    lines
 }
 
 impl Tray {
@@ -150,6 +200,11 @@ impl Tray {
         if n > MENU_MAX {
             lines.push(("open".into(), format!("… and {} more", n - MENU_MAX)));
         }
+        lines.extend(pause_lines(
+            pending
+                .iter()
+                .map(|p| (p.review.agent.key.as_str(), who(p))),
+        ));
         for (i, (id, text)) in lines.into_iter().enumerate() {
             if let Ok(item) = MenuItem::with_id(app, id, text, true, None::<&str>) {
                 if self.menu.insert(&item, 1 + i).is_ok() {
@@ -248,6 +303,29 @@ pub fn badge(rgba: &[u8], w: u32, h: u32, count: usize) -> (Vec<u8>, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_pause_line_per_agent_asking_each_display_safe() {
+        let asking = [
+            ("ed25519:AAA", "shop\u{202e}bot".to_string()),
+            ("ed25519:BBB", "ed25519:BBB…".to_string()),
+            ("ed25519:AAA", "shop\u{202e}bot".to_string()),
+        ];
+        let lines = pause_lines(asking.iter().map(|(k, w)| (*k, w.clone())));
+        let ids: Vec<&str> = lines.iter().map(|(id, _)| id.as_str()).collect();
+        assert_eq!(ids, ["pause:ed25519:AAA", "pause:ed25519:BBB"]);
+        assert!(!lines[0].1.contains('\u{202e}'), "{}", lines[0].1);
+        assert!(lines[0].1.starts_with("Pause shop"), "{}", lines[0].1);
+        assert!(
+            lines[0].1.contains("202e"),
+            "the hidden character made visible"
+        );
+        let many: Vec<(String, String)> = (0..20)
+            .map(|i| (format!("ed25519:K{i}"), format!("agent {i}")))
+            .collect();
+        let lines = pause_lines(many.iter().map(|(k, w)| (k.as_str(), w.clone())));
+        assert_eq!(lines.len(), MENU_MAX);
+    }
 
     #[test]
     fn badge_only_when_pending() {

@@ -1,10 +1,12 @@
 // The audit view: every event, newest first, with filters; the grants and
-// consents still live, in plain words; the chain's verification; export.
+// consents still live, in plain words; the chain's verification; export;
+// the paused agents (refused without a prompt) with Resume, and a Pause
+// action for every agent the human has dealt with.
 // Rows are evidence stored exactly as received: the backend makes them
 // display-safe, and they are rendered as text only.
 
 import './style.css'
-import { api, on, errorText, type AuditFilter, type AuditView, type EventView, type EventKind } from './ipc'
+import { api, on, errorText, type AuditFilter, type AuditView, type EventView, type EventKind, type PausesView } from './ipc'
 import { h, replace, byId, say, setText } from './dom'
 import { fullTime, localTime, span, fromLocalInput } from './format'
 
@@ -137,6 +139,92 @@ function render(view: AuditView, filter: AuditFilter) {
   setText(count, `${view.events.length}${view.truncated ? '+' : ''} event${view.events.length === 1 ? '' : 's'} shown, newest first${filterWords(filter)}.${view.truncated ? ' Narrow the filter to see older ones.' : ''}`)
 }
 
+/** An agent key in its short form, with the human's label. */
+function agentName(key: string, short: string, label: string | null): HTMLElement {
+  return h('span', null, h('code', { title: key }, short), label ? h('span', { class: 'label' }, ` “${label}”`) : null)
+}
+
+/** One pause or resume at a time; the view comes back from the backend. */
+let pausing = false
+/** Whether the human opened the list of agents to pause (kept across refreshes). */
+let pickerOpen = false
+async function pauseAction(f: () => Promise<PausesView>, done: string) {
+  if (pausing) return
+  pausing = true
+  try {
+    renderPauses(await f())
+    say(pauseStatus, 'ok', done)
+  } catch (e) {
+    say(pauseStatus, 'error', errorText(e))
+  } finally {
+    pausing = false
+  }
+}
+
+function renderPauses(v: PausesView) {
+  const pausedKeys = new Set(v.paused.map((p) => p.agent))
+  const others = v.agents.filter((a) => !pausedKeys.has(a.key))
+  replace(
+    paused,
+    v.paused.length
+      ? h(
+          'table',
+          { class: 'table', testid: 'paused-table' },
+          h('thead', null, h('tr', null, h('th', null, 'Agent'), h('th', null, 'Until'), h('th', null, 'Why'), h('th', null, ''))),
+          h(
+            'tbody',
+            null,
+            ...v.paused.map((p) =>
+              h(
+                'tr',
+                { testid: 'paused-row', attrs: { 'data-agent': p.agent } },
+                h('td', null, agentName(p.agent, p.short, p.label)),
+                h('td', null, p.until === null ? 'until you resume it' : `${localTime(p.until)} (in ${span(p.until - v.now)})`),
+                h('td', { class: 'reason-text' }, p.reason),
+                h(
+                  'td',
+                  null,
+                  h('button', { class: 'btn btn-small', testid: 'resume', attrs: { type: 'button' }, on: { click: () => void pauseAction(() => api.agentResume(p.agent), 'Resumed: its requests are shown to you again.') } }, 'Resume'),
+                ),
+              ),
+            ),
+          ),
+        )
+      : h('p', { class: 'muted', testid: 'no-paused' }, 'No agent is paused.'),
+    others.length
+      ? h(
+          'details',
+          { testid: 'pause-agents', attrs: pickerOpen ? { open: '' } : {}, on: { toggle: (e: Event) => (pickerOpen = (e.target as HTMLDetailsElement).open) } },
+          h('summary', null, `Pause an agent (${others.length} known)`),
+          h(
+            'ul',
+            { class: 'agents' },
+            ...others.map((a) =>
+              h(
+                'li',
+                { testid: 'pause-agent', attrs: { 'data-agent': a.key } },
+                agentName(a.key, a.short, a.label),
+                a.waiting ? h('span', { class: 'badge badge-warn' }, ' asking now') : null,
+                ' ',
+                h('button', { class: 'btn btn-small', testid: 'pause-1h', attrs: { type: 'button' }, on: { click: () => void pauseAction(() => api.agentPause(a.key, 3600), 'Paused for 1 hour: its requests are refused without being shown.') } }, 'Pause for 1 hour'),
+                ' ',
+                h('button', { class: 'btn btn-small', testid: 'pause', attrs: { type: 'button' }, on: { click: () => void pauseAction(() => api.agentPause(a.key, null), 'Paused until you resume it: its requests are refused without being shown.') } }, 'Pause until resumed'),
+              ),
+            ),
+          ),
+        )
+      : null,
+  )
+}
+
+async function loadPauses() {
+  try {
+    renderPauses(await api.agentPauses())
+  } catch (e) {
+    say(pauseStatus, 'error', errorText(e))
+  }
+}
+
 function filterWords(f: AuditFilter): string {
   const w: string[] = []
   if (f.kinds?.length) w.push(f.kinds.map((k) => KIND_WORDS[k as EventKind] ?? k).join(', '))
@@ -151,6 +239,9 @@ function filterWords(f: AuditFilter): string {
 const chain = h('p', { class: 'msg', testid: 'chain' }, 'Verifying the chain…')
 const live = h('div', { class: 'table-wrap', testid: 'live' })
 const events = h('div', { class: 'table-wrap', testid: 'events' })
+const paused = h('div', { class: 'table-wrap', testid: 'paused' })
+const pauseStatus = h('p', { class: 'msg', testid: 'pause-status', attrs: { role: 'status' } })
+pauseStatus.hidden = true
 const count = h('p', { class: 'muted', testid: 'count' })
 const kind = h('select', { id: 'f-kind', testid: 'f-kind', attrs: { 'aria-label': 'Kind' } }, h('option', { attrs: { value: '' } }, 'Every kind'), ...Object.entries(KIND_WORDS).map(([k, w]) => h('option', { attrs: { value: k } }, w)))
 const agent = h('input', { id: 'f-agent', testid: 'f-agent', attrs: { type: 'text', placeholder: 'agent key (ed25519:…)', spellcheck: 'false' } })
@@ -211,6 +302,7 @@ replace(
   h('h1', null, 'Audit log'),
   chain,
   h('section', null, h('h2', null, 'Live grants and consents'), live),
+  h('section', null, h('h2', null, 'Paused agents (their requests are refused without being shown)'), pauseStatus, paused),
   h(
     'section',
     null,
@@ -235,5 +327,10 @@ exportJsonl.addEventListener('click', () => void exportAs('jsonl'))
 exportCsv.addEventListener('click', () => void exportAs('csv'))
 void on('pending-changed', () => void load())
 void on('status-changed', () => void load())
-setInterval(() => void load(), 30_000)
+void on('pauses-changed', () => void loadPauses())
+setInterval(() => {
+  void load()
+  void loadPauses()
+}, 30_000)
 void load()
+void loadPauses()

@@ -127,6 +127,22 @@ export interface KnownAgent {
   last_seen: number | null
   waiting: boolean
 }
+/** A paused agent: its requests are refused without a prompt (display-safe). */
+export interface PauseView {
+  agent: string
+  short: string
+  label: string | null
+  /** Until when (unix seconds); null: until resumed. */
+  until: number | null
+  reason: string
+  at: number
+}
+export interface PausesView {
+  paused: PauseView[]
+  /** Every agent the human has dealt with, to pause. */
+  agents: KnownAgent[]
+  now: number
+}
 export interface GrantContext {
   principals: KeyView[]
   known_agents: KnownAgent[]
@@ -291,6 +307,12 @@ export const api = {
   reviewGet: (id: string) => call<PendingView | null>('review_get', { id }),
   reviewDecide: (id: string, approve: boolean, confirmed: boolean, gesture: Gesture | null, reason: string | null) =>
     call<DecisionView>('review_decide', { id, approve, confirmed, gesture, reason }),
+  /** Denies request `id` and pauses its agent for 1 hour (review windows only). */
+  reviewDenyAndPause: (id: string) => call<DecisionView>('review_deny_and_pause', { id }),
+  agentPauses: () => call<PausesView>('agent_pauses'),
+  /** `secs` null: until resumed. */
+  agentPause: (agent: string, secs: number | null) => call<PausesView>('agent_pause', { agent, secs }),
+  agentResume: (agent: string) => call<PausesView>('agent_resume', { agent }),
   openWindow: (kind: string, id: string | null = null, agent: string | null = null) =>
     call<void>('open_window', { kind, id, agent }),
   windowClose: () => call<void>('window_close'),

@@ -7,7 +7,9 @@
 // checks the same delay and the focus). Approve answers the pointer only
 // (gesture.ts): Tab then Space or Enter never approves. A high-risk,
 // irreversible or cost-less-but-charging proposal needs a second, explicit
-// confirmation.
+// confirmation. "Deny and pause this agent for 1 hour" sits next to Deny:
+// never the default, never approving; the agent's next requests are then
+// refused without being shown.
 
 import './style.css'
 import { api, on, errorText, type Gesture, type PendingView, type Review } from './ipc'
@@ -143,6 +145,7 @@ function render(p: PendingView): void {
   const stepUp = h('p', { class: p.step_up.required ? 'step-up' : 'step-up step-up-off', testid: 'step-up' }, p.step_up.words)
 
   const deny = h('button', { id: 'deny', class: 'btn btn-default', testid: 'deny', attrs: { type: 'button', autofocus: '' } }, 'Deny')
+  const denyPause = h('button', { class: 'btn', testid: 'deny-pause', attrs: { type: 'button', title: 'Deny this request; the agent’s requests are refused without being shown for 1 hour (resume it in the audit view)' } }, 'Deny and pause this agent for 1 hour')
   const approve = h('button', { id: 'approve', class: 'btn btn-approve', testid: 'approve', attrs: { type: 'button', title: 'Click, or press and hold, with the pointer' } }, consent ? 'Approve' : 'Approve as requested')
   approve.disabled = true
   const hint = h('span', { class: 'hint', testid: 'approve-hint' })
@@ -182,7 +185,7 @@ function render(p: PendingView): void {
     their,
     hash,
     stepUp,
-    h('div', { class: 'actions' }, deny, edit, approve, hint),
+    h('div', { class: 'actions' }, deny, denyPause, edit, approve, hint),
     h('div', { class: 'reason' }, reason),
     confirm,
     status,
@@ -217,7 +220,24 @@ function render(p: PendingView): void {
     }
   }
 
+  async function denyAndPause() {
+    if (closed || busy) return
+    setBusy(true)
+    try {
+      const d = await api.reviewDenyAndPause(p.id)
+      finish(d.message, 'info')
+      setTimeout(() => void api.windowClose().catch(() => {}), 4000)
+    } catch (e) {
+      const msg = errorText(e)
+      if (/no longer waiting/.test(msg)) finish(msg, 'warn')
+      else say(status, 'error', msg)
+    } finally {
+      setBusy(false)
+    }
+  }
+
   deny.addEventListener('click', () => void decide(false, false))
+  denyPause.addEventListener('click', () => void denyAndPause())
   confirmNo.addEventListener('click', () => void decide(false, false))
   pointerOnly(approve, () => !approve.disabled && !closed && !busy, (gesture) => {
     if (r.needs_second_confirmation) {
@@ -254,6 +274,7 @@ function render(p: PendingView): void {
     const confirmLeft = CONFIRM_DELAY_MS - (now - confirmShownAt)
     confirmYes.disabled = closed || busy || !focused || confirmLeft > 0
     deny.disabled = closed || busy
+    denyPause.disabled = closed || busy
     confirmNo.disabled = closed || busy
     if (edit) edit.disabled = closed || busy
     reason.disabled = closed

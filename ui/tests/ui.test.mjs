@@ -676,7 +676,7 @@ test('audit: events newest first, live grants, chain state, export', async () =>
     verify: { rows: 3, ok: true, first_bad_seq: null, problem: null },
     now: now(),
   }
-  const page = await open('audit.html', { audit_query: view, audit_export: { path: '/home/me/Downloads/parley-audit.jsonl', rows: 3 } }, { label: 'audit', width: 1200, height: 900 })
+  const page = await open('audit.html', { audit_query: view, audit_export: { path: '/home/me/Downloads/parley-audit.jsonl', rows: 3 }, agent_pauses: { paused: [], agents: [], now: now() } }, { label: 'audit', width: 1200, height: 900 })
   await page.locator(tid('event-row')).first().waitFor()
   assert.deepEqual(await page.locator(tid('event-row')).evaluateAll((rows) => rows.map((r) => r.dataset.kind)), ['grant_issued', 'consent_denied', 'consent_approved'])
   assert.match(await text(page, 'chain'), /Chain verified: all 3 events are intact/)
@@ -702,6 +702,103 @@ test('audit: events newest first, live grants, chain state, export', async () =>
   await page.evaluate(() => window.__parleyEmit('pending-changed'))
   await page.waitForFunction(() => document.querySelector('[data-testid="chain"]').dataset.ok === 'false')
   assert.match(await text(page, 'chain'), /does NOT verify: row 2 was changed \(first bad event #2\)/)
+  assert.deepEqual(page.problems, [])
+  await page.close()
+})
+
+test('review: "Deny and pause this agent for 1 hour" sits next to Deny, is never the default, and never approves', async () => {
+  const message = 'Denied, and this agent is paused for 1h: its requests are refused without being shown until 2026-12-02 04:00:00 UTC.'
+  const page = await open('review.html#q1', reviewFixtures(consent(), { review_deny_and_pause: { outcome: 'denied', message } }), { label: 'review-q1' })
+  await page.locator(tid('approve')).waitFor()
+  const button = page.locator(tid('deny-pause'))
+  assert.equal(await button.innerText(), 'Deny and pause this agent for 1 hour')
+  // Right after Deny, before Approve; Deny keeps the focus, and Enter denies without pausing.
+  const order = await page.evaluate(() => [...document.querySelectorAll('.actions button')].map((b) => b.dataset.testid))
+  assert.deepEqual(order.slice(0, 2), ['deny', 'deny-pause'])
+  assert.ok(order.indexOf('approve') > 1, order.join(','))
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), 'deny')
+  assert.equal(await button.isDisabled(), false, 'usable at once: denying needs no delay')
+  await button.click()
+  await page.locator(`${tid('status')}:not([hidden])`).waitFor()
+  assert.deepEqual(await calls(page, 'review_deny_and_pause'), [{ id: 'q1' }])
+  assert.deepEqual(await calls(page, 'review_decide'), [], 'no approval, no second decision')
+  assert.equal(await text(page, 'status'), message)
+  // Decided: nothing else can be pressed, and the window closes itself.
+  assert.equal(await button.isDisabled(), true)
+  assert.equal(await page.locator(tid('deny')).isDisabled(), true)
+  assert.equal(await page.locator(tid('approve')).isDisabled(), true)
+  await page.locator(tid('deny-pause')).click({ force: true })
+  assert.equal((await calls(page, 'review_deny_and_pause')).length, 1, 'once')
+  await page.waitForFunction(() => window.__parleyCalls.some(([c]) => c === 'window_close'), null, { timeout: 6000 })
+  assert.deepEqual(page.problems, [])
+  await page.close()
+})
+
+test('review: deny and pause on a request decided elsewhere says so; other errors leave it open', async () => {
+  const page = await open('review.html#q1', reviewFixtures(consent(), { review_deny_and_pause: { __error: 'the audit log could not record the pause, so it is not in force: disk full' } }), { label: 'review-q1' })
+  await page.locator(tid('approve')).waitFor()
+  await page.locator(tid('deny-pause')).click()
+  await page.locator(`${tid('status')}.msg-error`).waitFor()
+  assert.match(await text(page, 'status'), /not in force: disk full/)
+  assert.equal(await page.locator(tid('deny')).isDisabled(), false, 'still open: the human can deny another way')
+  await page.evaluate(() => (window.__PARLEY_FIXTURES__.review_deny_and_pause = { __error: 'that request is no longer waiting (decided, expired or withdrawn)' }))
+  await page.locator(tid('deny-pause')).click()
+  await page.locator(`${tid('status')}.msg-warn`).waitFor()
+  assert.equal(await page.locator(tid('deny-pause')).isDisabled(), true)
+  await page.close()
+})
+
+test('audit: paused agents with Resume, and a Pause action per known agent, all display-safe', async () => {
+  const t = now()
+  const OTHER = 'ed25519:B2xCwJqg0k9tP2mE3JzAh5vYwZ1Qh8d3kUqgQ7yTr0A'
+  const THIRD = 'ed25519:Zx3lY0aR1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8'
+  const pausedView = (paused) => ({
+    paused,
+    agents: [
+      { key: AGENT, short: 'ed25519:gTl3Dqh9F1…', label: 'shop\u202eping bot', last_seen: t - 60, waiting: false },
+      { key: OTHER, short: 'ed25519:B2xCwJqg0k…', label: null, last_seen: null, waiting: true },
+      { key: THIRD, short: 'ed25519:Zx3lY0aR1b…', label: null, last_seen: t - 9000, waiting: false },
+    ],
+    now: t,
+  })
+  const first = pausedView([{ agent: AGENT, short: 'ed25519:gTl3Dqh9F1…', label: 'shop\u202eping bot', until: t + 3600, reason: 'denied and paused for <b>1h</b>', at: t }])
+  const afterResume = pausedView([])
+  const afterPause = pausedView([{ agent: OTHER, short: 'ed25519:B2xCwJqg0k…', label: null, until: null, reason: 'paused by the human in the app', at: t }])
+  const page = await open('audit.html', { audit_query: { events: [], truncated: false, live: [], verify: { rows: 0, ok: true, first_bad_seq: null, problem: null }, now: t }, agent_pauses: first, agent_resume: afterResume, agent_pause: afterPause }, { label: 'audit', width: 1200, height: 900 })
+  await page.locator(tid('paused-row')).waitFor()
+  const row = page.locator(tid('paused-row'))
+  assert.equal(await row.count(), 1)
+  const rowText = await row.innerText()
+  assert.match(rowText, /ed25519:gTl3Dqh9F1… “shop\\u\{202e\}ping bot”/, 'the label is made visible')
+  assert.match(rowText, /in 1h|in 59m/)
+  assert.match(rowText, /denied and paused for <b>1h<\/b>/)
+  assert.equal(await page.locator('main b').count(), 0)
+  // The paused agent is not offered to pause again; the others are.
+  assert.deepEqual(await page.locator(tid('pause-agent')).evaluateAll((li) => li.map((l) => l.dataset.agent)), [OTHER, THIRD])
+  assert.match(await page.locator(tid('pause-agent')).first().textContent(), /asking now/)
+  await row.locator(tid('resume')).click()
+  await page.locator(tid('no-paused')).waitFor()
+  assert.deepEqual(await calls(page, 'agent_resume'), [{ agent: AGENT }])
+  assert.match(await text(page, 'pause-status'), /Resumed/)
+  assert.equal(await page.locator(tid('pause-agent')).count(), 3, 'resumed: it can be paused again')
+  // Pause until resumed, then for an hour: each goes to the backend as asked.
+  await page.locator(tid('pause-agents')).locator('summary').click()
+  await page.locator(`${tid('pause-agent')}[data-agent="${OTHER}"] ${tid('pause')}`).click()
+  await page.locator(tid('paused-row')).waitFor()
+  assert.deepEqual(await calls(page, 'agent_pause'), [{ agent: OTHER, secs: null }])
+  assert.match(await page.locator(tid('paused-row')).innerText(), /until you resume it/)
+  await page.locator(`${tid('pause-agent')}[data-agent="${THIRD}"] ${tid('pause-1h')}`).click()
+  await page.waitForFunction(() => window.__parleyCalls.filter(([c]) => c === 'agent_pause').length === 2)
+  assert.deepEqual((await calls(page, 'agent_pause'))[1], { agent: THIRD, secs: 3600 })
+  // A refusal is said, not swallowed.
+  await page.evaluate(() => (window.__PARLEY_FIXTURES__.agent_resume = { __error: 'That agent is not paused (its pause may have ended already).' }))
+  await page.locator(tid('resume')).click()
+  await page.locator(`${tid('pause-status')}.msg-error`).waitFor()
+  assert.match(await text(page, 'pause-status'), /not paused/)
+  // A pause made elsewhere (the tray, a review) shows up at once.
+  await page.evaluate((v) => (window.__PARLEY_FIXTURES__.agent_pauses = v), first)
+  await page.evaluate(() => window.__parleyEmit('pauses-changed'))
+  await page.waitForFunction(() => document.querySelector('[data-testid="paused-row"]')?.dataset.agent?.startsWith('ed25519:gTl3'))
   assert.deepEqual(page.problems, [])
   await page.close()
 })

@@ -1,0 +1,242 @@
+// Stopping an agent (issue 15, part 4) and what is unusual (part 3), end to
+// end through the real app: a real agent on the real socket builds a little
+// history, the review warns about a cost 10× that history and about a
+// look-alike service id, then the human presses "Deny and pause this agent
+// for 1 hour" and the agent's next request is refused unseen
+// (`REJECTED agent_paused`): no review window, no notification. Resuming it
+// in the audit view lets it ask again; "Pause <agent>" in the tray menu
+// (clicked through the menu's own D-Bus interface, com.canonical.dbusmenu,
+// as a tray host would) stops another. scripts/test-app.sh runs it in its
+// own session, with dunst as the notification daemon.
+
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { WebDriver } from './webdriver.mjs'
+import { Agent, agentKey, proposal, consentRequest } from './agent.mjs'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const repo = resolve(here, '..', '..', '..')
+const APP = process.env.PARLEY_APP ?? join(repo, 'target', 'debug', 'parley-custody')
+const PARLEY = process.env.PARLEY_CLI ?? join(repo, 'target', 'debug', 'parley')
+const SHOTS = process.env.SCREENSHOTS ?? join(repo, 'target', 'screenshots')
+const tid = (id) => `[data-testid="${id}"]`
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+
+const wd = new WebDriver(process.env.WEBDRIVER_URL ?? 'http://127.0.0.1:4444')
+let main
+let principal
+let agent
+const agentPub = agentKey()
+
+/** How many times the app asked the notification daemon to show something. */
+function notifications() {
+  try {
+    return (readFileSync(process.env.NOTIFY_LOG, 'utf8').match(/member=Notify\b/g) ?? []).length
+  } catch {
+    return 0
+  }
+}
+
+/** The request ids the home window lists as waiting. */
+async function listed() {
+  await wd.switchTo(main)
+  return wd.exec(`return [...document.querySelectorAll('[data-testid^="review-q"]')].map(e => e.dataset.testid.slice(7))`)
+}
+
+/** Sends a consent request and opens its review window from the home window. */
+async function ask(id, p, service) {
+  const before = await listed()
+  agent.send(consentRequest(id, { proposal: p, principal, agent: agentPub, service }))
+  await agent.next((f) => f.re === id && f.kind === 'PENDING')
+  const rid = await wd.until(async () => (await listed()).find((r) => !before.includes(r)) ?? null, `request ${id} in the home window`)
+  await wd.click(tid(`review-${rid}`))
+  await wd.switchToWindow(new RegExp(`review\\.html#${rid}$`))
+  await wd.$(tid('approve'))
+  return rid
+}
+
+/** The tray menu's object (libappindicator exports it on the session bus). */
+const MENU = '/org/ayatana/NotificationItem/tray_icon_tray_app_parley_custody/Menu'
+let menuOwner = null
+function gdbus(dest, method, ...args) {
+  return execFileSync('gdbus', ['call', '--session', '--timeout', '3', '--dest', dest, '--object-path', MENU, '--method', `com.canonical.dbusmenu.${method}`, '--', ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
+}
+/** The tray menu's items as [id, label]. */
+function trayItems() {
+  if (!menuOwner) {
+    const names = execFileSync('dbus-send', ['--session', '--print-reply', '--dest=org.freedesktop.DBus', '/', 'org.freedesktop.DBus.ListNames'], { encoding: 'utf8' }).match(/:1\.\d+/g) ?? []
+    for (const n of names) {
+      try {
+        gdbus(n, 'GetLayout', '0', '-1', '[]')
+        menuOwner = n
+        break
+      } catch {}
+    }
+    if (!menuOwner) return []
+  }
+  const layout = gdbus(menuOwner, 'GetLayout', '0', '-1', '[]')
+  return [...layout.matchAll(/<\((\d+), \{[^}]*'label': <'([^']*)'>/g)].map((m) => [Number(m[1]), m[2]])
+}
+
+async function closed() {
+  await wd.until(async () => (await wd.handles()).length === 1, 'the review window closed')
+  await wd.switchTo(main)
+}
+
+before(async () => {
+  assert.ok(process.env.PARLEY_CUSTODY_SOCKET, 'PARLEY_CUSTODY_SOCKET must be set (scripts/test-app.sh does)')
+  await wd.start(APP)
+  main = await wd.handle()
+  await wd.$(tid('welcome'))
+  await wd.type(tid('key-label'), 'Ana (personal)')
+  await wd.click(tid('create-key'))
+  principal = await wd.until(async () => {
+    const t = await wd.text(tid('principal-key'))
+    return /^ed25519:[A-Za-z0-9_-]{43}$/.test(t) ? t : null
+  }, 'the new principal key')
+  agent = await Agent.connect(process.env.PARLEY_CUSTODY_SOCKET)
+})
+
+after(async () => {
+  agent?.close()
+  await wd.quit()
+})
+
+test('history: one approved 10.00 USD order at shop.example', async () => {
+  await ask('c1', proposal(PARLEY, { id: 'p_1', amount: 1000 }))
+  assert.equal(await wd.text(tid('cost')), '10.00 USD')
+  await wd.until(async () => (await wd.prop(tid('approve'), 'disabled')) === false, 'Approve after the delay')
+  await wd.click(tid('approve'))
+  const fin = await agent.final('c1')
+  assert.equal(fin.kind, 'APPROVED', JSON.stringify(fin))
+  await closed()
+})
+
+test('unusual: a cost 10× the agent’s history at the service is a warning above the facts', async () => {
+  await ask('c2', proposal(PARLEY, { id: 'p_2', amount: 10000 }))
+  assert.equal(await wd.text(tid('cost')), '100.00 USD')
+  const warnings = await wd.text(tid('warnings'))
+  assert.match(warnings, /Costs 100\.00 USD, 10× this agent's largest at shop\.example \(10\.00 USD\)\./, warnings)
+  await wd.screenshot(join(SHOTS, 'review-cost-far-above.png'))
+  await wd.click(tid('deny'))
+  assert.equal((await agent.final('c2')).kind, 'DENIED')
+  await closed()
+})
+
+test('unusual: a service id confusable with one used before is named as a look-alike', async () => {
+  await ask('c3', proposal(PARLEY, { id: 'p_3', amount: 500 }), 'shop.examp1e')
+  assert.equal(await wd.text(tid('service')), 'shop.examp1e')
+  const warnings = await wd.text(tid('warnings'))
+  assert.match(warnings, /Look-alike service id: shop\.examp1e looks like shop\.example, which you have used before\./, warnings)
+  await wd.click(tid('deny'))
+  assert.equal((await agent.final('c3')).kind, 'DENIED')
+  await closed()
+})
+
+test('deny and pause: the agent is told, and its next request is refused unseen', async () => {
+  await ask('c4', proposal(PARLEY, { id: 'p_4', amount: 700 }))
+  const button = await wd.text(tid('deny-pause'))
+  assert.equal(button, 'Deny and pause this agent for 1 hour')
+  assert.equal(await wd.exec(`return document.activeElement.dataset.testid`), 'deny', 'Deny stays the default')
+  await wd.screenshot(join(SHOTS, 'review-deny-and-pause.png'))
+  // Each window may call only what it needs: a review cannot pause agents at
+  // will, the home window cannot deny and pause.
+  const invoke = (cmd, args) => wd.exec(`return window.__TAURI_INTERNALS__.invoke(arguments[0], arguments[1]).then(() => 'accepted', (e) => String(e))`, cmd, args)
+  for (const [cmd, args] of [['agent_pause', { agent: agentPub, secs: null }], ['agent_resume', { agent: agentPub }]]) {
+    assert.match(await invoke(cmd, args), /not allowed|denied|permission/i, `${cmd} from a review window`)
+  }
+  const review = await wd.handle()
+  await wd.switchTo(main)
+  const rid = (await listed())[0]
+  assert.match(await invoke('review_deny_and_pause', { id: rid }), /not allowed|denied|permission/i, 'from the home window')
+  await wd.switchTo(review)
+  await wd.click(tid('deny-pause'))
+  const fin = await agent.final('c4')
+  assert.equal(fin.kind, 'DENIED', JSON.stringify(fin))
+  assert.match(fin.reason ?? '', /paused for 1h/, JSON.stringify(fin))
+  assert.match(await wd.text(tid('status')), /^Denied, and this agent is paused for 1h/)
+  await closed()
+
+  // The next request: refused at once, never queued, never shown.
+  const shown = notifications()
+  assert.ok(shown >= 4, `every request shown so far was notified (${shown}), so a new one would be seen`)
+  const waiting = await listed()
+  agent.send(consentRequest('c5', { proposal: proposal(PARLEY, { id: 'p_5', amount: 700 }), principal, agent: agentPub }))
+  const refused = await agent.final('c5', 10_000)
+  assert.deepEqual([refused.kind, refused.code], ['REJECTED', 'agent_paused'], JSON.stringify(refused))
+  assert.match(refused.message, /paused this agent until .*refused without being shown/, refused.message)
+  assert.ok(!agent.frames.some((f) => f.re === 'c5'), 'no PENDING either')
+  // Give a window or a notification the time to appear if one were coming.
+  await sleep(2000)
+  assert.equal((await wd.handles()).length, 1, 'no review window opened')
+  assert.deepEqual(await listed(), waiting, 'nothing new waiting')
+  assert.equal(notifications(), shown, 'no notification')
+  // Another agent is not affected.
+  const other = agentKey()
+  agent.send(consentRequest('c6', { proposal: proposal(PARLEY, { id: 'p_6', amount: 700 }), principal, agent: other }))
+  await agent.next((f) => f.re === 'c6' && f.kind === 'PENDING')
+  await wd.until(async () => (await listed()).length === waiting.length + 1, 'the other agent’s request waits')
+  agent.send({ custody: 1, id: 'x6', op: 'cancel', request: 'c6' })
+  await wd.until(async () => (await listed()).length === waiting.length, 'withdrawn')
+})
+
+test('audit view: the paused agent is listed until when and why; Resume lets it ask again', async () => {
+  await wd.switchTo(main)
+  await wd.click(tid('open-audit'))
+  await wd.switchToWindow(/audit\.html$/)
+  await wd.$(tid('paused-row'))
+  const rows = await wd.exec(`return [...document.querySelectorAll('[data-testid="paused-row"]')].map(r => [r.dataset.agent, r.textContent])`)
+  assert.equal(rows.length, 1, JSON.stringify(rows))
+  assert.equal(rows[0][0], agentPub)
+  assert.match(rows[0][1], /denied and paused for 1h/)
+  assert.match(rows[0][1], /\(in (1h|59m|58m)/)
+  const kinds = await wd.exec(`return [...document.querySelectorAll('[data-testid="event-row"]')].map(r => r.dataset.kind)`)
+  assert.ok(kinds.includes('agent_paused'), kinds.join(','))
+  await wd.screenshot(join(SHOTS, 'audit-paused.png'))
+  await wd.click(tid('resume'))
+  await wd.$(tid('no-paused'))
+  assert.match(await wd.text(tid('pause-status')), /Resumed/)
+  await wd.until(async () => (await wd.exec(`return [...document.querySelectorAll('[data-testid="event-row"]')].map(r => r.dataset.kind)`)).includes('agent_resumed'), 'the resume in the log')
+
+  // Asking again is shown again.
+  agent.send(consentRequest('c7', { proposal: proposal(PARLEY, { id: 'p_7', amount: 700 }), principal, agent: agentPub }))
+  await agent.next((f) => f.re === 'c7' && f.kind === 'PENDING')
+
+  // Pause it from the audit view (until resumed): the waiting request is denied, told why.
+  await wd.exec(`document.querySelector('[data-testid="pause-agents"]').open = true`)
+  await wd.until(async () => wd.exec(`return !!document.querySelector('[data-testid="pause-agent"][data-agent="${agentPub}"]')`), 'the agent offered to pause')
+  await wd.click(`[data-testid="pause-agent"][data-agent="${agentPub}"] [data-testid="pause"]`)
+  const fin = await agent.final('c7')
+  assert.equal(fin.kind, 'DENIED', JSON.stringify(fin))
+  assert.match(fin.reason ?? '', /paused/, JSON.stringify(fin))
+  await wd.until(async () => /until you resume it/.test(await wd.text(tid('paused-row'))), 'paused until resumed')
+  agent.send(consentRequest('c8', { proposal: proposal(PARLEY, { id: 'p_8', amount: 700 }), principal, agent: agentPub }))
+  assert.equal((await agent.final('c8', 10_000)).code, 'agent_paused')
+})
+
+test('tray: "Pause <agent>" for an agent asking now denies what waits and refuses what follows, unseen', async () => {
+  const other = agentKey()
+  const short = `${other.slice(0, 18)}…`
+  agent.send(consentRequest('c9', { proposal: proposal(PARLEY, { id: 'p_9', amount: 700 }), principal, agent: other }))
+  await agent.next((f) => f.re === 'c9' && f.kind === 'PENDING')
+  const [id, label] = await wd.until(() => trayItems().find(([, l]) => l.startsWith('Pause ') && l.includes(short)) ?? null, 'the Pause line in the tray menu')
+  assert.equal(label, `Pause ${short} (refuse its requests unseen)`)
+  assert.ok(!trayItems().some(([, l]) => l.includes(`${agentPub.slice(0, 18)}…`) && l.startsWith('Pause')), 'only agents asking now are offered')
+  gdbus(menuOwner, 'Event', String(id), 'clicked', '<int32 0>', '0')
+  const fin = await agent.final('c9')
+  assert.equal(fin.kind, 'DENIED', JSON.stringify(fin))
+  assert.match(fin.reason ?? '', /paused by the human from the tray/, JSON.stringify(fin))
+  await wd.until(() => !trayItems().some(([, l]) => l.startsWith('Pause ')), 'the tray line gone with the request')
+  const shown = notifications()
+  agent.send(consentRequest('c10', { proposal: proposal(PARLEY, { id: 'p_10', amount: 700 }), principal, agent: other }))
+  const refused = await agent.final('c10', 10_000)
+  assert.deepEqual([refused.kind, refused.code], ['REJECTED', 'agent_paused'], JSON.stringify(refused))
+  assert.match(refused.message, /until they resume it/)
+  await sleep(1500)
+  assert.equal(notifications(), shown, 'no notification')
+  assert.equal((await listed()).length, 0, 'nothing waiting')
+})
