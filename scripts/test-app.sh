@@ -143,6 +143,11 @@ session pause src-tauri/tests/e2e/pause.e2e.mjs
 session no-notifications src-tauri/tests/e2e/no-notifications.e2e.mjs
 session playground src-tauri/tests/e2e/playground.e2e.mjs
 session stepup src-tauri/tests/e2e/stepup.e2e.mjs
+# The app as the package installed it: only when asked for by name
+# (scripts/test-package.sh, with PARLEY_APP=/usr/bin/parley-custody).
+if [ "${E2E_ONLY:-}" = installed ]; then
+  session installed src-tauri/tests/e2e/installed.e2e.mjs
+fi
 
 echo
 echo "test-app: all passed in $(( $(date +%s) - started )) s; screenshots in $SCREENSHOTS"

@@ -120,12 +120,15 @@ PARLEY_CUSTODY_NAMESPACE="pkg-$$" PARLEY_CUSTODY_SOCKET="$T/run/custody.sock" \
     /usr/bin/parley-custody --hidden >"$T/app.log" 2>&1 &
     app=$!
     i=0
-    until /usr/bin/parley whoami --json --socket "$PARLEY_CUSTODY_SOCKET" >"$T/whoami.json" 2>"$T/whoami.err"; do
+    reachable() {
+      /usr/bin/parley whoami --json --socket "$PARLEY_CUSTODY_SOCKET" >"$T/whoami.json" 2>"$T/whoami.err" &&
+        python3 -c "import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))[\"custody\"][\"reachable\"] else 1)" "$T/whoami.json"
+    }
+    until reachable; do
       i=$((i+1)); [ "$i" -gt 600 ] && { echo "the installed app never answered on its socket" >&2; cat "$T/whoami.err" >&2; exit 1; }
       kill -0 "$app" 2>/dev/null || { echo "the installed app exited" >&2; exit 1; }
       sleep 0.1
     done
-    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert \"custody\" in d, d" "$T/whoami.json"
     # Hidden: no window was opened.
     if command -v xdotool >/dev/null && xdotool search --name "Parley Custody" >/dev/null 2>&1; then
       echo "--hidden opened a window" >&2; exit 1
@@ -133,6 +136,11 @@ PARLEY_CUSTODY_NAMESPACE="pkg-$$" PARLEY_CUSTODY_SOCKET="$T/run/custody.sock" \
     kill "$app"; wait "$app" 2>/dev/null || true
   ' || fail "the installed app did not serve its socket (log: above)"
 ok "the installed app started hidden and answered the installed CLI on its socket"
+
+echo "== the installed app through WebDriver: its window, start at login, the entry's Exec line"
+PARLEY_APP=/usr/bin/parley-custody PARLEY_CLI=/usr/bin/parley E2E_ONLY=installed scripts/test-app.sh --e2e ||
+  fail "the installed app's end-to-end test failed"
+ok "the installed app's window, the first-run autostart offer, the entry starting it hidden, Settings removing it"
 
 echo "== apt purge"
 DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq parley-custody >/dev/null
