@@ -472,10 +472,25 @@ impl Engine {
         };
         let now = unix_now();
         let (dedupe, valid_for) = match &reviewed {
-            Reviewed::Consent(c) => (
-                format!("c|{}|{}|{}", peer.uid, agent, c.review().hash),
-                (c.checked().exp() - now).max(0),
-            ),
+            // Joins only a request the human would see as the same one:
+            // every field the review shows is in the key, JSON-quoted so no
+            // two requests share one (a look-alike service, another principal,
+            // summary, capability, expiry or dialect is a request of its own).
+            Reviewed::Consent(c) => {
+                let r = c.checked().request();
+                let shown = serde_json::json!([
+                    r.service,
+                    r.capability,
+                    r.principal.to_string(),
+                    r.summary,
+                    r.expires,
+                    c.review().dialect.name(),
+                ]);
+                (
+                    format!("c|{}|{}|{}|{shown}", peer.uid, agent, c.review().hash),
+                    (c.checked().exp() - now).max(0),
+                )
+            }
             Reviewed::Grant(g) => (
                 format!(
                     "g|{}|{}|{}",

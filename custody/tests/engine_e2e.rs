@@ -458,6 +458,22 @@ fn deny_expire_cancel_dedupe_and_rejection() {
         let (a, b) = (agent.final_for("u1").await, agent.final_for("u2").await);
         assert_eq!(a["kind"], "APPROVED");
         assert_eq!(a["grant"], b["grant"]);
+        // The same proposal with anything the review shows changed (here the
+        // service's summary) is a request of its own: asked again, never
+        // answered with the earlier approval.
+        let mut other = consent_req("u3", &c.principal, &p2);
+        other["consent"]["summary"] = json!("Order 3 items, gift-wrapped");
+        agent.send(other).await;
+        let again = tokio::time::timeout(Duration::from_secs(10), c.shown.recv())
+            .await
+            .expect("a changed request is shown again, not joined to the approved one")
+            .unwrap();
+        assert_ne!(again.id, shown.id);
+        c.engine
+            .decide(&again.id, Verdict::Deny(None))
+            .await
+            .unwrap();
+        assert_eq!(agent.final_for("u3").await["kind"], "DENIED");
 
         // Expiry: the request closes itself when the proposal expires.
         let p3 = proposal("p_3", 100, 2, "low");
@@ -527,7 +543,7 @@ fn deny_expire_cancel_dedupe_and_rejection() {
                 .unwrap()
                 .len()
         };
-        assert_eq!(count(EventKind::ConsentDenied), 1);
+        assert_eq!(count(EventKind::ConsentDenied), 2); // d1 and u3
         assert_eq!(count(EventKind::ConsentApproved), 1);
         assert_eq!(count(EventKind::RequestExpired), 1);
         assert_eq!(count(EventKind::RequestCancelled), 1);
