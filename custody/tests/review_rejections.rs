@@ -590,7 +590,7 @@ fn malformed_proposals_keys_codes_and_wildcards_are_rejected_unseen() {
             case(
                 "effect_op_outside_the_enum",
                 "proposal_malformed",
-                "op must be create, update, delete, send, charge or other",
+                "op must be one of create, update, delete, send, charge, other in Parley v1",
                 edited("effect_op_outside_the_enum", &pk, true, |p| {
                     p["effects"][2]["op"] = json!("transfer")
                 }),
