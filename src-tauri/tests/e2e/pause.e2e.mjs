@@ -65,21 +65,31 @@ let menuOwner = null
 function gdbus(dest, method, ...args) {
   return execFileSync('gdbus', ['call', '--session', '--timeout', '3', '--dest', dest, '--object-path', MENU, '--method', `com.canonical.dbusmenu.${method}`, '--', ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
 }
-/** The tray menu's items as [id, label]. */
+/** The tray menu's items as [id, label]: from the bus name whose menu is
+ *  ours (it has "Quit Parley Custody"); looked up again whenever the one
+ *  found before stops answering with it, since other names on the session
+ *  bus may answer at that path too. */
 function trayItems() {
-  if (!menuOwner) {
-    const names = execFileSync('dbus-send', ['--session', '--print-reply', '--dest=org.freedesktop.DBus', '/', 'org.freedesktop.DBus.ListNames'], { encoding: 'utf8' }).match(/:1\.\d+/g) ?? []
-    for (const n of names) {
-      try {
-        gdbus(n, 'GetLayout', '0', '-1', '[]')
-        menuOwner = n
-        break
-      } catch {}
-    }
-    if (!menuOwner) return []
+  const parse = (layout) => [...layout.matchAll(/<\((\d+), \{[^}]*'label': <'([^']*)'>/g)].map((m) => [Number(m[1]), m[2]])
+  const ours = (items) => items.some(([, l]) => l === 'Quit Parley Custody')
+  if (menuOwner) {
+    try {
+      const items = parse(gdbus(menuOwner, 'GetLayout', '0', '-1', '[]'))
+      if (ours(items)) return items
+    } catch {}
+    menuOwner = null
   }
-  const layout = gdbus(menuOwner, 'GetLayout', '0', '-1', '[]')
-  return [...layout.matchAll(/<\((\d+), \{[^}]*'label': <'([^']*)'>/g)].map((m) => [Number(m[1]), m[2]])
+  const names = execFileSync('dbus-send', ['--session', '--print-reply', '--dest=org.freedesktop.DBus', '/', 'org.freedesktop.DBus.ListNames'], { encoding: 'utf8' }).match(/:1\.\d+/g) ?? []
+  for (const n of names) {
+    try {
+      const items = parse(gdbus(n, 'GetLayout', '0', '-1', '[]'))
+      if (ours(items)) {
+        menuOwner = n
+        return items
+      }
+    } catch {}
+  }
+  return []
 }
 
 async function closed() {
@@ -223,7 +233,7 @@ test('tray: "Pause <agent>" for an agent asking now denies what waits and refuse
   const short = `${other.slice(0, 18)}…`
   agent.send(consentRequest('c9', { proposal: proposal(PARLEY, { id: 'p_9', amount: 700 }), principal, agent: other }))
   await agent.next((f) => f.re === 'c9' && f.kind === 'PENDING')
-  const [id, label] = await wd.until(() => trayItems().find(([, l]) => l.startsWith('Pause ') && l.includes(short)) ?? null, 'the Pause line in the tray menu')
+  const [id, label] = await wd.until(() => trayItems().find(([, l]) => l.startsWith('Pause ') && l.includes(short)) ?? null, 'the Pause line in the tray menu', 30_000)
   assert.equal(label, `Pause ${short} (refuse its requests unseen)`)
   assert.ok(!trayItems().some(([, l]) => l.includes(`${agentPub.slice(0, 18)}…`) && l.startsWith('Pause')), 'only agents asking now are offered')
   gdbus(menuOwner, 'Event', String(id), 'clicked', '<int32 0>', '0')
