@@ -296,8 +296,8 @@ pub struct VerifyArgs {
     /// The key the request's proof was made with (default: the grant's holder).
     #[arg(long = "proof-key", value_name = "KEY")]
     pub proof_key: Option<String>,
-    /// COMMIT: the proposal hash.
-    #[arg(long)]
+    /// COMMIT: the proposal hash (base64url, so it may start with '-').
+    #[arg(long, allow_hyphen_values = true)]
     pub hash: Option<String>,
     /// COMMIT: the proposal cost, like 40USD or 40.50USD (omit when free).
     #[arg(long)]
@@ -308,4 +308,34 @@ pub struct VerifyArgs {
     /// Spend already reserved through a block, in minor units (repeatable).
     #[arg(long = "spent", value_name = "BLOCKID=CENTS")]
     pub spent: Vec<String>,
+}
+
+#[cfg(test)]
+mod hyphen_tests {
+    use super::*;
+    use clap::Parser;
+
+    /// A proposal hash is base64url: one in 64 starts with '-', and it is
+    /// still the value of --hash, not a flag.
+    #[test]
+    fn a_hash_that_starts_with_a_hyphen_is_a_value() {
+        let cli = Cli::try_parse_from([
+            "parley",
+            "verify",
+            "pg1.x",
+            "--trust",
+            "ed25519:k",
+            "--svc",
+            "s",
+            "--verb",
+            "COMMIT",
+            "--hash",
+            "-3abc_def",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::Verify(v) => assert_eq!(v.hash.as_deref(), Some("-3abc_def")),
+            _ => panic!("not verify"),
+        }
+    }
 }
