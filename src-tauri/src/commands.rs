@@ -1207,15 +1207,7 @@ pub async fn settings_save(
         settings.autostart_offered = cur.autostart_offered;
     }
     settings.validate().map_err(|e| e.to_string())?;
-    let dir = core.data_dir.clone();
-    let s = settings.clone();
-    blocking("saving the settings", move || {
-        s.save(&dir).map_err(|e| e.to_string())
-    })
-    .await?;
-    if let Ok(mut cur) = state.settings.lock() {
-        *cur = settings;
-    }
+    persist(&state, core, settings).await?;
     let _ = app.emit("status-changed", ());
     Ok(settings_view(&state))
 }
@@ -1247,15 +1239,7 @@ pub async fn agent_label_set(
             next.agent_labels.remove(&key.to_string());
         }
     }
-    let dir = core.data_dir.clone();
-    let s = next.clone();
-    blocking("saving the settings", move || {
-        s.save(&dir).map_err(|e| e.to_string())
-    })
-    .await?;
-    if let Ok(mut cur) = state.settings.lock() {
-        *cur = next;
-    }
+    persist(&state, core, next).await?;
     let _ = app.emit("pending-changed", ());
     crate::tray::refresh(&app);
     Ok(())
@@ -1325,15 +1309,7 @@ pub async fn autostart_set(
         .map_err(|_| "settings unavailable".to_string())?;
     if !next.autostart_offered {
         next.autostart_offered = true;
-        let dir = core.data_dir.clone();
-        let s = next.clone();
-        blocking("saving the settings", move || {
-            s.save(&dir).map_err(|e| e.to_string())
-        })
-        .await?;
-        if let Ok(mut cur) = state.settings.lock() {
-            cur.autostart_offered = true;
-        }
+        persist(&state, core, next).await?;
     }
     let _ = app.emit("status-changed", ());
     Ok(autostart_view(&state))
@@ -1419,15 +1395,7 @@ pub async fn agent_user_apply(
         .map_err(|_| "settings unavailable".to_string())?;
     next.agents_group = Some(plan.request.group.clone());
     next.socket_path = Some(plan.socket_path().display().to_string());
-    let dir = core.data_dir.clone();
-    let s = next.clone();
-    blocking("saving the settings", move || {
-        s.save(&dir).map_err(|e| e.to_string())
-    })
-    .await?;
-    if let Ok(mut cur) = state.settings.lock() {
-        *cur = next;
-    }
+    persist(&state, core, next).await?;
     let _ = app.emit("status-changed", ());
     Ok(settings_view(&state))
 }
@@ -1480,4 +1448,19 @@ fn run_helper(plan: &parley_custody::agent_access::Plan) -> R<()> {
             parley_custody::display::bounded(said.trim(), 400)
         ),
     })
+}
+
+/// Saves the settings file (off the async threads) and then makes it the
+/// settings in force for the commands: the one way every command changes them.
+async fn persist(state: &AppState, core: &crate::state::Core, next: Settings) -> R<()> {
+    let dir = core.data_dir.clone();
+    let s = next.clone();
+    blocking("saving the settings", move || {
+        s.save(&dir).map_err(|e| e.to_string())
+    })
+    .await?;
+    if let Ok(mut cur) = state.settings.lock() {
+        *cur = next;
+    }
+    Ok(())
 }
