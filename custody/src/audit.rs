@@ -82,11 +82,13 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
+mod agents;
 mod history;
 mod pause;
 mod retention;
 mod space;
 
+pub use agents::{check_label, LabelError, SeenAs, MAX_LABEL_CHARS};
 pub use history::{Total, MAX_LIVE_GRANTS, MAX_SERVICES};
 pub use pause::Pause;
 pub use retention::{OpenTally, Recorded, RetentionPolicy};
@@ -201,6 +203,11 @@ CREATE TABLE IF NOT EXISTS paused_agents (
     reason TEXT NOT NULL,
     at INTEGER NOT NULL
 ) STRICT;
+CREATE TABLE IF NOT EXISTS agent_labels (
+    agent TEXT PRIMARY KEY,
+    label TEXT NOT NULL,
+    at INTEGER NOT NULL
+) STRICT;
 CREATE TABLE IF NOT EXISTS settings (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
@@ -248,11 +255,14 @@ pub enum EventKind {
     AgentPaused,
     /// The human resumed a paused agent.
     AgentResumed,
+    /// The human named an agent key (`agent`; `reason` = the label, or
+    /// `None` when the label was removed).
+    AgentLabelled,
 }
 
 impl EventKind {
     /// Every kind, in declaration order.
-    pub const ALL: [EventKind; 16] = [
+    pub const ALL: [EventKind; 17] = [
         EventKind::GrantIssued,
         EventKind::GrantDenied,
         EventKind::ConsentApproved,
@@ -269,6 +279,7 @@ impl EventKind {
         EventKind::StepUpFailed,
         EventKind::AgentPaused,
         EventKind::AgentResumed,
+        EventKind::AgentLabelled,
     ];
 
     /// The stored (and `--json`) name.
@@ -290,6 +301,7 @@ impl EventKind {
             EventKind::StepUpFailed => "step_up_failed",
             EventKind::AgentPaused => "agent_paused",
             EventKind::AgentResumed => "agent_resumed",
+            EventKind::AgentLabelled => "agent_labelled",
         }
     }
 
@@ -328,7 +340,7 @@ impl fmt::Display for EventKind {
 
 /// An unknown event kind name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown event kind {0:?}; known kinds: grant_issued, grant_denied, consent_approved, consent_denied, request_rejected, request_expired, request_cancelled, key_created, key_imported, key_deleted, rejections_summarized, retention_changed, audit_compacted, step_up_failed, agent_paused, agent_resumed")]
+#[error("unknown event kind {0:?}; known kinds: grant_issued, grant_denied, consent_approved, consent_denied, request_rejected, request_expired, request_cancelled, key_created, key_imported, key_deleted, rejections_summarized, retention_changed, audit_compacted, step_up_failed, agent_paused, agent_resumed, agent_labelled")]
 pub struct UnknownKind(pub String);
 
 impl FromStr for EventKind {

@@ -618,7 +618,7 @@ impl Engine {
             principal_labels: &labels,
             limits: self.inner.config.review,
             requester: Requester::from(peer),
-            agent_label: None,
+            agent_label: self.agent_label(&agent_text),
             agent_known: self.agent_known(&agent_text),
         };
         let result = match &op {
@@ -655,7 +655,7 @@ impl Engine {
         };
         match result {
             Ok(mut r) => {
-                self.add_insight(&mut r, now);
+                self.add_insight(&mut r, peer, now);
                 Ok((r, agent_text))
             }
             Err(rej) => {
@@ -797,13 +797,15 @@ impl Engine {
     /// ([`crate::activity`]). A log that cannot be read leaves the review as
     /// it is (and says so in the daemon's log): insight informs, it never
     /// blocks.
-    fn add_insight(&self, reviewed: &mut Reviewed, now: i64) {
+    fn add_insight(&self, reviewed: &mut Reviewed, peer: &PeerInfo, now: i64) {
         let audit = lock(&self.inner.audit);
+        let exe = peer.exe.as_ref().map(|e| e.to_string_lossy().into_owned());
         let gathered = {
             let subject = match &*reviewed {
                 Reviewed::Consent(c) => crate::unusual::Subject::of_consent(c),
                 Reviewed::Grant(g) => crate::unusual::Subject::of_grant(g),
-            };
+            }
+            .asked_by(peer.uid, exe.as_deref());
             crate::unusual::Facts::gather(&audit, &subject, now).and_then(|facts| {
                 let unusual = crate::unusual::assess(&subject, &facts);
                 let activity =
@@ -837,6 +839,46 @@ impl Engine {
     pub fn set_retention(&self, policy: RetentionPolicy) -> Result<bool, String> {
         lock(&self.inner.audit)
             .set_retention(policy, unix_now())
+            .map_err(|e| e.to_string())
+    }
+
+    /// The human's label for `agent` (display-safe), if any.
+    fn agent_label(&self, agent: &str) -> Option<String> {
+        if agent.is_empty() {
+            return None;
+        }
+        lock(&self.inner.audit)
+            .agent_label(agent)
+            .ok()
+            .flatten()
+            .map(|l| crate::display::safe(&l))
+    }
+
+    /// Names an agent key (or, with `None`, removes its name): the name
+    /// every review, the tray and the audit view show next to its phrase.
+    pub fn set_agent_label(
+        &self,
+        agent: &str,
+        label: Option<&str>,
+    ) -> Result<(), crate::audit::LabelError> {
+        let key: PublicKey = agent
+            .trim()
+            .parse()
+            .map_err(|e| crate::audit::LabelError::Audit(format!("not an agent key: {e}")))?;
+        lock(&self.inner.audit)
+            .set_agent_label(&key.to_string(), label, unix_now())
+            .map(|_| ())
+    }
+
+    /// Every agent the human named, `(key, label)`; labels display-safe.
+    pub fn agent_labels(&self) -> Result<Vec<(String, String)>, String> {
+        lock(&self.inner.audit)
+            .agent_labels()
+            .map(|v| {
+                v.into_iter()
+                    .map(|(k, l)| (k, crate::display::safe(&l)))
+                    .collect()
+            })
             .map_err(|e| e.to_string())
     }
 
@@ -999,7 +1041,7 @@ impl Engine {
                 principal_labels: &labels,
                 limits: me.inner.config.review,
                 requester: Requester::from(&human),
-                agent_label: None,
+                agent_label: me.agent_label(&agent),
                 agent_known: me.agent_known(&agent),
             };
             let g = review::review_grant(&agent, &form.caveats, None, principal.as_ref(), &ctx)

@@ -12,6 +12,7 @@ pub mod client;
 pub mod desktop;
 pub mod display;
 pub mod engine;
+pub mod fingerprint;
 pub mod ipc;
 pub mod keystore;
 pub mod logging;

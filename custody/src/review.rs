@@ -202,6 +202,9 @@ pub struct AgentView {
     pub key: String,
     /// `ed25519:` plus 10 characters.
     pub short: String,
+    /// Four words from a hash of the whole key ([`crate::fingerprint`]),
+    /// the same wherever this key is shown.
+    pub phrase: String,
     /// The human's label for this agent, if known (display-safe).
     pub label: Option<String>,
     /// Whether the audit log shows an earlier grant or consent to this key.
@@ -544,6 +547,7 @@ fn agent_view(agent: &PublicKey, ctx: &ReviewContext) -> AgentView {
     AgentView {
         key: agent.to_string(),
         short: agent.short(),
+        phrase: crate::fingerprint::phrase(agent),
         label: ctx.agent_label.as_deref().map(safe),
         known: ctx.agent_known,
     }

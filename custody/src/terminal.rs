@@ -481,6 +481,9 @@ pub fn render(r: &Review, closes_at: i64) -> String {
         " — never granted to before"
     };
     let _ = writeln!(s, "agent       {}{label}{known}", shown(&r.agent.short));
+    if !r.agent.phrase.is_empty() {
+        let _ = writeln!(s, "            words: {}", shown(&r.agent.phrase));
+    }
     if let Some(a) = &r.activity {
         let _ = writeln!(s, "so far      {}", shown(&a.words));
     }
@@ -552,6 +555,7 @@ mod tests {
             agent: AgentView {
                 key: "ed25519:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA".into(),
                 short: "ed25519:AAAAAAAAAA…".into(),
+                phrase: "cactus orbit lemon frost".into(),
                 label: None,
                 known: false,
             },

@@ -57,6 +57,14 @@ pub struct Subject<'a> {
     pub irreversible: bool,
     /// The service's own summary (consent).
     pub summary: Option<&'a str>,
+    /// Whether the human has named this agent key.
+    pub labelled: bool,
+    /// The key's four-word phrase ([`crate::fingerprint`]).
+    pub phrase: &'a str,
+    /// The OS user (uid) the request came from, when known ([`Subject::asked_by`]).
+    pub uid: Option<u32>,
+    /// The executable the request came from (as read at connect time), when known.
+    pub exe: Option<&'a str>,
 }
 
 impl<'a> Subject<'a> {
@@ -72,6 +80,10 @@ impl<'a> Subject<'a> {
             charges: p.effects.iter().any(|e| e.op == EffectOp::Charge),
             irreversible: p.irreversible(),
             summary: Some(c.checked().request().summary.as_str()),
+            labelled: c.review().agent.label.is_some(),
+            phrase: &c.review().agent.phrase,
+            uid: None,
+            exe: None,
         }
     }
 
@@ -94,7 +106,19 @@ impl<'a> Subject<'a> {
             charges: false,
             irreversible: false,
             summary: None,
+            labelled: g.review().agent.label.is_some(),
+            phrase: &g.review().agent.phrase,
+            uid: None,
+            exe: None,
         }
+    }
+
+    /// The same subject, asked by OS user `uid` running `exe`: what the
+    /// known-agent rules compare with where the key asked from before.
+    pub fn asked_by(mut self, uid: u32, exe: Option<&'a str>) -> Subject<'a> {
+        self.uid = Some(uid);
+        self.exe = exe;
+        self
     }
 
     fn service(&self) -> &str {
@@ -115,14 +139,25 @@ pub struct Facts {
     pub grant_currencies: Vec<String>,
     /// Every service id the human has approved at or granted for.
     pub services_used: Vec<String>,
+    /// Whether the human ever signed for this agent (a grant or a consent).
+    pub signed_before: bool,
+    /// The users and executables this agent asked from when the human signed.
+    pub seen: crate::audit::SeenAs,
 }
 
 impl Facts {
     /// Reads the facts about `s` from the log, as of `now`.
     pub fn gather(audit: &Audit, s: &Subject, now: i64) -> Result<Facts, AuditError> {
+        // Rows custody's own process wrote as the requester (a grant from
+        // the form) say nothing about where the agent runs.
+        let own_exe = std::env::current_exe()
+            .ok()
+            .map(|p| p.to_string_lossy().into_owned());
         let mut f = Facts {
             agent_rows: audit.agent_rows(&s.agent)?,
             services_used: audit.services_used()?,
+            signed_before: audit.signed_rows(&s.agent)? > 0,
+            seen: audit.seen_as(&s.agent, own_exe.as_deref())?,
             ..Facts::default()
         };
         if s.kind == ReviewKind::Consent {
@@ -162,6 +197,18 @@ pub struct Rule {
 
 /// Every rule, in the order their warnings are shown.
 pub const RULES: &[Rule] = &[
+    Rule {
+        name: "unknown_agent_key",
+        check: unknown_agent_key,
+    },
+    Rule {
+        name: "agent_from_other_user",
+        check: agent_from_other_user,
+    },
+    Rule {
+        name: "agent_from_other_exe",
+        check: agent_from_other_exe,
+    },
     Rule {
         name: "charge_without_cost",
         check: charge_without_cost,
@@ -221,6 +268,42 @@ fn first_consent_at_service(s: &Subject, f: &Facts) -> Option<String> {
 fn first_request_from_agent(_s: &Subject, f: &Facts) -> Option<String> {
     (f.agent_rows == 0)
         .then(|| "First request from this agent: custody has no record of this key.".to_owned())
+}
+
+fn unknown_agent_key(s: &Subject, f: &Facts) -> Option<String> {
+    // A key custody never heard of has its own rule (first request).
+    (f.agent_rows > 0 && !f.signed_before && !s.labelled).then(|| {
+        format!(
+            "Unknown agent key (words: {}): you have never approved anything for it and have not named it. Make sure it is the agent you expect.",
+            safe(s.phrase)
+        )
+    })
+}
+
+fn agent_from_other_user(s: &Subject, f: &Facts) -> Option<String> {
+    let uid = s.uid?;
+    if !f.signed_before || f.seen.users.is_empty() || f.seen.users.contains(&uid) {
+        return None;
+    }
+    let before: Vec<String> = f.seen.users.iter().map(u32::to_string).collect();
+    Some(format!(
+        "Known agent, other OS user: you approved this key for requests from uid {}; this one comes from uid {uid}. Its key may have been copied.",
+        before.join(", ")
+    ))
+}
+
+fn agent_from_other_exe(s: &Subject, f: &Facts) -> Option<String> {
+    let exe = s.exe?;
+    if !f.signed_before || f.seen.exes.is_empty() || f.seen.exes.iter().any(|e| e == exe) {
+        return None;
+    }
+    let before: Vec<String> = f.seen.exes.iter().take(3).map(|e| safe(e)).collect();
+    let more = if f.seen.exes.len() > 3 { ", …" } else { "" };
+    Some(format!(
+        "Known agent, other program: you approved this key for requests from {}{more}; this one comes from {} (not verified).",
+        before.join(", "),
+        safe(exe)
+    ))
 }
 
 /// `12×`, `3.5×`: how many times `a` is `b` (both positive).

@@ -38,7 +38,12 @@ fn gid(name: &str) -> u32 {
         .as_raw()
 }
 
+/// Creates `name` once: the tests of this file run in parallel threads and
+/// may ask for the same user (`useradd` refuses a second creation and a
+/// concurrent lock of /etc/passwd), so creation is serialized.
 fn ensure_user(name: &str) {
+    static CREATING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = CREATING.lock().unwrap_or_else(|e| e.into_inner());
     if nix::unistd::User::from_name(name).unwrap().is_none() {
         let st = Command::new("useradd")
             .args(["--system", "--no-create-home", "--shell", "/bin/sh", name])

@@ -622,3 +622,163 @@ fn the_engine_warns_of_a_tenfold_cost_and_a_look_alike_service_and_shows_the_rec
         assert!(Audit::open(&c.audit_path).unwrap().verify().unwrap().ok);
     });
 }
+
+/// What the rules find for `a` from `agent`, asked by `uid` running `exe`,
+/// with the human's `label` for the key (if any).
+fn findings_as(
+    log: &Log,
+    a: &Ask,
+    agent: &str,
+    uid: u32,
+    exe: &str,
+    label: Option<&str>,
+) -> Vec<(&'static str, String)> {
+    let now = unix_now();
+    let principals = [principal()];
+    let ctx = ReviewContext {
+        now,
+        principals: &principals,
+        principal_labels: &[],
+        limits: ReviewLimits::default(),
+        requester: Requester::from(&PeerInfo::from_creds(uid, uid, None)),
+        agent_label: label.map(str::to_owned),
+        agent_known: false,
+    };
+    let p = proposal(a, now);
+    let c = review::review_consent(
+        &consent_obj(a, &p, &principal()),
+        &p,
+        a.service,
+        agent,
+        &ctx,
+    )
+    .expect("the request passes review");
+    let s = Subject::of_consent(&c).asked_by(uid, Some(exe));
+    let facts = Facts::gather(&log.audit, &s, now).unwrap();
+    unusual::assess(&s, &facts)
+        .into_iter()
+        .map(|u| (u.rule, u.reason))
+        .collect()
+}
+
+fn has(found: &[(&'static str, String)], rule: &str) -> Option<String> {
+    assert!(RULES.iter().any(|r| r.name == rule), "no rule {rule}");
+    found
+        .iter()
+        .find(|(r, _)| *r == rule)
+        .map(|(_, w)| w.clone())
+}
+
+impl Log {
+    /// A consent approved for `agent` asked by `uid` running `exe`.
+    fn approved_from(&mut self, agent: &str, uid: u32, exe: &str) {
+        let now = unix_now();
+        self.audit
+            .append(&NewEvent {
+                agent: Some(agent.into()),
+                service: Some("shop.example".into()),
+                cost_amount: Some(500),
+                cost_currency: Some("USD".into()),
+                peer_uid: Some(uid),
+                peer_exe: Some(exe.into()),
+                expires: Some(now + 600),
+                ..NewEvent::new(EventKind::ConsentApproved, now - 60)
+            })
+            .unwrap();
+    }
+}
+
+#[test]
+fn an_unknown_agent_key_says_so_with_its_words_until_approved_or_named() {
+    let mut log = Log::new();
+    // Custody heard of it (a denied request) but the human never signed for it.
+    log.audit
+        .append(&NewEvent {
+            agent: Some(agent()),
+            ..NewEvent::new(EventKind::ConsentDenied, unix_now() - 5)
+        })
+        .unwrap();
+    let found = findings_as(
+        &log,
+        &Ask::default(),
+        &agent(),
+        1001,
+        "/usr/bin/python3",
+        None,
+    );
+    let why = has(&found, "unknown_agent_key").expect("never approved, never named");
+    let words = parley_custody::fingerprint::phrase(&key(2).public());
+    assert!(why.contains(&words), "{why} names the key's words {words}");
+    // A key custody never heard of is the first-request rule, not both.
+    let fresh = findings_as(&log, &Ask::default(), &other_agent(), 1001, "/x", None);
+    assert!(has(&fresh, "first_request_from_agent").is_some());
+    assert_eq!(has(&fresh, "unknown_agent_key"), None);
+    // Named by the human: known.
+    let named = findings_as(&log, &Ask::default(), &agent(), 1001, "/x", Some("shopper"));
+    assert_eq!(has(&named, "unknown_agent_key"), None);
+    // Approved once: known.
+    log.approved_from(&agent(), 1001, "/usr/bin/python3");
+    let approved = findings_as(
+        &log,
+        &Ask::default(),
+        &agent(),
+        1001,
+        "/usr/bin/python3",
+        None,
+    );
+    assert_eq!(has(&approved, "unknown_agent_key"), None);
+}
+
+#[test]
+fn a_known_agent_key_from_another_os_user_is_flagged() {
+    let mut log = Log::new();
+    log.approved_from(&agent(), 1001, "/usr/bin/python3");
+    let same = findings_as(
+        &log,
+        &Ask::default(),
+        &agent(),
+        1001,
+        "/usr/bin/python3",
+        None,
+    );
+    assert_eq!(has(&same, "agent_from_other_user"), None);
+    let other = findings_as(
+        &log,
+        &Ask::default(),
+        &agent(),
+        1002,
+        "/usr/bin/python3",
+        None,
+    );
+    let why = has(&other, "agent_from_other_user").expect("uid 1002 is not 1001");
+    assert!(
+        why.contains("uid 1001") && why.contains("uid 1002"),
+        "{why}"
+    );
+    // Another agent's history is no yardstick.
+    let stranger = findings_as(&log, &Ask::default(), &other_agent(), 1002, "/x", None);
+    assert_eq!(has(&stranger, "agent_from_other_user"), None);
+}
+
+#[test]
+fn a_known_agent_key_from_another_program_is_flagged_and_shown_safely() {
+    let mut log = Log::new();
+    log.approved_from(&agent(), 1001, "/usr/bin/python3");
+    let same = findings_as(
+        &log,
+        &Ask::default(),
+        &agent(),
+        1001,
+        "/usr/bin/python3",
+        None,
+    );
+    assert_eq!(has(&same, "agent_from_other_exe"), None);
+    let odd = "/tmp/\u{202e}3nohtyp";
+    let other = findings_as(&log, &Ask::default(), &agent(), 1001, odd, None);
+    let why = has(&other, "agent_from_other_exe").expect("another executable");
+    assert!(why.contains("/usr/bin/python3"), "{why}");
+    assert!(
+        why.contains("\\u{202e}") && !why.contains('\u{202e}'),
+        "{why}"
+    );
+}

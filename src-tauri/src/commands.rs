@@ -14,7 +14,7 @@
 
 use crate::autostart::Autostart;
 use crate::notify::NotifyStatus;
-use crate::settings::{self, Settings};
+use crate::settings::Settings;
 use crate::state::{AppState, PolicyView, SocketStatus};
 use crate::views::{self, EventView, KeyView};
 use crate::windows;
@@ -335,6 +335,8 @@ pub struct PauseView {
     pub agent: String,
     /// Its short form.
     pub short: String,
+    /// Its four words ([`parley_custody::fingerprint`]).
+    pub phrase: String,
     /// The human's label.
     pub label: Option<String>,
     /// Until when (unix seconds); `None`: until resumed.
@@ -441,6 +443,7 @@ async fn pauses_view(state: &AppState) -> R<PausesView> {
             let key: PublicKey = p.agent.parse().ok()?;
             Some(PauseView {
                 short: key.short(),
+                phrase: parley_custody::fingerprint::phrase(&key),
                 label: state.agent_label(&p.agent),
                 agent: key.to_string(),
                 until: p.until,
@@ -488,6 +491,8 @@ pub struct KnownAgent {
     pub key: String,
     /// Its short form.
     pub short: String,
+    /// Its four words ([`parley_custody::fingerprint`]).
+    pub phrase: String,
     /// The human's label.
     pub label: Option<String>,
     /// The latest audit event naming it.
@@ -543,6 +548,7 @@ async fn known_agents(state: &AppState) -> R<Vec<KnownAgent>> {
         agents.push(KnownAgent {
             key: pk.to_string(),
             short: pk.short(),
+            phrase: parley_custody::fingerprint::phrase(&pk),
             label: state.agent_label(key),
             last_seen: at,
             waiting,
@@ -556,12 +562,7 @@ async fn known_agents(state: &AppState) -> R<Vec<KnownAgent>> {
             add(a, Some(row.at), false);
         }
     }
-    let labelled: Vec<String> = state
-        .settings
-        .lock()
-        .map(|s| s.agent_labels.keys().cloned().collect())
-        .unwrap_or_default();
-    for key in labelled {
+    for key in state.labelled_agents() {
         add(&key, None, false);
     }
     Ok(agents)
@@ -1220,26 +1221,13 @@ pub async fn agent_label_set(
     agent: String,
     label: Option<String>,
 ) -> R<()> {
-    let core = state.core()?;
-    let key: PublicKey = agent
-        .trim()
-        .parse()
-        .map_err(|e| format!("not an agent key: {e}"))?;
-    let mut next = state
-        .settings
-        .lock()
-        .map(|s| s.clone())
-        .map_err(|_| "settings unavailable".to_string())?;
-    match label.as_deref().map(str::trim).filter(|l| !l.is_empty()) {
-        Some(l) => {
-            settings::check_agent_label(&key.to_string(), l).map_err(|e| e.message)?;
-            next.agent_labels.insert(key.to_string(), l.to_string());
-        }
-        None => {
-            next.agent_labels.remove(&key.to_string());
-        }
-    }
-    persist(&state, core, next).await?;
+    let e = state.core()?.engine.clone();
+    blocking("naming the agent", move || {
+        e.set_agent_label(&agent, label.as_deref())
+            .map_err(|e| e.to_string())
+    })
+    .await?;
+    state.reload_labels()?;
     let _ = app.emit("pending-changed", ());
     crate::tray::refresh(&app);
     Ok(())

@@ -13,9 +13,6 @@ use std::path::{Path, PathBuf};
 /// The file name inside the data directory.
 pub const FILE: &str = "settings.json";
 
-/// The longest agent label, in characters (labels are shown in every review).
-pub const MAX_AGENT_LABEL: usize = 64;
-
 /// Every setting. Unknown fields in the file are refused, so a typo is an
 /// error the user sees rather than a setting silently not applied.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -36,7 +33,8 @@ pub struct Settings {
     pub queue_size: usize,
     /// New requests per minute from one OS user.
     pub rate_per_minute: u32,
-    /// The human's labels for agent keys (`ed25519:…` → label).
+    /// Agent labels an earlier version kept here (`ed25519:…` → label): moved
+    /// into custody's own store at start ([`parley_custody::audit`]), then empty.
     pub agent_labels: BTreeMap<String, String>,
     /// Which approvals need OS authentication (polkit) before signing.
     pub step_up: StepUpPolicy,
@@ -275,8 +273,9 @@ impl Settings {
     }
 }
 
-/// An agent label must name a well-formed key and be short, non-empty text
-/// without control characters (it is the human's own words, shown in reviews).
+/// An agent label must name a well-formed key and be short visible text
+/// (custody's own rule, [`parley_custody::audit::check_label`]). Labels are
+/// kept by custody now; this checks the ones an earlier version saved here.
 pub fn check_agent_label(key: &str, label: &str) -> Result<(), Invalid> {
     if key.parse::<parley_core::PublicKey>().is_err() {
         return Err(invalid(
@@ -284,23 +283,7 @@ pub fn check_agent_label(key: &str, label: &str) -> Result<(), Invalid> {
             "an agent label must belong to an ed25519: key",
         ));
     }
-    let n = label.chars().count();
-    if label.trim().is_empty() || n > MAX_AGENT_LABEL {
-        return Err(invalid(
-            "agent_labels",
-            format!("a label has 1 to {MAX_AGENT_LABEL} characters"),
-        ));
-    }
-    if label
-        .chars()
-        .any(|c| c.is_control() || parley_custody::display::is_hidden(c))
-    {
-        return Err(invalid(
-            "agent_labels",
-            "a label cannot contain control, bidi or invisible characters",
-        ));
-    }
-    Ok(())
+    parley_custody::audit::check_label(label).map_err(|e| invalid("agent_labels", e.to_string()))
 }
 
 #[cfg(test)]

@@ -15,7 +15,6 @@ use crate::windows::Armed;
 use crate::Args;
 use parley_custody::approver::{Approver, PendingView};
 use parley_custody::audit::Audit;
-use parley_custody::display::safe;
 use parley_custody::engine::{Engine, EngineConfig};
 use parley_custody::ipc::peer::PeerPolicy;
 use parley_custody::ipc::socket::{
@@ -25,7 +24,7 @@ use parley_custody::keystore::{Keystore, StoreKind};
 use parley_custody::paths;
 use parley_custody::server::{self, ServerLimits};
 use serde::Serialize;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -90,6 +89,9 @@ pub struct AppState {
     pub tray: Mutex<Option<Tray>>,
     /// Seed files imported in this session, which may be shredded on request.
     pub imported: Mutex<HashMap<PathBuf, String>>,
+    /// The human's agent labels as custody keeps them (display-safe; the
+    /// audit file is the truth, this is read once and after each change).
+    pub labels: Mutex<BTreeMap<String, String>>,
 }
 
 impl AppState {
@@ -102,17 +104,30 @@ impl AppState {
 
     /// The human's label for an agent key, display-safe.
     pub fn agent_label(&self, key: &str) -> Option<String> {
-        self.settings
-            .lock()
-            .ok()
-            .and_then(|s| s.agent_labels.get(key).map(|l| safe(l)))
+        self.labels.lock().ok().and_then(|l| l.get(key).cloned())
     }
 
-    /// Adds the human's own label to a review that has none.
-    pub fn label(&self, mut p: PendingView) -> PendingView {
-        if p.review.agent.label.is_none() {
-            p.review.agent.label = self.agent_label(&p.review.agent.key);
+    /// Every labelled agent key.
+    pub fn labelled_agents(&self) -> Vec<String> {
+        self.labels
+            .lock()
+            .map(|l| l.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Reads the labels again from custody (after a change).
+    pub fn reload_labels(&self) -> Result<(), String> {
+        let fresh = self.core()?.engine.agent_labels()?;
+        if let Ok(mut l) = self.labels.lock() {
+            *l = fresh.into_iter().collect();
         }
+        Ok(())
+    }
+
+    /// Shows a review with the label the agent has now (it may have been
+    /// named, renamed or unnamed since the request arrived).
+    pub fn label(&self, mut p: PendingView) -> PendingView {
+        p.review.agent.label = self.agent_label(&p.review.agent.key);
         p
     }
 
@@ -222,6 +237,7 @@ pub fn start(app: &AppHandle, args: &Args) -> AppState {
         notifier: Arc::new(Notifier::default()),
         tray: Mutex::new(None),
         imported: Mutex::new(HashMap::new()),
+        labels: Mutex::new(BTreeMap::new()),
     };
     let data = match data {
         Ok(d) => d,
@@ -235,9 +251,42 @@ pub fn start(app: &AppHandle, args: &Args) -> AppState {
         }
     };
     match start_core(app, args, &data, &settings, &mut warnings) {
-        Ok(core) => base(Ok(core), settings, warnings),
+        Ok(core) => {
+            let settings = move_labels_to_custody(&core, &data, settings, &mut warnings);
+            let state = base(Ok(core), settings, warnings);
+            if let Err(e) = state.reload_labels() {
+                tracing::error!("agent labels could not be read: {e}");
+            }
+            state
+        }
         Err(e) => base(Err(e), settings, warnings),
     }
+}
+
+/// Labels saved by an earlier version in settings.json move into custody's
+/// own store (the audit file), where the terminal approver and every view
+/// read them; settings.json then no longer carries them.
+fn move_labels_to_custody(
+    core: &Core,
+    data: &Path,
+    mut settings: Settings,
+    warnings: &mut Vec<String>,
+) -> Settings {
+    if settings.agent_labels.is_empty() {
+        return settings;
+    }
+    let mut kept = BTreeMap::new();
+    for (key, label) in std::mem::take(&mut settings.agent_labels) {
+        if let Err(e) = core.engine.set_agent_label(&key, Some(&label)) {
+            warnings.push(format!("Agent label for {key} could not be moved: {e}"));
+            kept.insert(key, label);
+        }
+    }
+    settings.agent_labels = kept;
+    if let Err(e) = settings.save(data) {
+        warnings.push(format!("Settings: {e}"));
+    }
+    settings
 }
 
 fn start_core(

@@ -89,6 +89,8 @@ pub struct EventView {
     pub agent: Option<String>,
     /// Its short form (when it is a key).
     pub agent_short: Option<String>,
+    /// Its four words (when it is a key).
+    pub agent_phrase: Option<String>,
     /// The human's label for it.
     pub agent_label: Option<String>,
     /// The service.
@@ -142,11 +144,12 @@ impl EventView {
             Some(Err(_)) => (vec!["(caveats not readable as JSON)".into()], None),
             None => (Vec::new(), None),
         };
-        let agent_short = e
+        let agent_key = e
             .agent
             .as_deref()
-            .and_then(|a| a.parse::<parley_core::PublicKey>().ok())
-            .map(|k| k.short());
+            .and_then(|a| a.parse::<parley_core::PublicKey>().ok());
+        let agent_short = agent_key.as_ref().map(|k| k.short());
+        let agent_phrase = agent_key.as_ref().map(parley_custody::fingerprint::phrase);
         let consent = matches!(
             e.kind,
             EventKind::ConsentApproved | EventKind::ConsentDenied
@@ -160,6 +163,7 @@ impl EventView {
             peer_exe: s(&e.peer_exe),
             agent: s(&e.agent),
             agent_short,
+            agent_phrase,
             agent_label: e.agent.as_deref().and_then(&label),
             service: s(&e.service),
             capability: s(&e.capability),

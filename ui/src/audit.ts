@@ -27,6 +27,7 @@ export const KIND_WORDS: Record<EventKind, string> = {
   step_up_failed: 'OS authentication failed (nothing signed)',
   agent_paused: 'Agent paused (its requests refused unseen)',
   agent_resumed: 'Agent resumed',
+  agent_labelled: 'Agent named',
 }
 
 const app = byId('app')

@@ -17,6 +17,8 @@ export interface Requester {
 export interface AgentView {
   key: string
   short: string
+  /** Four words from a hash of the whole key, the same wherever the key is shown. */
+  phrase: string
   label: string | null
   known: boolean
 }
@@ -123,6 +125,7 @@ export interface DecisionView {
 export interface KnownAgent {
   key: string
   short: string
+  phrase: string
   label: string | null
   last_seen: number | null
   waiting: boolean
@@ -131,6 +134,7 @@ export interface KnownAgent {
 export interface PauseView {
   agent: string
   short: string
+  phrase: string
   label: string | null
   /** Until when (unix seconds); null: until resumed. */
   until: number | null
@@ -187,6 +191,7 @@ export type EventKind =
   | 'step_up_failed'
   | 'agent_paused'
   | 'agent_resumed'
+  | 'agent_labelled'
 export interface EventView {
   seq: number
   at: number

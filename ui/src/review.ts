@@ -53,15 +53,36 @@ function who(r: Review): HTMLElement {
 }
 
 function agent(r: Review): HTMLElement {
+  const shown = h('span', { class: 'label', testid: 'agent-label' }, r.agent.label ? ` “${r.agent.label}”` : '')
+  const nameMsg = h('span', { class: 'muted', testid: 'agent-name-status' })
+  const name = h('input', { testid: 'agent-name', attrs: { type: 'text', maxlength: '64', spellcheck: 'false', 'aria-label': 'Your name for this agent', placeholder: 'e.g. shopping bot' } }) as HTMLInputElement
+  name.value = r.agent.label ?? ''
+  const save = async () => {
+    const label = name.value.trim()
+    try {
+      await api.agentLabelSet(r.agent.key, label || null)
+      setText(shown, label ? ` “${label}”` : '')
+      setText(nameMsg, label ? ' Saved: every review of this key shows it.' : ' Name removed.')
+    } catch (e) {
+      setText(nameMsg, ` ${errorText(e)}`)
+    }
+  }
   return h(
     'div',
     { class: 'agent' },
     h('code', { testid: 'agent-key', title: r.agent.key }, r.agent.short),
-    r.agent.label ? h('span', { class: 'label', testid: 'agent-label' }, ` “${r.agent.label}”`) : null,
+    shown,
     r.agent.known
       ? h('span', { class: 'muted' }, ' — granted to before')
       : h('span', { class: 'badge badge-warn', testid: 'agent-new' }, 'never granted to before'),
+    h('div', null, h('span', { class: 'muted' }, 'Its words: '), h('strong', { testid: 'agent-phrase' }, r.agent.phrase), h('span', { class: 'muted' }, ' (the same wherever this key appears)')),
     r.activity ? h('div', { class: 'muted', testid: 'agent-activity' }, r.activity.words) : null,
+    h(
+      'details',
+      { testid: 'agent-naming' },
+      h('summary', null, r.agent.label ? 'Rename this agent' : 'Name this agent'),
+      h('div', { class: 'inline' }, name, h('button', { class: 'btn btn-small', testid: 'agent-name-save', attrs: { type: 'button' }, on: { click: () => void save() } }, 'Save name'), nameMsg),
+    ),
   )
 }
 

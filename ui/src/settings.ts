@@ -1,10 +1,10 @@
 // Settings: principal keys (create, import an upstream principal.key, copy
 // the public key services must trust, delete), the peer policy, limits, the
-// socket path and agent labels. Saved to settings.json in the custody data
+// socket path and the known agents (their words and names). Saved to settings.json in the custody data
 // directory; the page says which changes wait for a restart of the socket.
 
 import './style.css'
-import { api, errorText, type AgentUserPlanView, type KeyView, type Settings, type SettingsView } from './ipc'
+import { api, errorText, type AgentUserPlanView, type KeyView, type KnownAgent, type Settings, type SettingsView } from './ipc'
 import { h, replace, byId, say, setText, copyText } from './dom'
 import { fullTime, isCurrency, money, parseAmount } from './format'
 
@@ -164,27 +164,43 @@ function settingsSection(v: SettingsView): HTMLElement {
   const showThreshold = () => (threshold.hidden = stepUp.value !== 'above')
   stepUp.addEventListener('change', showThreshold)
   showThreshold()
-  const labels = { ...s.agent_labels }
+  // Known agents: every key the human has dealt with, with its words and
+  // the human's name for it (kept by custody; every review shows it).
   const labelList = h('ul', { class: 'labels', testid: 's-labels' })
-  const drawLabels = () =>
-    replace(
-      labelList,
-      ...(Object.keys(labels).length
-        ? Object.entries(labels).map(([k, l]) =>
-            h('li', null, h('strong', null, l), ' — ', h('code', null, k), ' ', h('button', { class: 'btn btn-small', testid: 'remove-label', attrs: { type: 'button' }, on: { click: () => void removeLabel(k) } }, 'Remove')),
-          )
-        : [h('li', { class: 'muted' }, 'No agent labels yet (set them in the grant form).')]),
+  const agentRow = (a: KnownAgent) => {
+    const name = h('input', { testid: 's-agent-name', attrs: { type: 'text', maxlength: '64', spellcheck: 'false', placeholder: 'name it', 'aria-label': `Your name for ${a.short}` } }) as HTMLInputElement
+    name.value = a.label ?? ''
+    const rowMsg = h('span', { class: 'muted' })
+    const set = async (label: string | null) => {
+      try {
+        await api.agentLabelSet(a.key, label)
+        name.value = label ?? ''
+        setText(rowMsg, label ? ' Saved.' : ' Name removed.')
+      } catch (e) {
+        setText(rowMsg, ` ${errorText(e)}`)
+      }
+    }
+    return h(
+      'li',
+      { testid: 's-agent' },
+      h('code', { title: a.key }, a.short),
+      ' — ',
+      h('strong', { testid: 's-agent-phrase' }, a.phrase),
+      h('div', { class: 'inline' }, name,
+        h('button', { class: 'btn btn-small', testid: 'save-label', attrs: { type: 'button' }, on: { click: () => void set(name.value.trim() || null) } }, 'Save name'),
+        a.label ? h('button', { class: 'btn btn-small', testid: 'remove-label', attrs: { type: 'button' }, on: { click: () => void set(null) } }, 'Remove name') : null,
+        rowMsg),
     )
-  const removeLabel = async (k: string) => {
+  }
+  const drawLabels = async () => {
     try {
-      await api.agentLabelSet(k, null)
-      delete labels[k]
-      drawLabels()
+      const agents = (await api.agentPauses()).agents
+      replace(labelList, ...(agents.length ? agents.map(agentRow) : [h('li', { class: 'muted' }, 'No agents yet: an agent appears here once it has asked for something.')]))
     } catch (e) {
-      say(msg, 'error', errorText(e))
+      replace(labelList, h('li', { class: 'msg msg-error' }, errorText(e)))
     }
   }
-  drawLabels()
+  void drawLabels()
   const save = h('button', { class: 'btn btn-approve', testid: 's-save', attrs: { type: 'button' } }, 'Save settings')
   const msg = h('div', { class: 'msg', testid: 's-status' })
   msg.hidden = true
@@ -225,7 +241,8 @@ function settingsSection(v: SettingsView): HTMLElement {
       max_grant_lifetime_secs: l1,
       queue_size: Number(queue.value),
       rate_per_minute: Number(rate.value),
-      agent_labels: labels,
+      // Custody keeps agent names (agent_label_set); nothing to save here.
+      agent_labels: {},
       step_up,
       // The backend keeps its own value (only autostart_set changes it).
       autostart_offered: s.autostart_offered,
@@ -323,7 +340,8 @@ function settingsSection(v: SettingsView): HTMLElement {
     fieldRow('Rate limit', rate, 'New requests per minute from one OS user.'),
     h('h2', null, 'OS authentication before signing'),
     fieldRow('Ask for your password', h('div', null, stepUp, threshold), 'After you approve, your system asks for your password (or fingerprint) before custody signs, so a click another program synthesized, or someone else at your unlocked desk, signs nothing. With "Never", every review says that only the click protects it.'),
-    h('h2', null, 'Agent labels'),
+    h('h2', null, 'Known agents'),
+    h('p', { class: 'help' }, 'Each agent key has four words derived from it, shown wherever the key is. Give the ones you trust a name: a request from an unnamed key you never approved says so above Approve.'),
     labelList,
     h('div', { class: 'actions' }, save),
     msg,

@@ -23,7 +23,7 @@ export function consent(over = {}) {
     ],
     expires: t + 600,
     requester: { user: 'agent', uid: 1001, pid: 4242, exe: '/usr/bin/python3.11', chain_line: 'python3.11 (4242) ← bash (4100) ← kitty (3900)' },
-    agent: { key: AGENT, short: 'ed25519:gTl3Dqh9F1…', label: null, known: false },
+    agent: { key: AGENT, short: 'ed25519:gTl3Dqh9F1…', phrase: 'cactus orbit lemon frost', label: null, known: false },
     their_words: 'Order 3 items',
     summary_differs: false,
     hash: HASH,

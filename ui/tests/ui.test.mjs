@@ -79,6 +79,22 @@ function reviewFixtures(p, extra = {}) {
   return { review_get: p, review_decide: { outcome: 'approved', message: 'Approved: the consent was signed.' }, window_close: null, open_window: null, ...extra }
 }
 
+test('review: the agent can be named from its review, and the name shows at once', async () => {
+  const p = consent()
+  const page = await open('review.html#q1', reviewFixtures(p, { agent_label_set: null }), { label: 'review-q1' })
+  await page.locator(tid('approve')).waitFor()
+  assert.equal(await page.locator(tid('agent-name')).isVisible(), false, 'folded away until asked for')
+  await page.locator(`${tid('agent-naming')} summary`).click()
+  await page.locator(tid('agent-name')).fill(' shopping bot ')
+  await page.locator(tid('agent-name-save')).click()
+  await page.waitForFunction(() => /Saved/.test(document.querySelector('[data-testid="agent-name-status"]').textContent))
+  assert.deepEqual(await calls(page, 'agent_label_set'), [{ agent: p.review.agent.key, label: 'shopping bot' }])
+  assert.equal((await text(page, 'agent-label')).trim(), '“shopping bot”')
+  assert.deepEqual(await calls(page, 'review_decide'), [], 'naming decides nothing')
+  assert.deepEqual(page.problems, [])
+  await page.close()
+})
+
 test('review: every field, in the order the architecture asks', async () => {
   const p = consent()
   const page = await open('review.html#q1', reviewFixtures(p), { label: 'review-q1' })
@@ -97,6 +113,7 @@ test('review: every field, in the order the architecture asks', async () => {
   assert.equal(await text(page, 'agent-activity'), 'this agent: 3 consents signed, 3 consents this week, 184.20 USD, 1 grant live now')
   assert.equal(await text(page, 'agent-key'), 'ed25519:gTl3Dqh9F1…')
   assert.equal(await text(page, 'agent-new'), 'never granted to before')
+  assert.equal(await text(page, 'agent-phrase'), 'cactus orbit lemon frost')
   assert.equal(await text(page, 'summary'), 'Order 3 items')
   assert.match(await page.locator('.their-words h2').innerText(), /service’s own summary \(its words/)
   assert.equal(await text(page, 'hash'), `${HASH.slice(0, 12)}…`)
@@ -820,6 +837,7 @@ test('settings: keys, import with shred offer, limits that need a restart', asyn
     key_import: { ...status().keys[0], public: AGENT, label: 'imported', source: 'imported' },
     key_shred: null,
     agent_label_set: null,
+    agent_pauses: { paused: [], agents: [{ key: AGENT, short: 'ed25519:gTl3Dqh9F1…', phrase: 'cactus orbit lemon frost', label: 'shopping bot', last_seen: null, waiting: false }], now: 0 },
     autostart_set: { ...sv.autostart, enabled: true },
     agent_user_plan: { user: 'bot', group: 'parley-agents', steps: ['1. create the group parley-agents', '2. add the user bot to the group parley-agents'], socket: '/srv/parley-custody/me/custody.sock' },
     agent_user_apply: { ...sv, settings: { ...sv.settings, agents_group: 'parley-agents', socket_path: '/srv/parley-custody/me/custody.sock' }, restart_needed: ['agents_group', 'socket_path'] },
@@ -851,11 +869,17 @@ test('settings: keys, import with shred offer, limits that need a restart', asyn
   assert.equal(saved.settings.queue_size, 10)
   assert.equal(saved.settings.max_consent_horizon_secs, 43200)
   assert.match(await text(page, 's-status'), /after a restart of the socket: agents group, queue size/)
-  // Labels are removed one at a time, at once.
+  // Known agents: their words, and names changed one at a time, at once.
+  assert.equal(await text(page, 's-agent-phrase'), 'cactus orbit lemon frost')
+  assert.equal(await page.locator(tid('s-agent-name')).inputValue(), 'shopping bot')
   await page.locator(tid('remove-label')).click()
-  await page.waitForFunction(() => window.__parleyCalls.some(([c]) => c === 'agent_label_set'))
+  await page.waitForFunction(() => /Name removed/.test(document.querySelector('[data-testid="s-agent"]').textContent))
   assert.deepEqual(await calls(page, 'agent_label_set'), [{ agent: AGENT, label: null }])
-  assert.match(await text(page, 's-labels'), /No agent labels yet/)
+  assert.equal(await page.locator(tid('s-agent-name')).inputValue(), '')
+  await page.locator(tid('s-agent-name')).fill('  groceries ')
+  await page.locator(tid('save-label')).click()
+  await page.waitForFunction(() => window.__parleyCalls.filter(([c]) => c === 'agent_label_set').length === 2)
+  assert.deepEqual((await calls(page, 'agent_label_set'))[1], { agent: AGENT, label: 'groceries' })
   // Start at login is one checkbox, applied at once (not by Save).
   assert.equal(await page.locator(tid('s-autostart')).isChecked(), false)
   await page.locator(tid('s-autostart')).check()

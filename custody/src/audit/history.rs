@@ -48,6 +48,20 @@ impl Audit {
         Ok(u64::try_from(n).unwrap_or(0))
     }
 
+    /// How many grants and consents the human signed for `agent`.
+    pub fn signed_rows(&self, agent: &str) -> Result<u64, AuditError> {
+        let n: i64 = self.conn.query_row(
+            "SELECT COUNT(*) FROM events WHERE agent = ?1 AND kind IN (?2, ?3)",
+            params![
+                agent,
+                EventKind::GrantIssued.as_str(),
+                EventKind::ConsentApproved.as_str()
+            ],
+            |r| r.get(0),
+        )?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
     /// The largest cost (minor units) of a consent the human approved for
     /// `agent` at `service` in `currency`, if any.
     pub fn largest_consent(
