@@ -8,6 +8,8 @@ const COMMANDS: &[&str] = &[
     "review_get",
     "review_decide",
     "review_deny_and_pause",
+    "review_alike",
+    "review_deny_alike",
     "agent_pause",
     "agent_resume",
     "agent_pauses",

@@ -100,6 +100,39 @@ fn grant_subject(g: &ReviewedGrant) -> stepup::Subject<'_> {
     }
 }
 
+/// What makes two pending requests alike: the OS user, the agent key, the
+/// kind, and for a consent the service, capability, signing principal and
+/// dialect (the proposal may differ: a flood of orders is alike), for a
+/// grant the services it names.
+fn alike_key(item: &Item) -> String {
+    let agent = &item.reviewed.review().agent.key;
+    let shape = match &item.reviewed {
+        Reviewed::Consent(c) => {
+            let r = c.checked().request();
+            serde_json::json!([
+                "consent",
+                r.service,
+                r.capability,
+                r.principal.to_string(),
+                c.review().dialect.name(),
+            ])
+        }
+        Reviewed::Grant(g) => {
+            let services: Vec<&str> = g
+                .caveats()
+                .iter()
+                .filter_map(|c| match c {
+                    parley_core::Caveat::Svc(l) => Some(l.iter().map(String::as_str)),
+                    _ => None,
+                })
+                .flatten()
+                .collect();
+            serde_json::json!(["grant", services])
+        }
+    };
+    format!("{}|{agent}|{shape}", item.peer.uid)
+}
+
 struct Item {
     reviewed: Reviewed,
     peer: PeerInfo,
@@ -773,6 +806,69 @@ impl Engine {
             parley_core::lens::duration(for_secs)
         );
         self.pause_agent(&agent, Some(for_secs), &reason)
+    }
+
+    /// The other requests waiting now that are alike to pending request
+    /// `id` ([`alike_key`]: the same agent key from the same OS user asking
+    /// for the same thing at the same service), oldest first. The review
+    /// lists them, so a flood of look-alike requests is seen as one and can
+    /// be denied at once ([`Engine::deny_alike`]); each is still approved
+    /// only in its own review.
+    pub fn alike(&self, id: &str) -> Vec<PendingView> {
+        let st = lock(&self.inner.state);
+        let Some(key) = st.queue.get(id).map(|e| alike_key(&e.item)) else {
+            return Vec::new();
+        };
+        st.queue
+            .pending()
+            .iter()
+            .filter(|e| e.id != id && !st.deciding.contains(&e.id))
+            .filter(|e| alike_key(&e.item) == key)
+            .map(|e| self.view(e.id.as_str(), &e.item, e.deadline))
+            .collect()
+    }
+
+    /// Denies pending request `id` and every request alike to it that is
+    /// waiting now (those [`Engine::alike`] lists), telling each agent
+    /// `reason`. Returns the ids denied, `id` first.
+    pub fn deny_alike(&self, id: &str, reason: Option<&str>) -> Result<Vec<String>, DecideError> {
+        let targets: Vec<(String, EventKind)> = {
+            let st = lock(&self.inner.state);
+            if st.deciding.iter().any(|d| d == id) {
+                return Err(DecideError::NotPending);
+            }
+            let key = st
+                .queue
+                .get(id)
+                .map(|e| alike_key(&e.item))
+                .ok_or(DecideError::NotPending)?;
+            let mut v: Vec<(String, EventKind)> = st
+                .queue
+                .pending()
+                .iter()
+                .filter(|e| !st.deciding.contains(&e.id) && alike_key(&e.item) == key)
+                .map(|e| {
+                    let kind = match e.item.reviewed {
+                        Reviewed::Consent(_) => EventKind::ConsentDenied,
+                        Reviewed::Grant(_) => EventKind::GrantDenied,
+                    };
+                    (e.id.clone(), kind)
+                })
+                .collect();
+            // The one reviewed first, then the rest in arrival order.
+            v.sort_by_key(|(i, _)| i != id);
+            v
+        };
+        let n = targets.len();
+        let told = reason
+            .map(str::trim)
+            .filter(|r| !r.is_empty())
+            .map(str::to_owned)
+            .unwrap_or_else(|| format!("denied by the human, with {} alike requests", n - 1));
+        for (i, kind) in &targets {
+            self.close(i, Outcome::Denied(Some(told.clone())), *kind, None);
+        }
+        Ok(targets.into_iter().map(|(i, _)| i).collect())
     }
 
     /// Ends an agent's pause. Returns whether it was paused.

@@ -86,12 +86,24 @@ impl TerminalApprover {
                     // A failed OS authentication leaves the request pending:
                     // it is asked again, never silently left behind.
                     loop {
-                        let verdict = match ask(&tty, &mut waiting, &p) {
+                        let alike = engine.alike(&p.id).len();
+                        let verdict = match ask(&tty, &mut waiting, &p, alike) {
                             Answer::Withdrawn => {
                                 let _ = writeln!(
                                     out,
                                     "\n→ this request was withdrawn while it waited (expired or cancelled by the agent); nothing was signed\n"
                                 );
+                                break;
+                            }
+                            Answer::NoToAllAlike => {
+                                match engine.deny_alike(&p.id, Some("denied at the terminal, with the requests alike to it")) {
+                                    Ok(ids) => {
+                                        let _ = writeln!(out, "→ denied {} requests: nothing was signed; each agent was told\n", ids.len());
+                                    }
+                                    Err(e) => {
+                                        let _ = writeln!(out, "→ not done: {}\n", safe(&e.to_string()));
+                                    }
+                                }
                                 break;
                             }
                             answer => verdict(answer),
@@ -228,6 +240,8 @@ enum Answer {
     Yes { second_confirmation: bool },
     /// No (or anything but yes), with the reason recorded.
     No(&'static str),
+    /// No to this request and to every request alike to it waiting now.
+    NoToAllAlike,
     /// The request left the queue while the prompt was open.
     Withdrawn,
 }
@@ -242,6 +256,7 @@ fn verdict(a: Answer) -> Verdict {
             second_confirmation,
         }),
         Answer::No(why) => Verdict::Deny(Some(why.into())),
+        Answer::NoToAllAlike => Verdict::Deny(Some("denied at the terminal".into())),
         Answer::Withdrawn => Verdict::Deny(Some("withdrawn".into())),
     }
 }
@@ -292,7 +307,16 @@ fn read_answer(tty: &File, waiting: &mut Waiting, id: &str) -> Option<String> {
     Some(String::from_utf8_lossy(&line).trim().to_ascii_lowercase())
 }
 
-fn ask(tty: &File, waiting: &mut Waiting, p: &PendingView) -> Answer {
+/// The line shown when `alike` requests like this one wait too.
+fn alike_line(alike: usize) -> String {
+    match alike {
+        0 => String::new(),
+        1 => "  alike       1 more request like this one from this agent is waiting; answer \"deny all\" to deny both\n".into(),
+        n => format!("  alike       {n} more requests like this one from this agent are waiting; answer \"deny all\" to deny this one and them\n"),
+    }
+}
+
+fn ask(tty: &File, waiting: &mut Waiting, p: &PendingView, alike: usize) -> Answer {
     let mut out = tty;
     let behind = waiting.behind();
     let _ = write!(out, "{}", render(&p.review, p.closes_at));
@@ -300,11 +324,19 @@ fn ask(tty: &File, waiting: &mut Waiting, p: &PendingView) -> Answer {
     if !p.step_up.words.is_empty() {
         let _ = writeln!(out, "  step-up     {}", shown(&p.step_up.words));
     }
-    let _ = write!(out, "approve? [y/N] ");
+    let _ = write!(out, "{}", alike_line(alike));
+    if alike > 0 {
+        let _ = write!(out, "approve? [y/N/deny all] ");
+    } else {
+        let _ = write!(out, "approve? [y/N] ");
+    }
     let _ = out.flush();
     let Some(a) = read_answer(tty, waiting, &p.id) else {
         return Answer::Withdrawn;
     };
+    if alike > 0 && a == "deny all" {
+        return Answer::NoToAllAlike;
+    }
     if a != "y" && a != "yes" {
         return Answer::No("denied at the terminal");
     }
@@ -701,5 +733,23 @@ mod tests {
             })
         );
         assert!(matches!(verdict(Answer::No("x")), Verdict::Deny(_)));
+    }
+
+    #[test]
+    fn alike_requests_are_announced_with_the_answer_that_denies_them() {
+        assert_eq!(alike_line(0), "");
+        assert!(alike_line(1).contains("1 more request like this one"));
+        let l = alike_line(4);
+        assert!(
+            l.starts_with(
+                "  alike       4 more requests like this one from this agent are waiting"
+            ),
+            "{l}"
+        );
+        assert!(l.contains("\"deny all\""), "{l}");
+        assert!(
+            matches!(verdict(Answer::NoToAllAlike), Verdict::Deny(_)),
+            "never a yes"
+        );
     }
 }

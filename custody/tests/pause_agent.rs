@@ -2,7 +2,8 @@
 //! SQLite audit file: a paused agent's requests are refused without a
 //! prompt and told why, its pending requests are denied with that reason,
 //! "deny and pause" does both for an hour, resuming lets it ask again, and
-//! every pause and resume is a row of the chain.
+//! every pause and resume is a row of the chain; alike pending requests are
+//! listed together and denied at once, and nothing else with them.
 
 use parley_core::proposal::proposal_hash;
 use parley_core::{PublicKey, SecretKey};
@@ -62,7 +63,7 @@ fn custody() -> Custody {
     }
 }
 
-fn request(id: &str, n: i64, agent: &str, principal: &PublicKey) -> Request {
+fn request_at(id: &str, n: i64, agent: &str, principal: &PublicKey, service: &str) -> Request {
     let mut p = json!({
         "id": format!("p{n}"), "capability": "shop.order", "summary": "Order for 5.00 USD",
         "effects": [{"op": "create", "target": "order"}],
@@ -70,18 +71,22 @@ fn request(id: &str, n: i64, agent: &str, principal: &PublicKey) -> Request {
         "undo": {"window": 60}, "expires": unix_now() + 600
     });
     p["hash"] = json!(proposal_hash(&p).unwrap());
-    let v = json!({"custody": 1, "id": id, "op": "consent", "service": "shop.example",
+    let v = json!({"custody": 1, "id": id, "op": "consent", "service": service,
                    "agent": agent, "proposal": p,
-                   "consent": {"proposal": p["id"], "hash": p["hash"], "service": "shop.example",
+                   "consent": {"proposal": p["id"], "hash": p["hash"], "service": service,
                                "capability": "shop.order", "principal": principal.to_string(),
                                "summary": "Order for 5.00 USD", "expires": p["expires"]}});
     Request::from_value(&v).unwrap()
 }
 
 fn submit(c: &Custody, id: &str, n: i64, agent: &str) -> mpsc::Receiver<Value> {
+    submit_at(c, id, n, agent, "shop.example")
+}
+
+fn submit_at(c: &Custody, id: &str, n: i64, agent: &str, service: &str) -> mpsc::Receiver<Value> {
     let (tx, rx) = mpsc::channel(16);
     let engine = c.engine.clone();
-    let req = request(id, n, agent, &c.principal);
+    let req = request_at(id, n, agent, &c.principal, service);
     let peer = PeerInfo::from_creds(4242, 4242, None);
     tokio::spawn(async move { engine.handle(&peer, req, tx).await });
     rx
@@ -231,4 +236,76 @@ fn a_pause_ends_by_itself_at_its_time() {
     let p = audit.pause_of(&a, now + 10_000).unwrap().unwrap();
     assert_eq!((p.until, p.reason.as_str()), (None, "for good"));
     assert!(audit.verify().unwrap().ok);
+}
+
+#[test]
+fn alike_requests_are_listed_together_and_denied_at_once_and_nothing_else() {
+    rt().block_on(async {
+        let mut c = custody();
+        let (a, b) = (agent(2), agent(3));
+        // Three orders from one agent at one service (different proposals),
+        // one from it elsewhere, one from another agent.
+        let mut alike: Vec<_> = (1..=3)
+            .map(|n| submit(&c, &format!("a{n}"), n, &a))
+            .collect();
+        let mut shown = Vec::new();
+        for rx in &mut alike {
+            assert_eq!(reply(rx).await["kind"], "PENDING");
+            shown.push(c.shown.recv().await.unwrap().id);
+        }
+        let mut elsewhere = submit_at(&c, "e", 10, &a, "calendar.example");
+        assert_eq!(reply(&mut elsewhere).await["kind"], "PENDING");
+        let elsewhere_id = c.shown.recv().await.unwrap().id;
+        let mut stranger = submit(&c, "s", 11, &b);
+        assert_eq!(reply(&mut stranger).await["kind"], "PENDING");
+        let stranger_id = c.shown.recv().await.unwrap().id;
+
+        let listed: Vec<String> = c
+            .engine
+            .alike(&shown[1])
+            .into_iter()
+            .map(|p| p.id)
+            .collect();
+        assert_eq!(
+            listed,
+            vec![shown[0].clone(), shown[2].clone()],
+            "the others, oldest first"
+        );
+        assert!(c.engine.alike(&elsewhere_id).is_empty());
+        assert!(c.engine.alike(&stranger_id).is_empty());
+
+        let denied = c.engine.deny_alike(&shown[1], None).unwrap();
+        assert_eq!(
+            denied,
+            vec![shown[1].clone(), shown[0].clone(), shown[2].clone()]
+        );
+        for rx in &mut alike {
+            let r = reply(rx).await;
+            assert_eq!(r["kind"], "DENIED", "{r}");
+            assert!(
+                r["reason"]
+                    .as_str()
+                    .unwrap()
+                    .contains("with 2 alike requests"),
+                "{r}"
+            );
+        }
+        let left: Vec<String> = c.engine.pending().into_iter().map(|p| p.id).collect();
+        assert_eq!(
+            left,
+            vec![elsewhere_id, stranger_id],
+            "nothing else was denied"
+        );
+        assert!(matches!(
+            c.engine.deny_alike(&shown[0], None),
+            Err(parley_custody::engine::DecideError::NotPending)
+        ));
+        let k = kinds(&c);
+        assert_eq!(
+            k.iter().filter(|k| **k == EventKind::ConsentDenied).count(),
+            3
+        );
+        assert!(!k.contains(&EventKind::ConsentApproved));
+        assert!(Audit::open(&c.audit_path).unwrap().verify().unwrap().ok);
+    });
 }

@@ -328,6 +328,61 @@ pub async fn review_deny_and_pause(
     })
 }
 
+/// The other requests waiting now that are alike to `id` (the same agent,
+/// OS user, service and capability; [`parley_custody::engine::Engine::alike`]),
+/// for its review window to list.
+#[tauri::command(rename_all = "snake_case")]
+pub async fn review_alike(
+    window: Window,
+    state: State<'_, AppState>,
+    id: String,
+) -> R<Vec<PendingView>> {
+    request_id(&id)?;
+    own_review(&window, &id)?;
+    let e = state.core()?.engine.clone();
+    let alike = blocking("listing alike requests", move || Ok(e.alike(&id))).await?;
+    Ok(alike.into_iter().map(|p| state.label(p)).collect())
+}
+
+/// Denies `id` and every request alike to it waiting now, from `id`'s own
+/// review window (which lists them). Approving stays one at a time.
+#[tauri::command(rename_all = "snake_case")]
+pub async fn review_deny_alike(
+    window: Window,
+    state: State<'_, AppState>,
+    id: String,
+    reason: Option<String>,
+) -> R<DecisionView> {
+    request_id(&id)?;
+    pending(&state, &id)?;
+    own_review(&window, &id)?;
+    let reason = reason
+        .map(|r| r.trim().chars().take(200).collect::<String>())
+        .filter(|r| !r.is_empty());
+    let e = state.core()?.engine.clone();
+    let denied = blocking("denying alike requests", move || {
+        e.deny_alike(&id, reason.as_deref())
+            .map_err(|e| e.to_string())
+    })
+    .await?;
+    Ok(DecisionView {
+        outcome: "denied",
+        message: format!(
+            "Denied {} requests: nothing was signed; each agent was told.",
+            denied.len()
+        ),
+    })
+}
+
+/// Only the request's own review window lists or denies its alike requests.
+fn own_review(window: &Window, id: &str) -> R<()> {
+    if window.label() == windows::review_label(id) {
+        Ok(())
+    } else {
+        Err("Only the request's own review window can do this.".into())
+    }
+}
+
 /// A paused agent, for the audit view (display-safe).
 #[derive(Debug, Serialize)]
 pub struct PauseView {

@@ -77,6 +77,8 @@ fn main() {
             commands::review_get,
             commands::review_decide,
             commands::review_deny_and_pause,
+            commands::review_alike,
+            commands::review_deny_alike,
             commands::agent_pause,
             commands::agent_resume,
             commands::agent_pauses,

@@ -9,7 +9,7 @@
 // condition instead of being reinterpreted. The engine names any widening
 // that remains and the form shows it before Issue (custody/src/widening.rs).
 
-import { money, parseAmount, isCurrency, localTime, fromLocalInput, toLocalInput, span } from './format'
+import { money, parseAmount, isCurrency, localTime, fromLocalInput, toLocalInput, span, ZERO_DECIMAL } from './format'
 
 /** The verbs a grant can name (Parley §4). */
 export const VERBS = ['HELLO', 'ASK', 'INTENT', 'COMMIT', 'UNDO', 'EXPAND'] as const
@@ -38,6 +38,7 @@ export type Field =
   | 'spend'
   | 'expiry'
   | 'notBefore'
+  | 'measures'
 
 export interface GrantFormValues {
   agent: string
@@ -51,8 +52,69 @@ export interface GrantFormValues {
   expiry: string // a PRESETS key or 'custom'
   customExpiry: string // datetime-local
   notBefore: string // datetime-local, or ''
+  /** YEA limits over measures (`each`/`total`, §6.3), one row each. */
+  measures: MeasureLimit[]
   /** Caveats of a request that the form has no field for: kept verbatim (dropping one would widen the grant). */
   extra: unknown[]
+}
+
+/** One YEA limit as typed: `each` (per commit) or `total` (over the grant's life). */
+export interface MeasureLimit {
+  kind: 'each' | 'total'
+  /** The measure: spend, emails, messages, deletions, invites, or any measure name. */
+  of: string
+  /** The amount as typed: `40.00` (money, in major units), `3` (a count), `1.5` (a unit). */
+  amount: string
+  /** A currency for money (spend), another unit (GB), or empty for a count. */
+  unit: string
+}
+
+/** The measures YEA's conventions name; any other measure name works too. */
+export const MEASURES = ['spend', 'emails', 'messages', 'deletions', 'invites'] as const
+
+const MEASURE_NAME = /^[a-z][a-z0-9_.-]{0,63}$/
+const UNIT = /^[A-Za-z0-9_./%-]{1,32}$/
+
+/** A YEA quantity in words, as custody says it (core's describe_use): money
+ *  as money (`40.00 USD`, `5.00 USD of fees`), counts as `3 emails`, others
+ *  as `1.5 GB of storage`. */
+export function describeUse(of: string, amount: number, scale: number, unit: string): string {
+  const digits = String(amount).padStart(scale + 1, '0')
+  const num = scale ? `${digits.slice(0, -scale)}.${digits.slice(-scale)}` : digits
+  const isMoney = isCurrency(unit) && scale === (ZERO_DECIMAL.includes(unit) ? 0 : 2)
+  if (isMoney) return of === 'spend' ? `${num} ${unit}` : `${num} ${unit} of ${of}`
+  return unit ? `${num} ${unit} of ${of}` : `${num} ${of}`
+}
+
+/** Reads one typed limit into its caveat, or says what is wrong. */
+function measureCaveat(m: MeasureLimit): { caveat?: Caveat; words?: string; error?: string } {
+  const of = m.of.trim()
+  const unit = m.unit.trim()
+  if (!MEASURE_NAME.test(of)) return { error: `“${of.slice(0, 40)}” is not a measure name: lowercase letters, digits, _ . - (like emails)` }
+  if (unit && !UNIT.test(unit)) return { error: `“${unit.slice(0, 40)}” is not a unit: letters, digits and _ . / % - (like USD or GB)` }
+  let max: number
+  let scale: number
+  if (isCurrency(unit)) {
+    // Money at its currency's minor-unit scale, as the conventions agree.
+    const r = parseAmount(m.amount, unit)
+    if (r.error || r.amount === undefined) return { error: `${of}: ${r.error ?? 'enter an amount'}` }
+    max = r.amount
+    scale = ZERO_DECIMAL.includes(unit) ? 0 : 2
+  } else {
+    const t = /^(\d{1,16})(?:\.(\d{1,18}))?$/.exec(m.amount.trim())
+    if (!t) return { error: `${of}: a whole number or a decimal, like 3 or 1.5` }
+    if (!unit && t[2]) return { error: `${of}: a count is a whole number (give a unit for a decimal)` }
+    scale = t[2]?.length ?? 0
+    const n = Number(`${t[1]}${t[2] ?? ''}`)
+    if (!Number.isSafeInteger(n)) return { error: `${of}: too large to sign exactly` }
+    max = n
+  }
+  if (of === 'spend' && !isCurrency(unit)) return { error: 'spend is money: give its currency (like USD) as the unit' }
+  const limit: Record<string, unknown> = { of, max }
+  if (scale) limit.scale = scale
+  if (unit) limit.unit = unit
+  const what = describeUse(of, max, scale, unit)
+  return { caveat: { [m.kind]: limit }, words: m.kind === 'each' ? `up to ${what} each` : `at most ${what} in total` }
 }
 
 export type Caveat = Record<string, unknown>
@@ -145,6 +207,21 @@ export function plan(v: GrantFormValues, now: number, maxLifetime: number): Gran
     if (r.error) errors.spend = r.error
     else spend = r.amount
   }
+  // YEA limits over measures; never mixed with Parley's per/spend in one grant
+  // (each dialect refuses the other's limits as unknown caveats).
+  const measureWords: string[] = []
+  const rows = v.measures.filter((m) => m.of.trim() !== '' || m.amount.trim() !== '')
+  for (const m of rows) {
+    const r = measureCaveat(m)
+    if (r.error) errors.measures = r.error
+    else if (r.caveat && r.words) {
+      caveats.push(r.caveat)
+      measureWords.push(r.words)
+    }
+  }
+  if (rows.length && wantsMoney) {
+    errors.measures = 'a grant limits either with per action / in total (Parley) or with measured limits (YEA), not both: clear one of them'
+  }
   if (per !== undefined && isCurrency(currency)) caveats.push({ per: { max: per, currency } })
   if (spend !== undefined && isCurrency(currency)) caveats.push({ spend: { max: spend, currency } })
   if (per !== undefined && spend === undefined && !errors.spend) {
@@ -154,7 +231,7 @@ export function plan(v: GrantFormValues, now: number, maxLifetime: number): Gran
     warnings.push('The total is lower than the per-action cap: no single action can reach the cap.')
   }
   if (v.risk) caveats.push({ risk: v.risk })
-  if (verbs.includes('COMMIT') && per === undefined && spend === undefined && !v.risk) {
+  if (verbs.includes('COMMIT') && per === undefined && spend === undefined && !rows.length && !v.risk) {
     warnings.push('COMMIT with no spending limit and no risk ceiling: the agent can commit anything these services offer without asking you.')
   }
 
@@ -191,6 +268,7 @@ export function plan(v: GrantFormValues, now: number, maxLifetime: number): Gran
   const limits: string[] = []
   if (per !== undefined && isCurrency(currency)) limits.push(`up to ${money(per, currency)} each`)
   if (spend !== undefined && isCurrency(currency)) limits.push(`${money(spend, currency)} in total`)
+  limits.push(...measureWords)
   if (v.risk) limits.push(`risk up to ${v.risk}`)
   if (nbf !== null) limits.push(`from ${localTime(nbf, now)}`)
   limits.push(exp !== null ? `until ${localTime(exp, now)}` : 'until (no end chosen)')
@@ -254,6 +332,35 @@ export function fromCaveats(list: unknown[]): Partial<GrantFormValues> {
         out[name] = money(m.max as number, cur).split(' ')[0]
         break
       }
+      case 'each':
+      case 'total': {
+        // A YEA limit the row can hold exactly (money at its minor-unit
+        // scale, a count, or a decimal with a unit); anything else is kept.
+        const l = value as { of?: unknown; max?: unknown; scale?: unknown; unit?: unknown }
+        const keys = typeof l === 'object' && l !== null ? Object.keys(l) : []
+        const unit = typeof l?.unit === 'string' ? l.unit : ''
+        const scale = l?.scale === undefined ? 0 : l.scale
+        const ok =
+          keys.every((k) => ['of', 'max', 'scale', 'unit'].includes(k)) &&
+          typeof l.of === 'string' &&
+          MEASURE_NAME.test(l.of) &&
+          Number.isSafeInteger(l.max) &&
+          (l.max as number) >= 0 &&
+          Number.isSafeInteger(scale) &&
+          (scale as number) >= 0 &&
+          (scale as number) <= 18 &&
+          (l.unit === undefined || (typeof l.unit === 'string' && UNIT.test(l.unit))) &&
+          (!isCurrency(unit) || scale === (ZERO_DECIMAL.includes(unit) ? 0 : 2)) &&
+          (unit !== '' || scale === 0)
+        if (!ok) {
+          keep()
+          break
+        }
+        const digits = String(l.max).padStart((scale as number) + 1, '0')
+        const amount = scale ? `${digits.slice(0, -(scale as number))}.${digits.slice(-(scale as number))}` : digits
+        ;(out.measures ??= []).push({ kind: name, of: l.of as string, amount, unit })
+        break
+      }
       case 'risk':
         if (value === 'low' || value === 'medium' || value === 'high') {
           seen.add(name)
@@ -294,6 +401,7 @@ export function emptyForm(): GrantFormValues {
     expiry: '8h',
     customExpiry: '',
     notBefore: '',
+    measures: [],
     extra: [],
   }
 }

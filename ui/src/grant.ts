@@ -13,7 +13,7 @@ import './style.css'
 import { api, on, errorText, type GrantContext, type GrantPreviewView, type Gesture, type IssuedView } from './ipc'
 import { pointerOnly } from './gesture'
 import { h, replace, byId, say, setText, copyText, visible } from './dom'
-import { emptyForm, fromCaveats, plan, PRESETS, VERBS, VERB_WORDS, type Caveat, type Field, type GrantFormValues } from './caveats'
+import { emptyForm, fromCaveats, plan, MEASURES, PRESETS, VERBS, VERB_WORDS, type Caveat, type Field, type GrantFormValues, type MeasureLimit } from './caveats'
 import { localTime } from './format'
 
 const app = byId('app')
@@ -90,6 +90,38 @@ async function main() {
   per.value = values.per
   const spend = input('spend', { inputmode: 'decimal', placeholder: '100.00' })
   spend.value = values.spend
+  // YEA limits over measures (each / total), one row per limit.
+  const measureRows = h('div', { class: 'measures', testid: 'measures' })
+  const measureList = h('datalist', { id: 'measure-names' }, ...MEASURES.map((m) => h('option', { attrs: { value: m } })))
+  const rowsRead: Array<() => MeasureLimit> = []
+  const addMeasure = (m: MeasureLimit) => {
+    const kind = h('select', { testid: 'measure-kind', attrs: { 'aria-label': 'Each commit or in total' } }, h('option', { attrs: { value: 'each' } }, 'each commit at most'), h('option', { attrs: { value: 'total' } }, 'in total at most'))
+    kind.value = m.kind
+    const amount = h('input', { testid: 'measure-amount', attrs: { type: 'text', inputmode: 'decimal', size: '8', placeholder: '3', 'aria-label': 'Amount' } }) as HTMLInputElement
+    amount.value = m.amount
+    const unit = h('input', { testid: 'measure-unit', attrs: { type: 'text', size: '5', maxlength: '32', spellcheck: 'false', placeholder: 'USD / none', 'aria-label': 'Unit (a currency for spend; empty for a count)' } }) as HTMLInputElement
+    unit.value = m.unit
+    const of = h('input', { testid: 'measure-of', attrs: { type: 'text', size: '12', maxlength: '64', spellcheck: 'false', list: 'measure-names', placeholder: 'emails', 'aria-label': 'Measure' } }) as HTMLInputElement
+    of.value = m.of
+    const row = h('div', { class: 'inline measure', testid: 'measure' }, kind, amount, unit, of)
+    const readRow = () => ({ kind: kind.value as MeasureLimit['kind'], of: of.value, amount: amount.value, unit: unit.value })
+    const remove = h('button', { class: 'btn btn-small', testid: 'measure-remove', attrs: { type: 'button' } }, 'Remove')
+    remove.addEventListener('click', () => {
+      row.remove()
+      rowsRead.splice(rowsRead.indexOf(readRow), 1)
+      refresh()
+    })
+    row.append(remove)
+    for (const el of [kind, amount, unit, of]) el.addEventListener('input', () => refresh())
+    rowsRead.push(readRow)
+    measureRows.append(row)
+  }
+  const addMeasureButton = h('button', { class: 'btn btn-small', testid: 'measure-add', attrs: { type: 'button' } }, 'Add a limit')
+  addMeasureButton.addEventListener('click', () => {
+    addMeasure({ kind: 'total', of: '', amount: '', unit: '' })
+    refresh()
+  })
+  for (const m of values.measures) addMeasure(m)
   const presetBoxes = [...Object.keys(PRESETS), 'custom'].map((p) => {
     const r = h('input', { id: `exp-${p}`, testid: `exp-${p}`, attrs: { type: 'radio', name: 'expiry', value: p } })
     r.checked = values.expiry === p
@@ -158,6 +190,16 @@ async function main() {
         h('p', { class: 'field-error', testid: 'err-per', attrs: { hidden: '' } }),
         h('p', { class: 'field-error', testid: 'err-spend', attrs: { hidden: '' } }),
       ),
+      h(
+        'fieldset',
+        { class: 'field' },
+        h('legend', null, 'Measured limits (YEA services)'),
+        measureList,
+        measureRows,
+        addMeasureButton,
+        h('p', { class: 'help' }, 'For services that speak YEA: limits on what commits use, like 40.00 USD of spend each, or 3 emails in total. Use these or the spending fields above, not both.'),
+        h('p', { class: 'field-error', testid: 'err-measures', attrs: { hidden: '' } }),
+      ),
       h('fieldset', { class: 'field' }, h('legend', null, 'Expires (a grant always expires)'), h('div', { class: 'checks' }, ...presetBoxes.map((b) => b.el), custom), h('p', { class: 'field-error', testid: 'err-expiry', attrs: { hidden: '' } })),
       field('Not before (optional)', nbf, 'notBefore'),
       req ? null : field('Note (optional)', note, null),
@@ -180,6 +222,7 @@ async function main() {
     expiry: presetBoxes.find((b) => b.r.checked)?.p ?? '',
     customExpiry: custom.value,
     notBefore: nbf.value,
+    measures: rowsRead.map((r) => r()),
     extra: values.extra,
   })
 

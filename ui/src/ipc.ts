@@ -34,12 +34,24 @@ export interface Money {
   amount: number
   currency: string
 }
+/** One measure of a YEA proposal's `uses`, in words (display-safe). */
+export interface UseView {
+  measure: string
+  words: string
+  money: Money | null
+}
+/** The protocol a proposal was read under. */
+export type Dialect = 'parley1' | 'yea1'
 export interface Review {
   kind: ReviewKind
   service: string
   capability: string
+  /** Parley: the cost or `free`; YEA: every measure of `uses` in one line. */
   cost: string
   cost_money: Money | null
+  dialect: Dialect
+  /** YEA: every measure the proposal reports, in canonical order. */
+  uses: UseView[]
   risk: string
   undo: string
   irreversible: boolean
@@ -314,6 +326,10 @@ export const api = {
     call<DecisionView>('review_decide', { id, approve, confirmed, gesture, reason }),
   /** Denies request `id` and pauses its agent for 1 hour (review windows only). */
   reviewDenyAndPause: (id: string) => call<DecisionView>('review_deny_and_pause', { id }),
+  /** The requests alike to `id` waiting now (same agent, user, service, capability). */
+  reviewAlike: (id: string) => call<PendingView[]>('review_alike', { id }),
+  /** Denies `id` and every request alike to it (from its own review window). */
+  reviewDenyAlike: (id: string, reason: string | null) => call<DecisionView>('review_deny_alike', { id, reason }),
   agentPauses: () => call<PausesView>('agent_pauses'),
   /** `secs` null: until resumed. */
   agentPause: (agent: string, secs: number | null) => call<PausesView>('agent_pause', { agent, secs }),

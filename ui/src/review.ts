@@ -107,7 +107,17 @@ function render(p: PendingView): void {
     facts.append(
       ...row('Service', h('span', { class: 'ident' }, r.service), 'service'),
       ...row('Capability', h('span', { class: 'ident' }, r.capability), 'capability'),
-      ...row('Cost', r.cost, 'cost', r.cost_money === null && r.cost !== 'free' ? 'cost cost-unstated' : 'cost'),
+      ...(r.dialect === 'yea1'
+        ? // YEA: what the commit uses, every measure on its own line (money as money).
+          row(
+            'Uses',
+            r.uses.length
+              ? h('ul', { class: 'uses' }, ...r.uses.map((u) => h('li', { testid: 'use', class: u.money ? 'use-money' : 'use-count' }, u.words)))
+              : r.cost,
+            'cost',
+            'cost',
+          )
+        : row('Cost', r.cost, 'cost', r.cost_money === null && r.cost !== 'free' ? 'cost cost-unstated' : 'cost')),
       ...row('Risk', h('span', { class: `badge risk-${/^(low|medium|high)$/.test(r.risk) ? r.risk : 'high'}` }, r.risk), 'risk'),
       ...row(
         'Undo',
@@ -189,6 +199,46 @@ function render(p: PendingView): void {
   confirm.hidden = true
   const status = h('p', { class: 'msg', testid: 'status', attrs: { role: 'status' } })
   status.hidden = true
+  // Requests alike to this one (same agent, user, service and capability)
+  // waiting now: listed here, deniable together; each is approved only in
+  // its own review.
+  const alike = h('section', { class: 'alike', testid: 'alike' })
+  alike.hidden = true
+  const denyAlike = h('button', { class: 'btn', testid: 'deny-alike', attrs: { type: 'button' } }, 'Deny all')
+  const drawAlike = async () => {
+    if (closed) return
+    let others: PendingView[]
+    try {
+      others = await api.reviewAlike(p.id)
+    } catch {
+      return
+    }
+    alike.hidden = others.length === 0
+    if (!others.length) return
+    setText(denyAlike, `Deny this and the ${others.length} alike`)
+    replace(
+      alike,
+      h('h2', null, `${others.length} more ${others.length === 1 ? 'request' : 'requests'} like this one from this agent ${others.length === 1 ? 'is' : 'are'} waiting`),
+      h(
+        'ul',
+        { testid: 'alike-list' },
+        ...others.map((o) =>
+          h(
+            'li',
+            { testid: 'alike-item', attrs: { 'data-id': o.id } },
+            h('strong', null, o.review.cost || o.review.preview),
+            ' — ',
+            o.review.their_words,
+            ' ',
+            o.review.hash_short ? h('code', { title: o.review.hash }, `${o.review.hash_short}…`) : null,
+            h('span', { class: 'muted' }, ` asked ${localTime(o.received_at)}`),
+          ),
+        ),
+      ),
+      h('p', { class: 'help' }, 'Approving stays one request at a time, each in its own review.'),
+      h('div', { class: 'actions' }, denyAlike),
+    )
+  }
 
   replace(
     app,
@@ -210,8 +260,11 @@ function render(p: PendingView): void {
     h('div', { class: 'reason' }, reason),
     confirm,
     status,
+    alike,
   )
   deny.focus()
+  void drawAlike()
+  void on('pending-changed', () => void drawAlike())
 
   const setBusy = (b: boolean) => {
     busy = b
@@ -257,7 +310,25 @@ function render(p: PendingView): void {
     }
   }
 
+  async function denyAllAlike() {
+    if (closed || busy) return
+    setBusy(true)
+    try {
+      const d = await api.reviewDenyAlike(p.id, reason.value || null)
+      alike.hidden = true
+      finish(d.message, 'info')
+      setTimeout(() => void api.windowClose().catch(() => {}), 4000)
+    } catch (e) {
+      const msg = errorText(e)
+      if (/no longer waiting/.test(msg)) finish(msg, 'warn')
+      else say(status, 'error', msg)
+    } finally {
+      setBusy(false)
+    }
+  }
+
   deny.addEventListener('click', () => void decide(false, false))
+  denyAlike.addEventListener('click', () => void denyAllAlike())
   denyPause.addEventListener('click', () => void denyAndPause())
   confirmNo.addEventListener('click', () => void decide(false, false))
   pointerOnly(approve, () => !approve.disabled && !closed && !busy, (gesture) => {
@@ -296,6 +367,7 @@ function render(p: PendingView): void {
     confirmYes.disabled = closed || busy || !focused || confirmLeft > 0
     deny.disabled = closed || busy
     denyPause.disabled = closed || busy
+    denyAlike.disabled = closed || busy
     confirmNo.disabled = closed || busy
     if (edit) edit.disabled = closed || busy
     reason.disabled = closed

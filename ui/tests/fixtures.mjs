@@ -14,6 +14,8 @@ export function consent(over = {}) {
     capability: 'shop.order',
     cost: '71.36 USD',
     cost_money: { amount: 7136, currency: 'USD' },
+    dialect: 'parley1',
+    uses: [],
     risk: 'medium',
     undo: '30m',
     irreversible: false,

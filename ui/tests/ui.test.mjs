@@ -76,7 +76,7 @@ const tid = (id) => `[data-testid="${id}"]`
 const text = (page, id) => page.locator(tid(id)).first().innerText()
 
 function reviewFixtures(p, extra = {}) {
-  return { review_get: p, review_decide: { outcome: 'approved', message: 'Approved: the consent was signed.' }, window_close: null, open_window: null, ...extra }
+  return { review_get: p, review_alike: [], review_decide: { outcome: 'approved', message: 'Approved: the consent was signed.' }, window_close: null, open_window: null, ...extra }
 }
 
 test('review: the agent can be named from its review, and the name shows at once', async () => {
@@ -91,6 +91,28 @@ test('review: the agent can be named from its review, and the name shows at once
   assert.deepEqual(await calls(page, 'agent_label_set'), [{ agent: p.review.agent.key, label: 'shopping bot' }])
   assert.equal((await text(page, 'agent-label')).trim(), '“shopping bot”')
   assert.deepEqual(await calls(page, 'review_decide'), [], 'naming decides nothing')
+  assert.deepEqual(page.problems, [])
+  await page.close()
+})
+
+test('review: a YEA proposal shows every measure it uses, money as money, each on its own line', async () => {
+  const p = consent({
+    review: {
+      dialect: 'yea1',
+      cost: '22.87 USD, 3 emails',
+      cost_money: { amount: 2287, currency: 'USD' },
+      uses: [
+        { measure: 'spend', words: '22.87 USD', money: { amount: 2287, currency: 'USD' } },
+        { measure: 'emails', words: '3 emails', money: null },
+      ],
+    },
+  })
+  const page = await open('review.html#q1', reviewFixtures(p), { label: 'review-q1' })
+  await page.locator(tid('approve')).waitFor()
+  assert.deepEqual(await page.locator(tid('use')).allInnerTexts(), ['22.87 USD', '3 emails'])
+  const label = await page.locator(tid('cost')).evaluate((el) => el.previousElementSibling.textContent)
+  assert.equal(label, 'Uses')
+  assert.equal(await text(page, 'headline'), '22.87 USD, 3 emails at shop.example')
   assert.deepEqual(page.problems, [])
   await page.close()
 })
@@ -509,6 +531,75 @@ test('grant form: preview, exact caveats, warnings, and issuing', async () => {
   await page.close()
 })
 
+test('grant form: YEA measured limits become each/total caveats, in words, never mixed with per/spend', async () => {
+  const page = await open('grant.html', grantFixtures(), { label: 'grant', width: 760, height: 1000 })
+  await page.locator('#agent').waitFor()
+  await page.locator('#agent').fill(AGENT)
+  await page.locator('#services').fill('shop.example')
+  await page.locator('#verb-COMMIT').check()
+  const row = async (i, kind, amount, unit, of) => {
+    if ((await page.locator(tid('measure')).count()) <= i) await page.locator(tid('measure-add')).click()
+    const r = page.locator(tid('measure')).nth(i)
+    await r.locator(tid('measure-kind')).selectOption(kind)
+    await r.locator(tid('measure-amount')).fill(amount)
+    await r.locator(tid('measure-unit')).fill(unit)
+    await r.locator(tid('measure-of')).fill(of)
+  }
+  await row(0, 'each', '40', 'USD', 'spend')
+  await row(1, 'total', '3', '', 'emails')
+  await row(2, 'total', '1.5', 'GB', 'storage')
+  const json = JSON.parse(await text(page, 'caveats-json'))
+  assert.deepEqual(json.filter((c) => 'each' in c || 'total' in c), [
+    { each: { of: 'spend', max: 4000, scale: 2, unit: 'USD' } },
+    { total: { of: 'emails', max: 3 } },
+    { total: { of: 'storage', max: 15, scale: 1, unit: 'GB' } },
+  ])
+  assert.match(await text(page, 'preview'), /up to 40\.00 USD each, at most 3 emails in total, at most 1\.5 GB of storage in total, until /)
+  assert.ok(!(await page.locator(`${tid('form-warnings')} li`).allInnerTexts()).some((w) => /no spending limit/.test(w)), 'a measured limit is a limit')
+  // Refused: a decimal count, spend without a currency, a bad measure name, mixing with Parley's fields.
+  await row(1, 'total', '2.5', '', 'emails')
+  assert.match(await errorOf(page, 'measures').innerText(), /a count is a whole number/)
+  await row(1, 'total', '3', '', 'emails')
+  await row(0, 'each', '40', '', 'spend')
+  assert.match(await errorOf(page, 'measures').innerText(), /spend is money/)
+  await row(0, 'each', '40', 'USD', 'Spend!')
+  assert.match(await errorOf(page, 'measures').innerText(), /not a measure name/)
+  await row(0, 'each', '40', 'USD', 'spend')
+  assert.equal(await errorOf(page, 'measures').isHidden(), true)
+  await page.locator('#per').fill('40')
+  assert.match(await errorOf(page, 'measures').innerText(), /not both/)
+  assert.equal(await page.locator(tid('issue')).isDisabled(), true)
+  await page.locator('#per').fill('')
+  await page.locator(tid('measure')).nth(2).locator(tid('measure-remove')).click()
+  await enabled(page, 'issue')
+  await page.locator(tid('issue')).click()
+  await page.locator(tid('token')).waitFor()
+  const [issued] = await calls(page, 'grant_issue')
+  assert.deepEqual(issued.caveats.filter((c) => 'each' in c || 'total' in c), [
+    { each: { of: 'spend', max: 4000, scale: 2, unit: 'USD' } },
+    { total: { of: 'emails', max: 3 } },
+  ])
+  assert.deepEqual(page.problems, [])
+  await page.close()
+})
+
+test('grant form: a YEA grant request fills its measured limits, and one it cannot hold is kept verbatim', async () => {
+  const odd = { total: { of: 'spend', max: 5, scale: 3, unit: 'USD' } }
+  const req = grantRequest({ caveats: [{ svc: ['shop.example'] }, { verbs: ['ASK', 'COMMIT'] }, { each: { of: 'spend', max: 3000, scale: 2, unit: 'USD' } }, { total: { of: 'emails', max: 3 } }, odd, { exp: now() + 3600 }] })
+  const page = await open('grant.html#request=q7', grantFixtures({ grant_context: { ...grantFixtures().grant_context, request: req } }), { label: 'grant', width: 760, height: 1000 })
+  await page.locator(tid('request-banner')).waitFor()
+  const rows = await page.locator(tid('measure')).evaluateAll((els) => els.map((e) => [...e.querySelectorAll('select, input')].map((i) => i.value)))
+  assert.deepEqual(rows, [['each', '30.00', 'USD', 'spend'], ['total', '3', '', 'emails']])
+  const json = JSON.parse(await text(page, 'caveats-json'))
+  assert.deepEqual(json.filter((c) => 'each' in c || 'total' in c), [
+    { each: { of: 'spend', max: 3000, scale: 2, unit: 'USD' } },
+    { total: { of: 'emails', max: 3 } },
+    odd,
+  ])
+  assert.deepEqual(page.problems, [])
+  await page.close()
+})
+
 test('grant form: answering a request keeps its agent and every requested condition', async () => {
   const extraCaveat = { only: HASH }
   const req = grantRequest({ caveats: [{ svc: ['shop.example'] }, { verbs: ['ASK', 'COMMIT'] }, { per: { max: 4000, currency: 'USD' } }, extraCaveat, { exp: now() + 3600 }] })
@@ -747,6 +838,40 @@ test('review: "Deny and pause this agent for 1 hour" sits next to Deny, is never
   await page.locator(tid('deny-pause')).click({ force: true })
   assert.equal((await calls(page, 'review_deny_and_pause')).length, 1, 'once')
   await page.waitForFunction(() => window.__parleyCalls.some(([c]) => c === 'window_close'), null, { timeout: 6000 })
+  assert.deepEqual(page.problems, [])
+  await page.close()
+})
+
+test('review: alike requests waiting are listed in the review and denied together, never approved together', async () => {
+  const others = [
+    consent({ id: 'q2', review: { cost: '64.10 USD', their_words: 'Order 2 items' } }),
+    consent({ id: 'q3', review: { cost: '80.00 USD', their_words: 'Order <b>4</b> items\u202e' } }),
+  ]
+  const message = 'Denied 3 requests: nothing was signed; each agent was told.'
+  const page = await open('review.html#q1', reviewFixtures(consent(), { review_alike: others, review_deny_alike: { outcome: 'denied', message } }), { label: 'review-q1' })
+  await page.locator(`${tid('alike')}:not([hidden])`).waitFor()
+  assert.match(await page.locator(`${tid('alike')} h2`).innerText(), /^2 more requests like this one from this agent are waiting/)
+  const items = await page.locator(tid('alike-item')).allInnerTexts()
+  assert.equal(items.length, 2)
+  assert.match(items[0], /^64\.10 USD — Order 2 items/)
+  assert.match(items[1], /Order <b>4<\/b> items\\u\{202e\}/, 'their words are text, made visible')
+  assert.equal(await text(page, 'deny-alike'), 'Deny this and the 2 alike')
+  await page.locator('#reason').fill('too many orders')
+  await page.locator(tid('deny-alike')).click()
+  await page.locator(`${tid('status')}:not([hidden])`).waitFor()
+  assert.equal(await text(page, 'status'), message)
+  assert.deepEqual(await calls(page, 'review_deny_alike'), [{ id: 'q1', reason: 'too many orders' }])
+  assert.deepEqual(await calls(page, 'review_decide'), [], 'nothing approved')
+  assert.equal(await page.locator(tid('approve')).isDisabled(), true)
+  assert.deepEqual(page.problems, [])
+  await page.close()
+})
+
+test('review: with nothing alike waiting, the list is not shown', async () => {
+  const page = await open('review.html#q1', reviewFixtures(consent()), { label: 'review-q1' })
+  await page.locator(tid('approve')).waitFor()
+  await page.waitForFunction(() => window.__parleyCalls.some(([c]) => c === 'review_alike'))
+  assert.equal(await page.locator(tid('alike')).isVisible(), false)
   assert.deepEqual(page.problems, [])
   await page.close()
 })

@@ -119,6 +119,9 @@ after(async () => {
 test('history: one approved 10.00 USD order at shop.example', async () => {
   await ask('c1', proposal(PARLEY, { id: 'p_1', amount: 1000 }))
   assert.equal(await wd.text(tid('cost')), '10.00 USD')
+  // A key custody never heard of: its four words, and the first-request warning.
+  assert.match(await wd.text(tid('agent-phrase')), /^[a-z]+ [a-z]+ [a-z]+ [a-z]+$/)
+  assert.match(await wd.text(tid('warnings')), /First request from this agent/)
   await wd.until(async () => (await wd.prop(tid('approve'), 'disabled')) === false, 'Approve after the delay')
   await wd.click(tid('approve'))
   const fin = await agent.final('c1')
@@ -145,6 +148,27 @@ test('unusual: a service id confusable with one used before is named as a look-a
   await wd.click(tid('deny'))
   assert.equal((await agent.final('c3')).kind, 'DENIED')
   await closed()
+})
+
+test('alike: three orders from the agent at one service are listed in one review and denied at once', async () => {
+  await ask('c4a', proposal(PARLEY, { id: 'p_4a', amount: 600 }))
+  // Named from its review: custody keeps the name, and the review shows it.
+  await wd.exec(`document.querySelector('[data-testid="agent-naming"]').open = true`)
+  await wd.type(tid('agent-name'), 'shopping bot')
+  await wd.click(tid('agent-name-save'))
+  await wd.until(async () => /Saved/.test(await wd.text(tid('agent-name-status'))), 'the name saved')
+  for (const n of ['b', 'c']) {
+    agent.send(consentRequest(`c4${n}`, { proposal: proposal(PARLEY, { id: `p_4${n}`, amount: 700 }), principal, agent: agentPub }))
+    await agent.next((f) => f.re === `c4${n}` && f.kind === 'PENDING')
+  }
+  await wd.until(async () => (await wd.exec(`return document.querySelectorAll('[data-testid="alike-item"]').length`)) === 2, 'the two alike requests listed')
+  assert.equal(await wd.text(tid('deny-alike')), 'Deny this and the 2 alike')
+  await wd.screenshot(join(SHOTS, 'review-alike.png'))
+  await wd.click(tid('deny-alike'))
+  for (const id of ['c4a', 'c4b', 'c4c']) assert.equal((await agent.final(id)).kind, 'DENIED', id)
+  assert.match(await wd.text(tid('status')), /^Denied 3 requests/)
+  await closed()
+  assert.deepEqual(await listed(), [], 'nothing left waiting')
 })
 
 test('deny and pause: the agent is told, and its next request is refused unseen', async () => {
