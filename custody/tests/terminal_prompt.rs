@@ -747,3 +747,107 @@ fn a_long_review_repeats_its_decisive_facts_above_the_prompt() {
     t.keys(&["n", "Enter"]);
     assert_eq!(a.wait()["kind"], "DENIED");
 }
+
+#[test]
+fn a_yea_consent_shows_every_measure_and_authorizes_exactly_that_commit() {
+    use parley_core::caveat::{CommitFacts, RequestContext};
+    use parley_core::grant::{authorize, Decision};
+    let t = Term::start();
+    let uses =
+        json!({"spend": {"amount": 2287, "scale": 2, "unit": "USD"}, "emails": {"amount": 3}});
+    let mut req = shop(&t, "y", "Order 3 items", 0);
+    let p = req["proposal"].as_object_mut().unwrap();
+    p.remove("cost");
+    p.remove("hash");
+    p.insert("uses".into(), uses.clone());
+    p.insert(
+        "effects".into(),
+        json!([{"op": "create", "target": "order"}, {"op": "send", "target": "ana@example.com", "detail": "receipt"}]),
+    );
+    let hash = proposal_hash(&req["proposal"]).unwrap();
+    req["proposal"]["hash"] = json!(hash);
+    req["consent"]["hash"] = json!(hash);
+    req["dialect"] = json!("yea1");
+    let a = t.submit(req);
+    a.pending();
+    let at = t.wait_raw(PROMPT, 0);
+    let review = String::from_utf8_lossy(&t.raw()[..at]).into_owned();
+    for line in ["USES        3 emails", "22.87 USD"] {
+        assert!(review.contains(line), "{line:?} in the review:\n{review}");
+    }
+    assert!(!review.contains("COST"), "{review}");
+    t.keys(&["y", "Enter"]);
+    let fin = a.wait();
+    assert_eq!(fin["kind"], "APPROVED", "{fin}");
+    let token = fin["grant"].as_str().unwrap();
+    let me: parley_core::PublicKey = agent().parse().unwrap();
+    let trust = [t.principal.parse().unwrap()];
+    let ctx = |hash: &str| RequestContext {
+        service: "shop.example".into(),
+        verb: "COMMIT".into(),
+        capability: "shop.order".into(),
+        now: parley_custody::engine::unix_now(),
+        proposal: Some(CommitFacts {
+            hash: hash.into(),
+            uses: Some(uses.clone()),
+            risk: "low".into(),
+            ..Default::default()
+        }),
+        dialect: parley_core::Dialect::YeaV1,
+        ..Default::default()
+    };
+    assert_eq!(authorize(token, &trust, &me, &ctx(&hash)), Decision::Ok);
+    assert_eq!(
+        authorize(token, &trust, &me, &ctx("another")).code(),
+        "forbidden"
+    );
+}
+
+#[test]
+fn deny_all_at_the_prompt_denies_the_alike_requests_and_nothing_else() {
+    let t = Term::start();
+    let first = t.submit(shop(&t, "a1", "order 1", 100));
+    first.pending();
+    let at = t.wait_raw(PROMPT, 0);
+    let alike: Vec<_> = ["a2", "a3"]
+        .iter()
+        .map(|id| {
+            let a = t.submit(shop(&t, id, &format!("order {id}"), 200));
+            a.pending();
+            a
+        })
+        .collect();
+    let other = t.submit(consent(
+        &t,
+        "cal",
+        Offer {
+            service: "cal.example.com",
+            capability: "cal.book",
+            summary: "Book a table",
+            ..Offer::default()
+        },
+    ));
+    other.pending();
+    // The first prompt was printed before the others arrived: deny it, then
+    // the next one (a2) names its alike request and offers "deny all".
+    t.keys(&["n", "Enter"]);
+    assert_eq!(first.wait()["kind"], "DENIED");
+    let shown = t.wait_raw("\"order a2\"", at);
+    let prompt = t.wait_raw("approve? [y/N/deny all] ", shown);
+    let review = String::from_utf8_lossy(&t.raw()[shown..prompt]).into_owned();
+    assert!(
+        review.contains("1 more request like this one from this agent is waiting"),
+        "{review}"
+    );
+    t.keys(&["deny all", "Enter"]);
+    for a in alike {
+        let r = a.wait();
+        assert_eq!(r["kind"], "DENIED", "{r}");
+        assert!(r["reason"].as_str().unwrap().contains("alike"), "{r}");
+    }
+    // The calendar request is not alike: still asked, on its own.
+    let cal = t.wait_raw("cal.example.com", prompt);
+    t.wait_raw(PROMPT, cal);
+    t.keys(&["n", "Enter"]);
+    assert_eq!(other.wait()["kind"], "DENIED");
+}
