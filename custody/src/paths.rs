@@ -105,6 +105,21 @@ pub fn ensure_private_dir(dir: &Path) -> Result<(), PathsError> {
     }
 }
 
+/// Opens a new file that only this user can read or write (0600 on Unix),
+/// failing if anything exists at `path`: a secret, an export or a settings
+/// file is never written into a file someone else prepared. The one way
+/// every crate here creates such a file.
+pub fn create_private_file(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    opts.open(path)
+}
+
 #[cfg(unix)]
 fn create_private(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
@@ -153,6 +168,24 @@ mod tests {
             .map(|(k, v)| (k.to_string(), OsString::from(v)))
             .collect();
         move |k| map.get(k).cloned()
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_private_file_is_0600_and_never_one_that_exists() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("secret");
+        create_private_file(&p).unwrap();
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let again = create_private_file(&p).unwrap_err();
+        assert_eq!(again.kind(), std::io::ErrorKind::AlreadyExists);
+        // Nor through a symlink someone planted.
+        let planted = dir.path().join("planted");
+        std::os::unix::fs::symlink(dir.path().join("elsewhere"), &planted).unwrap();
+        assert!(create_private_file(&planted).is_err());
+        assert!(!dir.path().join("elsewhere").exists());
     }
 
     #[test]

@@ -1007,14 +1007,7 @@ pub async fn audit_export(
                 n => format!("parley-audit-{stamp}-{n}.{ext}"),
             };
             let out: PathBuf = dir.join(name);
-            let mut opts = std::fs::OpenOptions::new();
-            opts.write(true).create_new(true);
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::OpenOptionsExt;
-                opts.mode(0o600);
-            }
-            match opts.open(&out) {
+            match parley_custody::paths::create_private_file(&out) {
                 Ok(f) => break (f, out),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 100 => n += 1,
                 Err(e) => return Err(format!("{}: {e}", out.display())),

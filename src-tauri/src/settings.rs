@@ -257,14 +257,7 @@ impl Settings {
         let _ = std::fs::remove_file(&tmp);
         {
             use std::io::Write;
-            let mut opts = std::fs::OpenOptions::new();
-            opts.write(true).create_new(true);
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::OpenOptionsExt;
-                opts.mode(0o600);
-            }
-            let mut f = opts.open(&tmp).map_err(io)?;
+            let mut f = parley_custody::paths::create_private_file(&tmp).map_err(io)?;
             f.write_all(text.as_bytes()).map_err(io)?;
             f.write_all(b"\n").map_err(io)?;
             f.sync_all().map_err(io)?;

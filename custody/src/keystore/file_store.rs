@@ -394,7 +394,7 @@ fn write_new_private(dir: &Path, dest: &Path, bytes: &[u8]) -> Result<()> {
         source,
     };
     let result = (|| {
-        let mut f = create_private_file(&tmp).map_err(|e| io(&tmp, e))?;
+        let mut f = crate::paths::create_private_file(&tmp).map_err(|e| io(&tmp, e))?;
         f.write_all(bytes).map_err(|e| io(&tmp, e))?;
         f.sync_all().map_err(|e| io(&tmp, e))?;
         std::fs::hard_link(&tmp, dest).map_err(|e| io(dest, e))
@@ -402,24 +402,6 @@ fn write_new_private(dir: &Path, dest: &Path, bytes: &[u8]) -> Result<()> {
     let _ = std::fs::remove_file(&tmp);
     sync_dir(dir);
     result
-}
-
-#[cfg(unix)]
-fn create_private_file(path: &Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-}
-
-#[cfg(not(unix))]
-fn create_private_file(path: &Path) -> std::io::Result<std::fs::File> {
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
 }
 
 #[cfg(unix)]
