@@ -29,7 +29,7 @@ use serde_json::Value;
 use std::future::Future;
 use std::path::PathBuf;
 use std::time::Duration;
-use tauri::{AppHandle, Emitter, State, Window};
+use tauri::{AppHandle, Emitter, Manager, State, Window};
 
 /// Keychain and audit calls (a locked keychain may wait for an unlock prompt).
 const BLOCKING_TIMEOUT: Duration = Duration::from_secs(60);
@@ -821,6 +821,13 @@ pub async fn grant_issue(
         })?;
         return match outcome {
             Outcome::Issued(_, signed) => {
+                // Answered here: its review window has nothing left to say.
+                if let Some(w) = window
+                    .app_handle()
+                    .get_webview_window(&windows::review_label(&id))
+                {
+                    let _ = w.close();
+                }
                 let signed: Value = serde_json::from_str(&signed).unwrap_or(Value::Null);
                 let (caveat_words, preview) = views::caveat_words(&signed);
                 Ok(IssuedView {

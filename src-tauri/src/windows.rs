@@ -62,6 +62,15 @@ impl Armed {
     }
 }
 
+/// Window sizes (logical pixels, inside the decorations). Every window fits
+/// a 1366×768 laptop screen with a panel and a title bar (at most 680 tall);
+/// longer content scrolls inside it.
+const MAIN_SIZE: (f64, f64) = (760.0, 640.0);
+const REVIEW_SIZE: (f64, f64) = (620.0, 680.0);
+const GRANT_SIZE: (f64, f64) = (720.0, 680.0);
+const AUDIT_SIZE: (f64, f64) = (1100.0, 680.0);
+const SETTINGS_SIZE: (f64, f64) = (780.0, 680.0);
+
 fn show(app: &AppHandle, label: &str) -> bool {
     match app.get_webview_window(label) {
         Some(w) => {
@@ -101,7 +110,7 @@ pub fn open_main(app: &AppHandle) -> Result<(), String> {
         "main",
         "index.html".into(),
         "Parley Custody",
-        (760.0, 640.0),
+        MAIN_SIZE,
     )
     .map(|_| ())
 }
@@ -120,7 +129,7 @@ pub fn open_review(app: &AppHandle, id: &str) -> Result<(), String> {
         &label,
         format!("review.html#{id}"),
         "Review request — Parley Custody",
-        (620.0, 820.0),
+        REVIEW_SIZE,
     )?;
     arm_while_focused(app, &w, &label);
     Ok(())
@@ -168,7 +177,7 @@ pub fn open_grant(
         &label,
         format!("grant.html{fragment}"),
         "Issue a grant — Parley Custody",
-        (720.0, 860.0),
+        GRANT_SIZE,
     )?;
     arm_while_focused(app, &w, &label);
     Ok(())
@@ -189,7 +198,7 @@ pub fn open_audit(app: &AppHandle) -> Result<(), String> {
         "audit",
         "audit.html".into(),
         "Audit log — Parley Custody",
-        (1100.0, 760.0),
+        AUDIT_SIZE,
     )
     .map(|_| ())
 }
@@ -204,7 +213,7 @@ pub fn open_settings(app: &AppHandle) -> Result<(), String> {
         "settings",
         "settings.html".into(),
         "Settings — Parley Custody",
-        (780.0, 820.0),
+        SETTINGS_SIZE,
     )
     .map(|_| ())
 }
@@ -212,6 +221,23 @@ pub fn open_settings(app: &AppHandle) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_window_fits_a_1366_by_768_screen_with_a_panel_and_title_bar() {
+        for (name, (w, h)) in [
+            ("main", MAIN_SIZE),
+            ("review", REVIEW_SIZE),
+            ("grant", GRANT_SIZE),
+            ("audit", AUDIT_SIZE),
+            ("settings", SETTINGS_SIZE),
+        ] {
+            assert!(w <= 1366.0 - 40.0 && h <= 768.0 - 88.0, "{name} is {w}×{h}");
+            assert!(
+                w >= 420.0 && h >= 360.0,
+                "{name} is at least the minimum size"
+            );
+        }
+    }
 
     #[test]
     fn request_ids() {

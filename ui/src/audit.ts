@@ -98,7 +98,7 @@ function render(view: AuditView, filter: AuditFilter) {
               h(
                 'tr',
                 { testid: 'live-row' },
-                h('td', null, e.kind === 'grant_issued' ? 'Grant' : 'Consent'),
+                h('td', null, e.kind === 'grant_issued' ? 'Grant' : h('span', null, 'Consent', h('div', { class: 'muted', testid: 'one-shot' }, 'one use: may already be used'))),
                 h('td', null, agentCell(e)),
                 h('td', null, e.service ?? ''),
                 h('td', null, e.kind === 'consent_approved' ? `one COMMIT of ${e.capability ?? '?'}${e.cost ? ` for ${e.cost}` : ''} (proposal ${e.hash?.slice(0, 12) ?? '?'}…)` : e.preview ?? '', e.caveat_words.length && e.kind === 'grant_issued' ? h('ul', { class: 'words' }, ...e.caveat_words.map((w) => h('li', null, w))) : null),
@@ -109,6 +109,9 @@ function render(view: AuditView, filter: AuditFilter) {
         )
       : h('p', { class: 'muted', testid: 'no-live' }, 'No live grants or consents.'),
   )
+  // A consent is one-shot: custody signs it but does not see the service
+  // redeem it, so "live" means only "not expired".
+  liveNote.hidden = !view.live.some((e) => e.kind === 'consent_approved')
 
   replace(
     events,
@@ -130,7 +133,7 @@ function render(view: AuditView, filter: AuditFilter) {
                 h('td', null, agentCell(e)),
                 h('td', null, e.service ?? ''),
                 h('td', null, details(e)),
-                h('td', { class: 'muted' }, peer(e)),
+                h('td', { class: 'muted peer' }, peer(e)),
               ),
             ),
           ),
@@ -239,6 +242,8 @@ function filterWords(f: AuditFilter): string {
 // Page skeleton.
 const chain = h('p', { class: 'msg', testid: 'chain' }, 'Verifying the chain…')
 const live = h('div', { class: 'table-wrap', testid: 'live' })
+const liveNote = h('p', { class: 'muted', testid: 'live-note' }, 'A consent allows one COMMIT of one proposal: custody signs it but does not see the service redeem it, so it is listed until it expires even when it was already used.')
+liveNote.hidden = true
 const events = h('div', { class: 'table-wrap', testid: 'events' })
 const paused = h('div', { class: 'table-wrap', testid: 'paused' })
 const pauseStatus = h('p', { class: 'msg', testid: 'pause-status', attrs: { role: 'status' } })
@@ -302,7 +307,7 @@ replace(
   app,
   h('h1', null, 'Audit log'),
   chain,
-  h('section', null, h('h2', null, 'Live grants and consents'), live),
+  h('section', null, h('h2', null, 'Live grants and consents'), live, liveNote),
   h('section', null, h('h2', null, 'Paused agents (their requests are refused without being shown)'), pauseStatus, paused),
   h(
     'section',

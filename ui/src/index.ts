@@ -28,6 +28,9 @@ const autostartOffer = h('section', { class: 'msg msg-info', testid: 'autostart-
 autostartOffer.hidden = true
 const pendingHead = h('h2', { testid: 'pending-head' }, 'Waiting for you')
 const pendingList = h('ul', { class: 'pending', testid: 'pending' })
+// On first run (no key yet, nothing asked) the welcome is the whole page:
+// an empty "Waiting for you" would only raise the question what is missing.
+const pendingSection = h('section', { testid: 'pending-section' }, pendingHead, pendingList)
 const status = h('p', { class: 'msg', testid: 'status', attrs: { role: 'status' } })
 status.hidden = true
 let pending: PendingView[] = []
@@ -153,6 +156,7 @@ function closesText(p: PendingView): string {
 }
 function renderPending() {
   setText(pendingHead, pending.length ? `Waiting for you (${pending.length})` : 'Waiting for you')
+  pendingSection.hidden = !welcome.hidden && pending.length === 0
   const ids = pending.map((p) => `${p.id}:${p.review.agent.label ?? ''}`).join(',')
   if (ids === shownIds) {
     for (const p of pending) {
@@ -199,7 +203,7 @@ replace(
   welcome,
   identity,
   autostartOffer,
-  h('section', null, pendingHead, pendingList),
+  pendingSection,
   status,
 )
 void on('pending-changed', () => void refresh())

@@ -262,7 +262,10 @@ function render(p: PendingView): void {
     status,
     alike,
   )
-  deny.focus()
+  // Deny has the focus, but the review opens at its top: the headline and
+  // the facts first (focusing the button must not scroll the page to it).
+  deny.focus({ preventScroll: true })
+  window.scrollTo(0, 0)
   void drawAlike()
   void on('pending-changed', () => void drawAlike())
 

@@ -20,9 +20,10 @@ export function parseDuration(text: string): number | null {
   return Number.isSafeInteger(total) && total > 0 ? total : null
 }
 
-/** Seconds as the largest exact unit: `86400` → `1d`, `5400` → `90m`. */
+/** Seconds as the largest exact unit up to days, the unit the grant form and
+ *  the hints use: `604800` → `7d` (never `1w`), `86400` → `1d`, `5400` → `90m`. */
 export function durationText(secs: number): string {
-  for (const [u, n] of [['w', 604800], ['d', 86400], ['h', 3600], ['m', 60]] as const) {
+  for (const [u, n] of [['d', 86400], ['h', 3600], ['m', 60]] as const) {
     if (secs % n === 0) return `${secs / n}${u}`
   }
   return `${secs}s`

@@ -117,6 +117,23 @@ test('review: a YEA proposal shows every measure it uses, money as money, each o
   await page.close()
 })
 
+test('review: a long grant review opens at its top, in a window that fits 768 px, and hides nothing in a nested scroll box', async () => {
+  const caveats = [{ svc: ['shop.example', 'cal.example.com'] }, { verbs: ['ASK', 'INTENT', 'COMMIT'] }, { can: ['shop.*', 'cal.book'] }, { per: { max: 4000, currency: 'USD' } }, { spend: { max: 10000, currency: 'USD' } }, { risk: 'medium' }, { nbf: now() + 60 }, { exp: now() + 3600 }]
+  const req = grantRequest({ caveats })
+  req.review.caveats = caveats.map((c) => ({ json: c, words: `the condition ${JSON.stringify(c)}, in words that take some room on the line` }))
+  req.review.effects = Array.from({ length: 40 }, (_, i) => ({ op: 'other', line: `· effect ${i}` }))
+  const page = await open('review.html#q7', reviewFixtures(req), { label: 'review-q7', width: 620, height: 680 })
+  await page.locator(tid('approve')).waitFor()
+  assert.equal(await page.evaluate(() => window.scrollY), 0, 'opened at the top')
+  assert.ok(await page.locator(tid('headline')).isVisible())
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), 'deny', 'Deny still has the focus')
+  // No element scrolls on its own: everything is in the page's one scroll.
+  const nested = await page.evaluate(() => [...document.querySelectorAll('body *')].filter((el) => { const s = getComputedStyle(el); return /(auto|scroll)/.test(s.overflowY) && el.scrollHeight > el.clientHeight + 1 }).map((el) => el.className || el.tagName))
+  assert.deepEqual(nested, [])
+  assert.deepEqual(page.problems, [])
+  await page.close()
+})
+
 test('review: every field, in the order the architecture asks', async () => {
   const p = consent()
   const page = await open('review.html#q1', reviewFixtures(p), { label: 'review-q1' })
@@ -717,6 +734,7 @@ test('home: a newcomer is offered to create a principal key', async () => {
   })
   await page.locator(tid('welcome')).waitFor()
   assert.match(await text(page, 'welcome'), /First, your principal key/)
+  assert.equal(await page.locator(tid('pending-section')).isHidden(), true, 'no empty "Waiting for you" on first run')
   await page.locator(tid('key-label')).fill('me')
   await page.evaluate(() => (window.__PARLEY_FIXTURES__.status = { ...window.__PARLEY_FIXTURES__.status, keys: [window.__PARLEY_FIXTURES__.key_create] }))
   await page.locator(tid('create-key')).click()
@@ -724,6 +742,7 @@ test('home: a newcomer is offered to create a principal key', async () => {
   assert.deepEqual(await calls(page, 'key_create'), [{ label: 'me' }])
   assert.equal(await text(page, 'principal-key'), PRINCIPAL)
   assert.equal(await page.locator(tid('welcome')).isHidden(), true)
+  await page.locator(`${tid('pending-section')}:not([hidden])`).waitFor()
   assert.deepEqual(page.problems, [])
   await page.close()
 })
@@ -890,6 +909,30 @@ test('review: deny and pause on a request decided elsewhere says so; other error
   await page.close()
 })
 
+test('audit: at its default size (1100×680) the tables fit, nothing is cut, and keys never break mid-word', async () => {
+  const long = '/home/me/.local/share/some/deep/venv/bin/python3.11-with-a-long-name'
+  const view = {
+    events: Array.from({ length: 6 }, (_, i) => event({ seq: 6 - i, peer_exe: long, reason: 'a reason that is a whole sentence long, as people write them' })),
+    truncated: false,
+    live: [event({ seq: 1 }), event({ seq: 3, kind: 'grant_issued', preview: 'may ask for offers, state intents and commit at shop.example, up to 40.00 USD each, 100.00 USD in total, until 18:00', caveat_words: ['only at the services "shop.example"'] })],
+    verify: { rows: 6, ok: true, first_bad_seq: null, problem: null },
+    now: now(),
+  }
+  const page = await open('audit.html', { audit_query: view, audit_export: { path: '/tmp/x', rows: 6 }, agent_pauses: { paused: [], agents: [], now: now() } }, { label: 'audit', width: 1100, height: 680 })
+  await page.locator(tid('event-row')).first().waitFor()
+  const overflow = await page.evaluate(() => [...document.querySelectorAll('.table-wrap')].map((w) => w.scrollWidth - w.clientWidth))
+  assert.ok(overflow.every((d) => d <= 1), `no table is wider than its box: ${overflow}`)
+  // A one-shot consent says it may already be used.
+  assert.equal(await page.locator(tid('one-shot')).count(), 1)
+  assert.match(await text(page, 'live-note'), /one COMMIT of one proposal/)
+  const broken = await page.evaluate(() => [...document.querySelectorAll('.table code')].filter((c) => c.getClientRects().length > 1).map((c) => c.textContent))
+  assert.deepEqual(broken, [], 'a key or hash is never broken across lines')
+  const askedBy = await page.locator('th', { hasText: 'Asked by' }).boundingBox()
+  assert.ok(askedBy && askedBy.x + askedBy.width <= 1100, 'the Asked by column is on screen')
+  assert.deepEqual(page.problems, [])
+  await page.close()
+})
+
 test('audit: paused agents with Resume, and a Pause action per known agent, all display-safe', async () => {
   const t = now()
   const OTHER = 'ed25519:B2xCwJqg0k9tP2mE3JzAh5vYwZ1Qh8d3kUqgQ7yTr0A'
@@ -976,6 +1019,9 @@ test('settings: keys, import with shred offer, limits that need a restart', asyn
   await page.waitForFunction(() => /overwritten and deleted/.test(document.querySelector('[data-testid="shred-offer"]').textContent))
   await page.locator(tid('s-group')).fill('parley-agents')
   await page.locator(tid('s-queue')).fill('10')
+  // Durations are shown as the hints write them: 7 days is 7d, not 1w.
+  assert.equal(await page.locator(tid('s-lifetime')).inputValue(), '7d')
+  assert.equal(await page.locator(tid('s-horizon')).inputValue(), '1d')
   await page.locator(tid('s-horizon')).fill('12h')
   // OS authentication: the safe default is shown; "above an amount" needs an amount.
   assert.equal(await page.locator(tid('s-stepup')).inputValue(), 'committing')
