@@ -2,12 +2,17 @@
 
 use super::Report;
 use crate::cli::VerifyArgs;
+use crate::dialect;
 use crate::error::CliError;
-use parley_core::caveat::{CommitFacts, RequestContext};
+use parley_core::caveat::{Caveat, CommitFacts, RequestContext};
 use parley_core::grant::{Decision, UnverifiedGrant};
+use parley_core::json;
 use parley_core::money::Money;
+use parley_core::quantity::{Used, Uses};
+use parley_core::Dialect;
 use parley_core::PublicKey;
 use serde::Serialize;
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -46,7 +51,84 @@ fn key(text: &str, flag: &str) -> Result<PublicKey, CliError> {
         .map_err(|e| CliError::bad(format!("{flag} {text:?}: {e}")))
 }
 
-pub fn run(a: VerifyArgs) -> Result<Report, CliError> {
+/// Reads `--uses`/`--uses-json` into the proposal's `uses` as JSON.
+fn uses_flags(a: &VerifyArgs) -> Result<Option<Value>, CliError> {
+    if let Some(text) = &a.uses_json {
+        let v = json::parse(text.as_bytes(), json::Limits::FRAME)
+            .map_err(|e| CliError::bad(format!("--uses-json: not JSON: {e}")))?;
+        return Ok(Some(v));
+    }
+    if a.uses.is_empty() {
+        return Ok(None);
+    }
+    let mut uses = Uses::default();
+    for u in &a.uses {
+        let (name, q) = dialect::parse_measure(u, "--uses")?;
+        if uses.0.insert(name.clone(), q).is_some() {
+            return Err(CliError::bad(format!(
+                "--uses names {name} twice: a proposal reports one quantity per measure"
+            )));
+        }
+    }
+    Ok(Some(uses.to_value()))
+}
+
+/// Reads `--used BLOCKID:NAME=AMOUNT` into exact running totals.
+fn used_flags(a: &VerifyArgs) -> Result<Used, CliError> {
+    let mut used = Used::new();
+    for u in &a.used {
+        let (block, rest) = u.split_once(':').ok_or_else(|| {
+            CliError::bad(format!(
+                "--used {:?}: write BLOCKID:NAME=AMOUNT, like <block id>:emails=2",
+                u.chars().take(80).collect::<String>()
+            ))
+        })?;
+        if block.is_empty() {
+            return Err(CliError::bad("--used: the block id is empty"));
+        }
+        let (name, q) = dialect::parse_measure(rest, "--used")?;
+        let row = used.entry(block.to_string()).or_default();
+        if row.insert(name.clone(), q.exact()).is_some() {
+            return Err(CliError::bad(format!(
+                "--used names {name} of block {block} twice: give the block's total once"
+            )));
+        }
+    }
+    Ok(used)
+}
+
+/// The signs of a dialect among the flags and the grant's caveats.
+fn signs(a: &VerifyArgs, grant: Option<&UnverifiedGrant>) -> Vec<dialect::Sign> {
+    let mut s: Vec<dialect::Sign> = Vec::new();
+    let mut flag = |on: bool, d: Dialect, name: &str| {
+        if on {
+            s.push((d, name.to_string()));
+        }
+    };
+    flag(a.cost.is_some(), Dialect::ParleyV1, "--cost");
+    flag(!a.spent.is_empty(), Dialect::ParleyV1, "--spent");
+    flag(!a.uses.is_empty(), Dialect::YeaV1, "--uses");
+    flag(a.uses_json.is_some(), Dialect::YeaV1, "--uses-json");
+    flag(!a.used.is_empty(), Dialect::YeaV1, "--used");
+    if let Some(g) = grant {
+        let names: Vec<&str> = g
+            .blocks()
+            .iter()
+            .flat_map(|b| b.caveats())
+            .filter_map(Caveat::name)
+            .collect();
+        let has = |n: &[&str]| names.iter().any(|c| n.contains(c));
+        // A grant with both kinds is refused either way; it signs neither.
+        match (has(&["per", "spend"]), has(&["each", "total"])) {
+            (true, false) => s.push((Dialect::ParleyV1, "the grant's per/spend caveat".into())),
+            (false, true) => s.push((Dialect::YeaV1, "the grant's each/total caveat".into())),
+            _ => {}
+        }
+    }
+    s
+}
+
+pub fn run(a: VerifyArgs, flag: Option<Dialect>) -> Result<Report, CliError> {
     let token = super::token_arg(&a.token)?;
     let trusted = a
         .trust
@@ -62,7 +144,9 @@ pub fn run(a: VerifyArgs) -> Result<Report, CliError> {
     }
     let proposal = if verb == "COMMIT" {
         let hash = a.hash.clone().ok_or_else(|| {
-            CliError::bad("a COMMIT needs --hash (and --cost if not free, --risk)")
+            CliError::bad(
+                "a COMMIT needs --hash (and --risk; --cost if not free, or for YEA v1 --uses)",
+            )
         })?;
         let cost = a
             .cost
@@ -79,8 +163,8 @@ pub fn run(a: VerifyArgs) -> Result<Report, CliError> {
         Some(CommitFacts {
             hash,
             cost,
+            uses: uses_flags(&a)?,
             risk,
-            ..Default::default()
         })
     } else {
         None
@@ -104,16 +188,19 @@ pub fn run(a: VerifyArgs) -> Result<Report, CliError> {
             .map(|d| d.as_secs() as i64)
             .unwrap_or(0),
     };
-    let ctx = RequestContext {
+    let mut ctx = RequestContext {
         service: a.svc.clone(),
         verb,
         capability: a.cap.clone(),
         now,
         proposal,
         spent,
-        ..Default::default()
+        used: used_flags(&a)?,
+        dialect: Dialect::ParleyV1,
     };
-    let (decision, grant) = match UnverifiedGrant::decode(&token) {
+    let decoded = UnverifiedGrant::decode(&token);
+    let chosen = dialect::decide(flag, &signs(&a, decoded.as_ref().ok()))?;
+    let (decision, grant) = match decoded {
         Err(e) => (
             Decision::Unauthorized {
                 reason: e.to_string(),
@@ -133,7 +220,21 @@ pub fn run(a: VerifyArgs) -> Result<Report, CliError> {
                 },
             };
             let d = match g.verify(&trusted, &holder) {
-                Ok(v) => v.evaluate(&ctx),
+                Ok(v) => match chosen {
+                    Some(d) => {
+                        ctx.dialect = d;
+                        v.evaluate(&ctx)
+                    }
+                    // Nothing says which: both readings must agree.
+                    None => {
+                        let parley = v.evaluate(&ctx);
+                        ctx.dialect = Dialect::YeaV1;
+                        if v.evaluate(&ctx) != parley {
+                            return Err(dialect::ambiguous("this grant's decision"));
+                        }
+                        parley
+                    }
+                },
                 Err(e) => Decision::Unauthorized {
                     reason: e.to_string(),
                 },
