@@ -122,10 +122,11 @@ pub fn parse_amount(text: &str) -> Result<Quantity, String> {
         None => ("", rest),
     };
     let unit = rest.strip_prefix(' ').unwrap_or(rest);
+    // `1e3` reads as a thousand to people; as a unit `e3` it would be 1.
     let exponent = unit
         .strip_prefix(['e', 'E'])
         .map(|e| e.strip_prefix(['+', '-']).unwrap_or(e))
-        .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()));
+        .is_some_and(|d| d.bytes().next().is_some_and(|b| b.is_ascii_digit()));
     if exponent && rest == unit {
         return Err("write the number in plain decimal, without an exponent".into());
     }

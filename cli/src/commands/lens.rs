@@ -58,27 +58,35 @@ fn marker<J: lens::Json>(v: &J) -> Marker {
     let Some(f) = v.as_object() else {
         return Marker::NotReply;
     };
-    if f.get("kind").and_then(J::as_str).is_none() {
-        return Marker::NotReply;
-    }
     let yea = f.get("yea").map(lens::Json::view);
     let parley = f.get("parley").is_some();
     match (yea, parley) {
         (None, true) => Marker::Parley,
         (Some(lens::View::Number(n)), false) if n.as_u64() == Some(1) => Marker::Yea,
+        _ if f.get("kind").and_then(J::as_str).is_none() => Marker::NotReply,
         _ => Marker::Unclear,
     }
 }
 
-/// Whether a frame renders as it is: not a reply, or a reply whose marker
-/// names the dialect `--dialect` asks for (or any, without the flag).
-fn renders_as_is(m: Marker, flag: Option<Dialect>) -> bool {
+/// Whether a frame renders as it is, with [`lens::render_into`]: not a
+/// reply, or a reply whose marker names the dialect `--dialect` asks for
+/// (or any, without the flag). A YEA frame without a string `kind` is a
+/// reply too (YEA renders its members, §9.2), which that function would
+/// render as a value.
+fn renders_as_is<J: lens::Json>(v: &J, flag: Option<Dialect>) -> bool {
+    let kind = v
+        .as_object()
+        .and_then(|f| f.get("kind"))
+        .and_then(J::as_str)
+        .is_some();
     matches!(
-        (m, flag),
-        (Marker::NotReply, _)
-            | (Marker::Parley, None | Some(Dialect::ParleyV1))
-            | (Marker::Yea, None | Some(Dialect::YeaV1))
-    )
+        (marker(v), flag),
+        (Marker::NotReply, _) | (Marker::Parley, None | Some(Dialect::ParleyV1))
+    ) || (kind
+        && matches!(
+            (marker(v), flag),
+            (Marker::Yea, None | Some(Dialect::YeaV1))
+        ))
 }
 
 /// The Lens lines of a reply frame in the dialect it is in. A frame's marker
@@ -87,7 +95,7 @@ fn renders_as_is(m: Marker, flag: Option<Dialect>) -> bool {
 /// ways: if the two differ, it is refused rather than guessed.
 fn frame_lines(v: &Value, flag: Option<Dialect>) -> Result<Vec<String>, CliError> {
     let m = marker(v);
-    if renders_as_is(m, flag) {
+    if renders_as_is(v, flag) {
         return Ok(lens::render_lines(v));
     }
     let yea = v.get("yea").is_some_and(|y| y == &Value::from(1));
@@ -110,16 +118,27 @@ fn frame_lines(v: &Value, flag: Option<Dialect>) -> Result<Vec<String>, CliError
     let as_yea = || {
         let mut y = v.clone();
         if let Some(o) = y.as_object_mut() {
-            o.insert("yea".into(), Value::from(1));
+            if !o.contains_key("yea") {
+                o.insert("yea".into(), Value::from(1));
+            }
         }
-        lens::render_lines(&y)
+        if y.get("kind").is_some_and(Value::is_string) {
+            lens::render_lines(&y)
+        } else {
+            // Every YEA frame is a reply, with or without a string kind;
+            // `render_lines` would take this one for a plain value.
+            lens::render_reply(&y)
+                .split('\n')
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        }
     };
     match dialect::decide(flag, &signs)? {
         Some(Dialect::ParleyV1) => Ok(lens::render_lines(v)),
         Some(Dialect::YeaV1) => Ok(as_yea()),
         None => {
             let (parley, yea) = (lens::render_lines(v), as_yea());
-            if parley == yea {
+            if parley.join("\n") == yea.join("\n") {
                 Ok(parley)
             } else {
                 Err(dialect::ambiguous(
@@ -350,7 +369,7 @@ impl Batch {
             let parsed = parsed.map_err(|e| e.to_string()).and_then(|v| {
                 if as_value {
                     lens::lean_into(&v, text);
-                } else if renders_as_is(marker(&v), flag) {
+                } else if renders_as_is(&v, flag) {
                     lens::render_into(&v, text);
                 } else if let Line::Text { start, end, .. } = *line {
                     let value = json::parse(&self.data[start..end], Limits::FRAME)

@@ -97,8 +97,8 @@ fn used_flags(a: &VerifyArgs) -> Result<Used, CliError> {
     Ok(used)
 }
 
-/// The signs of a dialect among the flags and the grant's caveats.
-fn signs(a: &VerifyArgs, grant: Option<&UnverifiedGrant>) -> Vec<dialect::Sign> {
+/// The signs of a dialect among the flags.
+fn flag_signs(a: &VerifyArgs) -> Vec<dialect::Sign> {
     let mut s: Vec<dialect::Sign> = Vec::new();
     let mut flag = |on: bool, d: Dialect, name: &str| {
         if on {
@@ -110,22 +110,26 @@ fn signs(a: &VerifyArgs, grant: Option<&UnverifiedGrant>) -> Vec<dialect::Sign> 
     flag(!a.uses.is_empty(), Dialect::YeaV1, "--uses");
     flag(a.uses_json.is_some(), Dialect::YeaV1, "--uses-json");
     flag(!a.used.is_empty(), Dialect::YeaV1, "--used");
-    if let Some(g) = grant {
-        let names: Vec<&str> = g
-            .blocks()
-            .iter()
-            .flat_map(|b| b.caveats())
-            .filter_map(Caveat::name)
-            .collect();
-        let has = |n: &[&str]| names.iter().any(|c| n.contains(c));
-        // A grant with both kinds is refused either way; it signs neither.
-        match (has(&["per", "spend"]), has(&["each", "total"])) {
-            (true, false) => s.push((Dialect::ParleyV1, "the grant's per/spend caveat".into())),
-            (false, true) => s.push((Dialect::YeaV1, "the grant's each/total caveat".into())),
-            _ => {}
-        }
-    }
     s
+}
+
+/// The dialect a grant's limits are written in, when they are in one:
+/// `per`/`spend` are Parley v1's, `each`/`total` YEA v1's. Only a hint, for
+/// a request that says nothing itself: a caveat of the other dialect is
+/// exactly what a grant can be refused for.
+fn grant_hint(g: &UnverifiedGrant) -> Option<Dialect> {
+    let names: Vec<&str> = g
+        .blocks()
+        .iter()
+        .flat_map(|b| b.caveats())
+        .filter_map(Caveat::name)
+        .collect();
+    let has = |n: &[&str]| names.iter().any(|c| n.contains(c));
+    match (has(&["per", "spend"]), has(&["each", "total"])) {
+        (true, false) => Some(Dialect::ParleyV1),
+        (false, true) => Some(Dialect::YeaV1),
+        _ => None,
+    }
 }
 
 pub fn run(a: VerifyArgs, flag: Option<Dialect>) -> Result<Report, CliError> {
@@ -155,10 +159,13 @@ pub fn run(a: VerifyArgs, flag: Option<Dialect>) -> Result<Report, CliError> {
             .transpose()
             .map_err(CliError::bad)?;
         let risk = a.risk.clone().unwrap_or_else(|| "low".into());
+        // Kept as written, as a service keeps the proposal's: an unknown
+        // level fails closed (forbidden), which is what this answers.
         if parley_core::RiskLevel::parse(&risk).is_none() {
-            return Err(CliError::bad(format!(
-                "--risk {risk:?}: use low, medium or high"
-            )));
+            eprintln!(
+                "parley: warning: --risk {:?} is not low, medium or high; a service fails such a proposal closed",
+                crate::commands::visible(&risk)
+            );
         }
         Some(CommitFacts {
             hash,
@@ -199,7 +206,8 @@ pub fn run(a: VerifyArgs, flag: Option<Dialect>) -> Result<Report, CliError> {
         dialect: Dialect::ParleyV1,
     };
     let decoded = UnverifiedGrant::decode(&token);
-    let chosen = dialect::decide(flag, &signs(&a, decoded.as_ref().ok()))?;
+    let chosen = dialect::decide(flag, &flag_signs(&a))?
+        .or_else(|| decoded.as_ref().ok().and_then(grant_hint));
     let (decision, grant) = match decoded {
         Err(e) => (
             Decision::Unauthorized {
