@@ -10,6 +10,11 @@
 //!   grants/<id16>.pg         a grant token + "\n", mode 0600 (dir 0700)
 //! ```
 //!
+//! The YEA v1 tooling's directory is `$YEA_HOME` (default `~/.yea`,
+//! [`Dialect::tooling_home`]): `agent.key` in the same format, and
+//! `consents/<hash>` (no extension), each created new and never replaced
+//! ([`save_consent_new`]).
+//!
 //! Only the agent's key lives here. A principal key never does: it belongs in
 //! custody's keychain, under another OS user.
 

@@ -3,6 +3,11 @@
 //! tooling looks for it (`$PARLEY_HOME/consents/<hash>.pg`), so the agent's
 //! next COMMIT goes through.
 //!
+//! A consent for a YEA v1 proposal (`--dialect yea1`, or a proposal or a
+//! code's detail reporting `uses`) is asked for as YEA and saved where the
+//! YEA tooling looks, `$YEA_HOME/consents/<hash>` (default `~/.yea`), created
+//! new: a different consent already there is never replaced.
+//!
 //! The human decides in the Parley Custody app, never in this terminal: the
 //! terminal may belong to the agent.
 //!
