@@ -42,8 +42,10 @@ fn check_usage(v: &serde_json::Value, flag: Option<Dialect>) -> Result<(), CliEr
     match crate::dialect::decide(flag, &signs)? {
         Some(Dialect::YeaV1) => match v.get("uses") {
             Some(u) => Uses::from_value(u).map(|_| ()).map_err(|e| {
+                // The names in `e` are the service's: shown display-safe.
                 CliError::bad(format!(
-                    "the proposal is invalid: its `uses` is malformed ({e}); a YEA v1 service must not send it (§5.1)"
+                    "the proposal is invalid: its `uses` is malformed ({}); a YEA v1 service must not send it (§5.1)",
+                    super::visible(&e.to_string())
                 ))
             }),
             None => Ok(()),
