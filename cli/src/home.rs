@@ -546,4 +546,53 @@ mod tests {
         assert!(save_token(&dir, "../escape", "pg1.x").is_err());
         assert!(!t.0.join("escape.pg").exists());
     }
+
+    #[cfg(unix)]
+    #[test]
+    fn yea_consents_are_created_new_and_never_replaced() {
+        let t = TempDir::new("yea-consent");
+        let dir = t.0.join("consents");
+        let path = save_consent_new(&dir, "h-1_x", "pg1.a").unwrap();
+        assert_eq!(path, dir.join("h-1_x"));
+        assert_eq!(fs::read_to_string(&path).unwrap(), "pg1.a\n");
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(mode(&dir), 0o700);
+        // The same token again: already saved. Another: refused, kept.
+        assert_eq!(save_consent_new(&dir, "h-1_x", "pg1.a").unwrap(), path);
+        let e = save_consent_new(&dir, "h-1_x", "pg1.b")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not replaced"), "{e}");
+        assert_eq!(fs::read_to_string(&path).unwrap(), "pg1.a\n");
+        assert!(save_consent_new(&dir, "../h", "pg1.a").is_err());
+    }
+
+    #[test]
+    fn the_yea_home_is_its_own_variable_and_directory() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| OsString::from(v))
+            }
+        };
+        let y = Dialect::YeaV1;
+        assert_eq!(
+            resolve_tooling_home(y, env(&[("YEA_HOME", "/y"), ("PARLEY_HOME", "/p")])).unwrap(),
+            PathBuf::from("/y")
+        );
+        assert_eq!(
+            resolve_tooling_home(y, env(&[("PARLEY_HOME", "/p"), ("HOME", "/h")])).unwrap(),
+            PathBuf::from("/h/.yea")
+        );
+        assert_eq!(
+            resolve_tooling_home(
+                Dialect::ParleyV1,
+                env(&[("YEA_HOME", "/y"), ("HOME", "/h")])
+            )
+            .unwrap(),
+            PathBuf::from("/h/.parley")
+        );
+    }
 }

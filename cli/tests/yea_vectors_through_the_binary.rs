@@ -590,3 +590,31 @@ fn init_uses_and_imports_the_yea_agent_key() {
     let _ = std::fs::remove_dir_all(&yea);
     let _ = std::fs::remove_dir_all(&parley_dir);
 }
+
+#[test]
+fn ndjson_refuses_only_the_ambiguous_lines() {
+    let bare = br#"{"kind":"PROPOSALS","proposals":[{"id":"p","summary":"s","effects":[],"risk":"low","undo":null,"expires":60,"hash":"h"}]}"#;
+    let mut input = Vec::new();
+    input.extend(br#"{"kind":"EVENT","message":"before"}"#);
+    input.push(b'\n');
+    input.extend(bare);
+    input.push(b'\n');
+    input.extend(br#"{"yea":1,"kind":"EVENT","message":"after"}"#);
+    input.push(b'\n');
+    let o = parley(&["lens", "--ndjson"], &input);
+    assert_eq!(o.status.code(), Some(2));
+    let lines: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
+    assert_eq!(lines, ["\"… before\"", "null", "\"… after\""]);
+    assert!(
+        stderr(&o).contains(":2:") && stderr(&o).contains("--dialect"),
+        "{}",
+        stderr(&o)
+    );
+    // Told the dialect, every line renders; the YEA proposal has no cost line.
+    let o = parley(&["lens", "--ndjson", "--dialect", "yea1"], &input);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let lines: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
+    let second: String = serde_json::from_str(&lines[1]).unwrap();
+    assert!(second.starts_with("1 proposal"), "{second}");
+    assert!(!second.contains("cost"), "{second}");
+}
