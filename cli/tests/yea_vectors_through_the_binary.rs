@@ -618,3 +618,52 @@ fn ndjson_refuses_only_the_ambiguous_lines() {
     assert!(second.starts_with("1 proposal"), "{second}");
     assert!(!second.contains("cost"), "{second}");
 }
+
+#[test]
+fn verify_reads_a_grant_in_the_dialect_of_its_limits() {
+    use parley_core::caveat::Caveat;
+    let v = vectors("grants.json");
+    let seed =
+        |n: &str| parley_core::SecretKey::from_seed_b64(v["seeds"][n].as_str().unwrap()).unwrap();
+    let (principal, agent) = (seed("principal"), seed("agent"));
+    let issue = |caveats: Value| {
+        let c: Vec<Caveat> = caveats
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(Caveat::parse)
+            .collect();
+        UnverifiedGrant::issue_root(&principal, &agent.public(), &c, 1789999900, "n")
+            .unwrap()
+            .encode()
+    };
+    let trust = principal.public().to_string();
+    let ask = |token: &str, extra: &[&str]| {
+        let mut args = vec![
+            "verify",
+            token,
+            "--json",
+            "--trust",
+            &trust,
+            "--svc",
+            "shop.example",
+            "--verb",
+            "ASK",
+            "--cap",
+            "shop.search",
+            "--now",
+            "1790000000",
+        ];
+        args.extend(extra);
+        parley(&args, b"")
+    };
+    // A YEA-only limit is a sign of its own: the ASK passes without a flag.
+    let yea_only = issue(json!([{"svc": ["shop.example"]}, {"total": {"of": "emails", "max": 1}}]));
+    let o = ask(&yea_only, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // And the same grant read as Parley fails closed on the unknown caveat.
+    assert_eq!(
+        ask(&yea_only, &["--dialect", "parley1"]).status.code(),
+        Some(1)
+    );
+}
