@@ -15,6 +15,12 @@ pub struct Cli {
     /// default path for this user).
     #[arg(long, global = true, value_name = "PATH")]
     pub socket: Option<PathBuf>,
+    /// The protocol the input is in: parley1 (Parley v1) or yea1 (YEA v1).
+    /// Default: what the input says (a frame's "yea": 1, a proposal's
+    /// `uses` or `cost`, the YEA or Parley flags given); input that would
+    /// read differently in the two and does not say is refused.
+    #[arg(long, global = true, value_name = "DIALECT", value_parser = crate::dialect::parse_flag)]
+    pub dialect: Option<parley_core::Dialect>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -40,7 +46,12 @@ pub enum Command {
     /// Print the token estimate of a text (§8).
     Est(FileArg),
     /// Create the agent key ($PARLEY_HOME/agent.key) if missing; print its public key.
-    Init,
+    ///
+    /// With --dialect yea1 the key is $YEA_HOME/agent.key (default
+    /// ~/.yea), where the YEA tooling looks. --import-yea copies the YEA
+    /// agent key into $PARLEY_HOME instead of making a new one, so both
+    /// toolings act as one agent.
+    Init(InitArgs),
     /// Show the agent key and the principals custody holds.
     Whoami,
     /// Ask the human (in Parley Custody) to approve a consent; save the token.
@@ -69,7 +80,7 @@ pub enum Command {
     },
 }
 
-/// The caveat flags of `grant` and `delegate` (Parley §6.3).
+/// The caveat flags of `grant` and `delegate` (§6.3 of Parley v1 and YEA v1).
 #[derive(Debug, Args, Default)]
 pub struct CaveatFlags {
     /// A service id the grant is limited to (repeatable, or comma-separated).
@@ -84,12 +95,20 @@ pub struct CaveatFlags {
     /// The highest proposal risk a COMMIT may have (low, medium, high).
     #[arg(long, value_name = "LEVEL")]
     pub risk: Option<String>,
-    /// The most one COMMIT may cost, like 40USD or 40.50USD.
+    /// Parley v1: the most one COMMIT may cost, like 40USD or 40.50USD.
     #[arg(long, value_name = "AMOUNT")]
     pub per: Option<String>,
-    /// The most all COMMITs together may cost (per service), like 100USD.
+    /// Parley v1: the most all COMMITs together may cost (per service), like 100USD.
     #[arg(long, value_name = "AMOUNT")]
     pub spend: Option<String>,
+    /// YEA v1: the most one COMMIT may use of a measure, like spend=40USD
+    /// or emails=1 (repeatable; an `each` caveat). Makes the grant YEA v1.
+    #[arg(long = "each", value_name = "NAME=AMOUNT", conflicts_with_all = ["per", "spend"])]
+    pub each: Vec<String>,
+    /// YEA v1: the most all COMMITs under the grant may use together of a
+    /// measure, like spend=100USD or emails=3 (repeatable; a `total` caveat).
+    #[arg(long = "total", value_name = "NAME=AMOUNT", conflicts_with_all = ["per", "spend"])]
+    pub total: Vec<String>,
     /// Expiry: a duration from now (30m, 8h, 7d, 2w) or unix seconds.
     #[arg(long, value_name = "WHEN")]
     pub exp: Option<String>,
@@ -99,11 +118,20 @@ pub struct CaveatFlags {
 }
 
 #[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Copy the agent key of $YEA_HOME (default ~/.yea) into $PARLEY_HOME
+    /// (never replacing a different key there).
+    #[arg(long)]
+    pub import_yea: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct ApproveArgs {
     /// A `pc1.` consent code, or a JSON file
     /// `{"consent":{…},"proposal":{…},"service":"…"}`, or `-` for standard input.
     pub what: String,
-    /// The agent key the consent is for (default: the key of $PARLEY_HOME/agent.key).
+    /// The agent key the consent is for (default: the key of agent.key in
+    /// $PARLEY_HOME, or in $YEA_HOME for a YEA v1 consent).
     #[arg(long, value_name = "KEY")]
     pub agent: Option<String>,
     /// How long to wait for the human's decision (like 15m, 1h).
@@ -299,15 +327,36 @@ pub struct VerifyArgs {
     /// COMMIT: the proposal hash (base64url, so it may start with '-').
     #[arg(long, allow_hyphen_values = true)]
     pub hash: Option<String>,
-    /// COMMIT: the proposal cost, like 40USD or 40.50USD (omit when free).
+    /// COMMIT, Parley v1: the proposal cost, like 40USD or 40.50USD (omit when free).
     #[arg(long)]
     pub cost: Option<String>,
+    /// COMMIT, YEA v1: a measure the proposal uses, like spend=22.87USD or
+    /// emails=1 (repeatable; omit when it uses nothing). Exact decimals.
+    #[arg(long = "uses", value_name = "NAME=AMOUNT", conflicts_with_all = ["cost", "uses_json"])]
+    pub uses: Vec<String>,
+    /// COMMIT, YEA v1: the proposal's whole `uses` object, as JSON exactly
+    /// as the service wrote it (a malformed one fails closed, as at the service).
+    #[arg(long = "uses-json", value_name = "JSON", conflicts_with = "cost")]
+    pub uses_json: Option<String>,
     /// COMMIT: the proposal risk (low, medium, high).
     #[arg(long)]
     pub risk: Option<String>,
-    /// Spend already reserved through a block, in minor units (repeatable).
-    #[arg(long = "spent", value_name = "BLOCKID=CENTS")]
+    /// Parley v1: spend already reserved through a block, in minor units (repeatable).
+    #[arg(
+        long = "spent",
+        value_name = "BLOCKID=CENTS",
+        allow_hyphen_values = true
+    )]
     pub spent: Vec<String>,
+    /// YEA v1: what was already committed or reserved through a block, per
+    /// measure, like BLOCKID:emails=2 or BLOCKID:spend=40.00 (repeatable).
+    #[arg(
+        long = "used",
+        value_name = "BLOCKID:NAME=AMOUNT",
+        allow_hyphen_values = true,
+        conflicts_with = "spent"
+    )]
+    pub used: Vec<String>,
 }
 
 #[cfg(test)]

@@ -10,11 +10,16 @@
 //!   grants/<id16>.pg         a grant token + "\n", mode 0600 (dir 0700)
 //! ```
 //!
+//! The YEA v1 tooling's directory is `$YEA_HOME` (default `~/.yea`,
+//! [`Dialect::tooling_home`]): `agent.key` in the same format, and
+//! `consents/<hash>` (no extension), each created new and never replaced
+//! ([`save_consent_new`]).
+//!
 //! Only the agent's key lives here. A principal key never does: it belongs in
 //! custody's keychain, under another OS user.
 
 use crate::error::CliError;
-use parley_core::{PublicKey, SecretKey};
+use parley_core::{Dialect, PublicKey, SecretKey};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
@@ -49,6 +54,31 @@ fn io_err(context: impl std::fmt::Display, source: io::Error) -> CliError {
 /// `$PARLEY_HOME` if set and non-empty, else `~/.parley`.
 pub fn parley_home() -> Result<PathBuf, CliError> {
     resolve_home(|k| std::env::var_os(k))
+}
+
+/// The agent tooling's directory for `dialect` ([`Dialect::tooling_home`]):
+/// `$PARLEY_HOME` or `~/.parley` for Parley v1, `$YEA_HOME` or `~/.yea` for
+/// YEA v1, so a YEA agent finds what `parley` saves for it.
+pub fn tooling_home(dialect: Dialect) -> Result<PathBuf, CliError> {
+    resolve_tooling_home(dialect, |k| std::env::var_os(k))
+}
+
+/// [`tooling_home`] without reading the process environment (tests).
+pub fn resolve_tooling_home(
+    dialect: Dialect,
+    env: impl Fn(&str) -> Option<std::ffi::OsString>,
+) -> Result<PathBuf, CliError> {
+    let (dir, var) = dialect.tooling_home();
+    let get = |k: &str| env(k).filter(|v| !v.is_empty());
+    if let Some(home) = get(var) {
+        return Ok(PathBuf::from(home));
+    }
+    let user_home = get("HOME").or_else(|| get("USERPROFILE")).ok_or_else(|| {
+        CliError::bad(format!(
+            "cannot find the agent's directory: set {var} (or HOME)"
+        ))
+    })?;
+    Ok(PathBuf::from(user_home).join(dir))
 }
 
 /// [`parley_home`] without reading the process environment (tests).
@@ -296,6 +326,87 @@ pub fn save_token(dir: &Path, stem: &str, token: &str) -> Result<PathBuf, CliErr
     Ok(path)
 }
 
+/// Saves a YEA consent token as `<dir>/<hash>` (+ `\n`), mode 0600, where
+/// the YEA tooling looks for it. Created new, never replacing a file: a
+/// consent already saved for that hash is kept, and an identical one counts
+/// as saved; a different one is refused, naming the file, so nothing the
+/// agent relies on is overwritten silently.
+pub fn save_consent_new(dir: &Path, hash: &str, token: &str) -> Result<PathBuf, CliError> {
+    check_stem(hash)?;
+    ensure_dir(dir)?;
+    let path = dir.join(hash);
+    let mut f = match create_private_file(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            let same = fs::read_to_string(&path).is_ok_and(|t| t.trim() == token);
+            if same {
+                return Ok(path);
+            }
+            return Err(CliError::bad(format!(
+                "{} already holds another consent for this proposal; it was not replaced (move it away and approve again)",
+                path.display()
+            )));
+        }
+        Err(e) => return Err(io_err(format!("creating {}", path.display()), e)),
+    };
+    let written = f
+        .write_all(token.as_bytes())
+        .and_then(|()| f.write_all(b"\n"))
+        .and_then(|()| f.sync_all());
+    if let Err(e) = written {
+        drop(f);
+        let _ = fs::remove_file(&path);
+        return Err(io_err(format!("saving {}", path.display()), e));
+    }
+    Ok(path)
+}
+
+/// Copies the agent key of `from` (another tooling's home) to `to`, so both
+/// toolings act as one agent. Never replaces a key: if `to` has one already
+/// it must be the same key. Returns the key and whether it was copied now.
+pub fn import_agent_key(from: &Path, to: &Path) -> Result<(AgentKey, bool), CliError> {
+    let source = load_agent_key(from)?.ok_or_else(|| {
+        CliError::bad(format!(
+            "no agent key at {} to import",
+            agent_key_path(from).display()
+        ))
+    })?;
+    if let Some(existing) = load_agent_key(to)? {
+        if existing.public == source.public {
+            return Ok((existing, false));
+        }
+        return Err(CliError::bad(format!(
+            "{} already holds another agent key ({}); it was not replaced: move it away to import {}",
+            existing.path.display(),
+            existing.public,
+            source.public
+        )));
+    }
+    ensure_dir(to)?;
+    let path = agent_key_path(to);
+    let mut line = Zeroizing::new(String::with_capacity(44));
+    line.push_str(&source.secret.to_seed_b64());
+    line.push('\n');
+    let mut file = create_private_file(&path)
+        .map_err(|e| io_err(format!("creating {}", path.display()), e))?;
+    if let Err(e) = file
+        .write_all(line.as_bytes())
+        .and_then(|()| file.sync_all())
+    {
+        drop(file);
+        let _ = fs::remove_file(&path);
+        return Err(io_err(format!("writing {}", path.display()), e));
+    }
+    Ok((
+        AgentKey {
+            secret: source.secret,
+            public: source.public,
+            path,
+        },
+        true,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -434,5 +545,54 @@ mod tests {
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 1, "no temp file left");
         assert!(save_token(&dir, "../escape", "pg1.x").is_err());
         assert!(!t.0.join("escape.pg").exists());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn yea_consents_are_created_new_and_never_replaced() {
+        let t = TempDir::new("yea-consent");
+        let dir = t.0.join("consents");
+        let path = save_consent_new(&dir, "h-1_x", "pg1.a").unwrap();
+        assert_eq!(path, dir.join("h-1_x"));
+        assert_eq!(fs::read_to_string(&path).unwrap(), "pg1.a\n");
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(mode(&dir), 0o700);
+        // The same token again: already saved. Another: refused, kept.
+        assert_eq!(save_consent_new(&dir, "h-1_x", "pg1.a").unwrap(), path);
+        let e = save_consent_new(&dir, "h-1_x", "pg1.b")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not replaced"), "{e}");
+        assert_eq!(fs::read_to_string(&path).unwrap(), "pg1.a\n");
+        assert!(save_consent_new(&dir, "../h", "pg1.a").is_err());
+    }
+
+    #[test]
+    fn the_yea_home_is_its_own_variable_and_directory() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| OsString::from(v))
+            }
+        };
+        let y = Dialect::YeaV1;
+        assert_eq!(
+            resolve_tooling_home(y, env(&[("YEA_HOME", "/y"), ("PARLEY_HOME", "/p")])).unwrap(),
+            PathBuf::from("/y")
+        );
+        assert_eq!(
+            resolve_tooling_home(y, env(&[("PARLEY_HOME", "/p"), ("HOME", "/h")])).unwrap(),
+            PathBuf::from("/h/.yea")
+        );
+        assert_eq!(
+            resolve_tooling_home(
+                Dialect::ParleyV1,
+                env(&[("YEA_HOME", "/y"), ("HOME", "/h")])
+            )
+            .unwrap(),
+            PathBuf::from("/h/.parley")
+        );
     }
 }

@@ -7,6 +7,7 @@
 
 mod cli;
 mod commands;
+mod dialect;
 mod error;
 mod home;
 mod input;

@@ -51,6 +51,8 @@ fn parley(t: &Temp, args: &[&str], stdin: &[u8]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_parley"))
         .args(args)
         .env("PARLEY_HOME", t.home())
+        // Never the real ~/.yea: YEA consents and keys go here.
+        .env("YEA_HOME", t.0.join("yea"))
         .env("PARLEY_CUSTODY_SOCKET", t.0.join("nobody.sock"))
         .env_remove("PARLEY_CUSTODY_PASSPHRASE")
         .stdin(Stdio::piped())
@@ -641,4 +643,154 @@ fn keys_and_audit_in_a_file_store() {
     );
     let o = run(&["audit", "--data-dir", data_s, "--since", "soon"]);
     assert_eq!(o.status.code(), Some(2));
+}
+
+fn yea_vectors() -> Value {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../conformance/yea/grants.json"
+    );
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn approve_saves_a_yea_consent_where_the_yea_tooling_looks_and_never_overwrites() {
+    let t = Temp::new("yea-approve");
+    let v = yea_vectors();
+    let c = &v["consentCode"];
+    let code = c["code"].as_str().unwrap().to_string();
+    let hash = c["consent"]["hash"].as_str().unwrap().to_string();
+    let agent: PublicKey = c["agent"].as_str().unwrap().parse().unwrap();
+    let caveats = parley_core::consent::consent_caveats(
+        c["consent"]["service"].as_str().unwrap(),
+        c["consent"]["capability"].as_str().unwrap(),
+        &hash,
+        c["consent"]["expires"].as_i64().unwrap(),
+    );
+    let issue = |nonce: &str| {
+        UnverifiedGrant::issue_root(&secret(1), &agent, &caveats, 1, nonce)
+            .unwrap()
+            .encode()
+    };
+    let agent_text = agent.to_string();
+    let runs = std::cell::Cell::new(0);
+    let run = |token: String| {
+        runs.set(runs.get() + 1);
+        let sock = t.0.join(format!("c{}.sock", runs.get()));
+        let server = fake_custody(sock.clone(), move |req| {
+            vec![json!({"custody":1,"re":req["id"],"kind":"APPROVED","grant":token})]
+        });
+        // The code's proposal reports `uses`: YEA v1, no flag needed.
+        let o = parley(
+            &t,
+            &[
+                "approve",
+                &code,
+                "--agent",
+                &agent_text,
+                "--socket",
+                sock.to_str().unwrap(),
+            ],
+            b"",
+        );
+        (o, server.join().unwrap())
+    };
+    let first = issue("n1");
+    let (o, req) = run(first.clone());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(req["op"], "approve_code");
+    assert_eq!(req["dialect"], "yea1");
+    let saved = t.0.join("yea").join("consents").join(&hash);
+    assert_eq!(
+        std::fs::read_to_string(&saved).unwrap(),
+        format!("{first}\n")
+    );
+    assert_eq!(mode(&saved), 0o600);
+    assert!(
+        !t.home().join("consents").exists(),
+        "nothing under $PARLEY_HOME"
+    );
+    // The same token again is already saved; another one never replaces it.
+    let (o, _) = run(first.clone());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let (o, _) = run(issue("n2"));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("not replaced"), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(&saved).unwrap(),
+        format!("{first}\n")
+    );
+    // --dialect parley1 contradicts the code's proposal.
+    let o = parley(&t, &["approve", &code, "--dialect", "parley1"], b"");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("contradicts"), "{}", stderr(&o));
+}
+
+#[test]
+fn grant_asks_for_each_and_total_limits_in_the_yea_shape() {
+    let t = Temp::new("yea-grant");
+    let to = secret(9).public().to_string();
+    let sock = t.0.join("g.sock");
+    let server = fake_custody(sock.clone(), |req| {
+        vec![json!({"custody":1,"re":req["id"],"kind":"DENIED"})]
+    });
+    let o = parley(
+        &t,
+        &[
+            "grant",
+            "--to",
+            &to,
+            "--svc",
+            "shop.example",
+            "--each",
+            "spend=40USD",
+            "--total",
+            "emails=3",
+            "--exp",
+            "8h",
+            "--socket",
+            sock.to_str().unwrap(),
+        ],
+        b"",
+    );
+    let req = server.join().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let caveats = req["caveats"].as_array().unwrap();
+    assert_eq!(caveats[0], json!({"svc": ["shop.example"]}));
+    assert_eq!(
+        caveats[1],
+        json!({"each": {"of": "spend", "max": 4000, "scale": 2, "unit": "USD"}})
+    );
+    assert_eq!(caveats[2], json!({"total": {"of": "emails", "max": 3}}));
+    assert!(caveats[3].get("exp").is_some());
+    // --each without a --total for its measure is warned about.
+    assert!(
+        stderr(&o).contains("--each spend without a --total"),
+        "{}",
+        stderr(&o)
+    );
+    // Parley and YEA limits do not mix.
+    let o = parley(
+        &t,
+        &[
+            "grant", "--to", &to, "--spend", "1USD", "--total", "emails=1",
+        ],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let o = parley(
+        &t,
+        &[
+            "grant",
+            "--to",
+            &to,
+            "--dialect",
+            "parley1",
+            "--total",
+            "emails=1",
+        ],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("contradicts"), "{}", stderr(&o));
 }

@@ -160,7 +160,9 @@ fn frame() -> impl Strategy<Value = Value> {
             serde_json::json!({"kind": "CLARIFY", "question": q, "options": options})
         }),
         (t(), t(), prop::collection::vec(effect, 0..3), value(2)).prop_map(|(id, s, effects, data)| {
-            serde_json::json!({"kind": "PROPOSALS", "proposals": [
+            // Marked: a PROPOSALS frame without a marker reads differently
+            // in Parley v1 (`cost: free`) and YEA v1, so `parley lens` refuses it.
+            serde_json::json!({"parley": 1, "kind": "PROPOSALS", "proposals": [
                 {"id": id, "summary": s, "effects": effects, "risk": "low", "undo": null,
                  "expires": 60, "hash": "h", "data": data}]})
         }),

@@ -3,6 +3,11 @@
 //! tooling looks for it (`$PARLEY_HOME/consents/<hash>.pg`), so the agent's
 //! next COMMIT goes through.
 //!
+//! A consent for a YEA v1 proposal (`--dialect yea1`, or a proposal or a
+//! code's detail reporting `uses`) is asked for as YEA and saved where the
+//! YEA tooling looks, `$YEA_HOME/consents/<hash>` (default `~/.yea`), created
+//! new: a different consent already there is never replaced.
+//!
 //! The human decides in the Parley Custody app, never in this terminal: the
 //! terminal may belong to the agent.
 //!
@@ -32,6 +37,7 @@ use parley_core::caveat::Caveat;
 use parley_core::consent::ConsentRequest;
 use parley_core::grant::UnverifiedGrant;
 use parley_core::json::{self, Limits};
+use parley_core::Dialect;
 use parley_custody::client::{Client, ClientError};
 use parley_custody::ipc::MAX_FRAME;
 use parley_custody::protocol::Reply;
@@ -59,6 +65,9 @@ enum Ask {
 struct Input {
     ask: Ask,
     hash: String,
+    /// What the proposal says of its dialect (`uses` or `cost`); a code's
+    /// proposal is its `detail`, when it has one.
+    signs: Vec<crate::dialect::Sign>,
 }
 
 /// Reads the argument: a code, or a file holding a code or the JSON form.
@@ -109,7 +118,13 @@ fn trim_ascii(mut b: &[u8]) -> &[u8] {
 
 fn from_code(code: &str) -> Result<Input, CliError> {
     let decoded = parley_core::code::decode(code).map_err(CliError::bad)?;
+    let signs = decoded
+        .detail
+        .as_ref()
+        .map(|d| crate::dialect::proposal_signs(d, "the code's proposal"))
+        .unwrap_or_default();
     Ok(Input {
+        signs,
         hash: decoded.consent.hash,
         ask: Ask::Code {
             code: code.to_string(),
@@ -148,6 +163,7 @@ fn from_json(v: &Value, name: &str) -> Result<Input, CliError> {
     let request = ConsentRequest::from_value(&consent)
         .map_err(|e| CliError::bad(format!("{name}: `consent`: {e}")))?;
     Ok(Input {
+        signs: crate::dialect::proposal_signs(&proposal, "the proposal"),
         hash: request.hash,
         ask: Ask::Consent {
             consent,
@@ -283,13 +299,30 @@ fn token_is_for(token: &str, hash: &str) -> bool {
     })
 }
 
-pub fn run(a: ApproveArgs, socket: Option<&Path>) -> Result<Report, CliError> {
+pub fn run(
+    a: ApproveArgs,
+    socket: Option<&Path>,
+    flag: Option<Dialect>,
+) -> Result<Report, CliError> {
     let wait = wait_flag(&a.wait)?;
     let input = read_input(&a.what)?;
     // The hash names a file; it comes from a service: check it before asking.
     home::check_stem(&input.hash)
         .map_err(|e| CliError::bad(format!("the consent's proposal hash is unusable: {e}")))?;
-    let home = home::parley_home()?;
+    // The dialect decides how custody reads the proposal and where the
+    // consent is saved. Nothing in a consent without `uses` or `cost` says
+    // which; such input is read as Parley v1 (this tool's own, and how every
+    // consent was read before YEA), and the user is told how to say YEA.
+    let dialect = match crate::dialect::decide(flag, &input.signs)? {
+        Some(d) => d,
+        None => {
+            eprintln!(
+                "parley: note: the consent does not say its dialect; read as Parley v1 and saved under $PARLEY_HOME (pass --dialect yea1 for the YEA tooling)"
+            );
+            Dialect::ParleyV1
+        }
+    };
+    let home = home::tooling_home(dialect)?;
     let file_agent = match &input.ask {
         Ask::Consent { agent, .. } => agent.clone(),
         Ask::Code { .. } => None,
@@ -306,14 +339,18 @@ pub fn run(a: ApproveArgs, socket: Option<&Path>) -> Result<Report, CliError> {
             .public,
     };
     let agent_text = agent.to_string();
-    let Input { ask, hash } = input;
+    let Input { ask, hash, .. } = input;
     let mut finish = Finish::new("consent");
     let reply = super::block_on(async {
         let mut client = Client::connect(socket).await?;
         client.set_human_deadline(wait);
         let notice = pending_notice(&mut finish.request);
         match ask {
-            Ask::Code { code } => client.approve_code(&code, &agent_text, notice).await,
+            Ask::Code { code } => {
+                client
+                    .approve_code_in(&code, &agent_text, dialect, notice)
+                    .await
+            }
             Ask::Consent {
                 consent,
                 proposal,
@@ -321,7 +358,7 @@ pub fn run(a: ApproveArgs, socket: Option<&Path>) -> Result<Report, CliError> {
                 ..
             } => {
                 client
-                    .consent(consent, proposal, &service, &agent_text, notice)
+                    .consent_in(consent, proposal, &service, &agent_text, dialect, notice)
                     .await
             }
         }
@@ -331,7 +368,12 @@ pub fn run(a: ApproveArgs, socket: Option<&Path>) -> Result<Report, CliError> {
         other => return finish.refused(other),
     };
     let saved_to = if token_is_for(&grant, &hash) {
-        let path = home::save_token(&home.join(home::CONSENTS_DIR), &hash, &grant)?;
+        let dir = home.join(home::CONSENTS_DIR);
+        let path = match dialect {
+            // Where the YEA tooling looks: `consents/<hash>`, created new.
+            Dialect::YeaV1 => home::save_consent_new(&dir, &hash, &grant)?,
+            Dialect::ParleyV1 => home::save_token(&dir, &hash, &grant)?,
+        };
         eprintln!("parley: saved to {}", path.display());
         Some(path)
     } else {

@@ -115,4 +115,34 @@ mod tests {
         );
         assert_eq!(r.exit_code(), 0);
     }
+
+    /// The man pages and completions are only as good as the help text:
+    /// every flag and argument of every command must have some.
+    #[test]
+    fn every_argument_has_help_text() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for a in cmd.get_arguments() {
+                let id = a.get_id().as_str();
+                if id != "help" && id != "version" && a.get_help().is_none() {
+                    missing.push(format!("{path} {id}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut cmd = Cli::command();
+        cmd.build();
+        let mut missing = Vec::new();
+        walk(&cmd, "parley", &mut missing);
+        assert!(missing.is_empty(), "no help text: {missing:?}");
+        let dir = tempfile::tempdir().unwrap();
+        manpages(dir.path()).unwrap();
+        let verify = std::fs::read_to_string(dir.path().join("parley-verify.1")).unwrap();
+        for flag in ["uses", "used", "dialect"] {
+            assert!(verify.contains(flag), "{flag} missing in parley-verify.1");
+        }
+        let grant = std::fs::read_to_string(dir.path().join("parley-grant.1")).unwrap();
+        assert!(grant.contains("each") && grant.contains("total"), "{grant}");
+    }
 }

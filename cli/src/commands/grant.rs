@@ -11,7 +11,8 @@ use parley_core::canonical::MAX_SAFE_INTEGER;
 use parley_core::caveat::{Caveat, RiskLevel};
 use parley_core::grant::UnverifiedGrant;
 use parley_core::money::Money;
-use parley_core::PublicKey;
+use parley_core::quantity::Limit;
+use parley_core::{Dialect, PublicKey};
 use parley_custody::client::Client;
 use parley_custody::protocol::Reply;
 use serde::Serialize;
@@ -103,10 +104,13 @@ pub(crate) fn parse_when(text: &str, now: i64, dir: Relative) -> Result<i64, Str
 /// Caveats built from the flags, and advice for the user.
 #[derive(Debug)]
 pub(crate) struct BuiltCaveats {
-    /// In the order svc, verbs, can, risk, per, spend, nbf, exp.
+    /// In the order svc, verbs, can, risk, per, spend (or each, total), nbf, exp.
     pub caveats: Vec<Caveat>,
     /// Things the user should know (printed on stderr).
     pub warnings: Vec<String>,
+    /// The dialect the caveats are in: YEA v1 with `--each`/`--total` (or
+    /// `--dialect yea1`), else Parley v1.
+    pub dialect: Dialect,
 }
 
 impl BuiltCaveats {
@@ -141,10 +145,76 @@ fn checked(c: Caveat, flag: &str) -> Result<Caveat, CliError> {
     }
 }
 
+/// The signs of a dialect among the caveat flags: `--each`/`--total` are
+/// YEA v1, `--per`/`--spend` Parley v1 (clap refuses both together).
+fn flag_signs(f: &CaveatFlags) -> Vec<crate::dialect::Sign> {
+    let mut signs = Vec::new();
+    if !f.each.is_empty() || !f.total.is_empty() {
+        signs.push((Dialect::YeaV1, "--each/--total".to_string()));
+    }
+    if f.per.is_some() || f.spend.is_some() {
+        signs.push((Dialect::ParleyV1, "--per/--spend".to_string()));
+    }
+    signs
+}
+
+/// The dialect the caveat flags themselves name, if any.
+pub(crate) fn flags_dialect(f: &CaveatFlags) -> Option<Dialect> {
+    flag_signs(f).first().map(|(d, _)| *d)
+}
+
+/// The `--each` and `--total` limits, and warnings about them.
+fn limits(f: &CaveatFlags, warnings: &mut Vec<String>) -> Result<Vec<Caveat>, CliError> {
+    let read = |items: &[String], flag: &str| -> Result<Vec<Limit>, CliError> {
+        let mut out: Vec<Limit> = Vec::new();
+        for item in items {
+            let (of, max) = crate::dialect::parse_measure(item, flag)?;
+            if out.iter().any(|l| l.of == of) {
+                return Err(CliError::bad(format!(
+                    "{flag} names {of} twice: give one limit per measure"
+                )));
+            }
+            out.push(Limit { of, max });
+        }
+        Ok(out)
+    };
+    let each = read(&f.each, "--each")?;
+    let total = read(&f.total, "--total")?;
+    for e in &each {
+        match total.iter().find(|t| t.of == e.of) {
+            None => warnings.push(format!(
+                "--each {} without a --total for it: a per-action limit alone can be dodged by splitting an action; add --total {}=… to bound the sum",
+                e.of, e.of
+            )),
+            Some(t) if t.max.unit != e.max.unit => warnings.push(format!(
+                "--each and --total of {} use different units ({} and {}): a commit in one unit is refused by the other limit (units are never converted)",
+                e.of,
+                e.max.unit.as_deref().unwrap_or("none"),
+                t.max.unit.as_deref().unwrap_or("none")
+            )),
+            Some(_) => {}
+        }
+    }
+    let mut out = Vec::new();
+    for l in each {
+        out.push(checked(Caveat::Each(l), "--each")?);
+    }
+    for l in total {
+        out.push(checked(Caveat::Total(l), "--total")?);
+    }
+    Ok(out)
+}
+
 /// Builds the caveats the flags ask for. Times are relative to `now`.
-pub(crate) fn build_caveats(f: &CaveatFlags, now: i64) -> Result<BuiltCaveats, CliError> {
+pub(crate) fn build_caveats(
+    f: &CaveatFlags,
+    now: i64,
+    flag: Option<Dialect>,
+) -> Result<BuiltCaveats, CliError> {
     let mut caveats = Vec::new();
     let mut warnings = Vec::new();
+    // Without --each/--total (or --dialect yea1) a grant is Parley v1, as always.
+    let dialect = crate::dialect::decide(flag, &flag_signs(f))?.unwrap_or_default();
 
     let svc = list(&f.svc, "--svc")?;
     if !svc.is_empty() {
@@ -204,6 +274,7 @@ pub(crate) fn build_caveats(f: &CaveatFlags, now: i64) -> Result<BuiltCaveats, C
             ));
         }
     }
+    caveats.extend(limits(f, &mut warnings)?);
     let time = |flag: &str, v: &Option<String>| {
         v.as_deref()
             .map(|t| parse_when(t, now, Relative::FromNow))
@@ -231,7 +302,17 @@ pub(crate) fn build_caveats(f: &CaveatFlags, now: i64) -> Result<BuiltCaveats, C
     if let Some(e) = exp {
         caveats.push(Caveat::Exp(e));
     }
-    Ok(BuiltCaveats { caveats, warnings })
+    if let Some(c) = caveats.iter().find(|c| !c.is_well_formed_in(dialect)) {
+        return Err(CliError::bad(format!(
+            "{} is not a {dialect} caveat",
+            c.name().unwrap_or("this")
+        )));
+    }
+    Ok(BuiltCaveats {
+        caveats,
+        warnings,
+        dialect,
+    })
 }
 
 /// Reads a public key flag.
@@ -268,9 +349,9 @@ impl fmt::Display for Issued {
     }
 }
 
-pub fn run(a: GrantArgs, socket: Option<&Path>) -> Result<Report, CliError> {
+pub fn run(a: GrantArgs, socket: Option<&Path>, flag: Option<Dialect>) -> Result<Report, CliError> {
     let now = super::unix_now();
-    let built = build_caveats(&a.caveats, now)?;
+    let built = build_caveats(&a.caveats, now, flag)?;
     for w in &built.warnings {
         eprintln!("parley: warning: {w}");
     }
@@ -281,7 +362,8 @@ pub fn run(a: GrantArgs, socket: Option<&Path>) -> Result<Report, CliError> {
         eprintln!("parley: warning: no caveats: this asks for everything the principal may do");
     }
     let wait = wait_flag(&a.wait)?;
-    let home = home::parley_home()?;
+    // The agent the grant is for by default: the one of the grant's dialect.
+    let home = home::tooling_home(built.dialect)?;
     let own = home::load_agent_key(&home)?.map(|k| k.public);
     let holder = match (&a.to, &own) {
         (Some(to), _) => key_flag(to, "--to")?,
@@ -327,7 +409,11 @@ pub fn run(a: GrantArgs, socket: Option<&Path>) -> Result<Report, CliError> {
         }
     }
     let ours = own.as_ref() == Some(&holder);
-    let saved_to = if ours && decoded.holder() == holder_text {
+    let saved_to = if built.dialect == Dialect::YeaV1 {
+        // The YEA tooling keeps no grants directory we know of: the token
+        // goes to stdout only, for the agent to be given.
+        None
+    } else if ours && decoded.holder() == holder_text {
         let stem: String = id.chars().take(16).collect();
         let path = home::save_token(&home.join(home::GRANTS_DIR), &stem, &grant)?;
         eprintln!("parley: saved to {}", path.display());
@@ -425,7 +511,7 @@ mod tests {
             exp: Some("8h".into()),
             ..flags()
         };
-        let b = build_caveats(&f, NOW).unwrap();
+        let b = build_caveats(&f, NOW, None).unwrap();
         assert!(b.warnings.is_empty());
         assert_eq!(
             b.to_value(),
@@ -448,7 +534,7 @@ mod tests {
             nbf: Some("1m".into()),
             ..flags()
         };
-        let b = build_caveats(&f, NOW).unwrap();
+        let b = build_caveats(&f, NOW, None).unwrap();
         assert_eq!(
             b.to_value(),
             json!([
@@ -462,7 +548,7 @@ mod tests {
             verbs: Some("ASK,SIGN".into()),
             ..flags()
         };
-        let e = build_caveats(&bad, NOW).unwrap_err().to_string();
+        let e = build_caveats(&bad, NOW, None).unwrap_err().to_string();
         assert!(e.contains("\"SIGN\" is not a verb"), "{e}");
     }
 
@@ -521,7 +607,7 @@ mod tests {
             ),
         ];
         for (f, flag) in cases {
-            let e = build_caveats(&f, NOW).unwrap_err().to_string();
+            let e = build_caveats(&f, NOW, None).unwrap_err().to_string();
             assert!(e.contains(flag), "{flag}: {e}");
         }
     }
@@ -532,7 +618,7 @@ mod tests {
             per: Some("40USD".into()),
             ..flags()
         };
-        let b = build_caveats(&f, NOW).unwrap();
+        let b = build_caveats(&f, NOW, None).unwrap();
         assert_eq!(b.warnings.len(), 1);
         assert!(b.warnings[0].contains("--spend"));
         let f = CaveatFlags {
@@ -540,13 +626,13 @@ mod tests {
             spend: Some("100EUR".into()),
             ..flags()
         };
-        let b = build_caveats(&f, NOW).unwrap();
+        let b = build_caveats(&f, NOW, None).unwrap();
         assert!(b.warnings[0].contains("different currencies"));
     }
 
     #[test]
     fn no_flags_no_caveats() {
-        let b = build_caveats(&flags(), NOW).unwrap();
+        let b = build_caveats(&flags(), NOW, None).unwrap();
         assert!(b.caveats.is_empty());
         assert_eq!(b.to_value(), json!([]));
     }

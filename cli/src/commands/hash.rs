@@ -3,6 +3,8 @@
 use super::Report;
 use crate::cli::FileArg;
 use crate::error::CliError;
+use parley_core::quantity::Uses;
+use parley_core::Dialect;
 use serde::Serialize;
 use std::fmt;
 
@@ -30,8 +32,31 @@ impl fmt::Display for HashResult {
     }
 }
 
-pub fn run(a: FileArg) -> Result<Report, CliError> {
+/// Checks the proposal's usage field under its dialect: a YEA proposal's
+/// `uses` must be well formed (§5.1: a malformed one makes the proposal
+/// invalid), and a field of the other dialect is refused rather than hashed
+/// as if it were shown. The hash itself is the same in both dialects, so a
+/// proposal with neither `uses` nor `cost` needs no dialect.
+fn check_usage(v: &serde_json::Value, flag: Option<Dialect>) -> Result<(), CliError> {
+    let signs = crate::dialect::proposal_signs(v, "the proposal");
+    match crate::dialect::decide(flag, &signs)? {
+        Some(Dialect::YeaV1) => match v.get("uses") {
+            Some(u) => Uses::from_value(u).map(|_| ()).map_err(|e| {
+                // The names in `e` are the service's: shown display-safe.
+                CliError::bad(format!(
+                    "the proposal is invalid: its `uses` is malformed ({}); a YEA v1 service must not send it (§5.1)",
+                    super::visible(&e.to_string())
+                ))
+            }),
+            None => Ok(()),
+        },
+        _ => Ok(()),
+    }
+}
+
+pub fn run(a: FileArg, dialect: Option<Dialect>) -> Result<Report, CliError> {
     let v = crate::input::read_json(a.file.as_deref())?;
+    check_usage(&v, dialect)?;
     let hash = parley_core::proposal::proposal_hash(&v).map_err(CliError::bad)?;
     let claimed = v.get("hash").and_then(|h| h.as_str()).map(str::to_string);
     let matches = claimed.as_ref().map(|c| *c == hash);

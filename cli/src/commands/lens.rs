@@ -8,11 +8,14 @@
 
 use super::Report;
 use crate::cli::LensArgs;
+use crate::dialect;
 use crate::error::CliError;
 use parley_core::canonical::write_json_string_bytes;
 use parley_core::json::{self, Limits};
-use parley_core::lens;
+use parley_core::lens::{self, JsonObject as _};
+use parley_core::Dialect;
 use serde::Serialize;
+use serde_json::Value;
 use std::collections::VecDeque;
 use std::fmt::{self, Write as _};
 use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
@@ -38,15 +41,123 @@ const NOT_EXACT_NOTE: &str =
     "parley: stdout is a terminal, so hidden characters are shown as \\u{…} \
      escapes (and very long lines are cut): this is not the exact Lens; pipe it, or pass --exact";
 
-pub fn run(a: LensArgs, json: bool) -> Result<Report, CliError> {
+/// The dialect marker a reply frame carries (§2.1), if it is a reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Marker {
+    /// Not a reply frame (no string `kind`): lean notation, the same in both dialects.
+    NotReply,
+    /// `"parley"` only.
+    Parley,
+    /// `"yea": 1` only.
+    Yea,
+    /// Neither, or both, or a `"yea"` that is not 1.
+    Unclear,
+}
+
+fn marker<J: lens::Json>(v: &J) -> Marker {
+    let Some(f) = v.as_object() else {
+        return Marker::NotReply;
+    };
+    let yea = f.get("yea").map(lens::Json::view);
+    let parley = f.get("parley").is_some();
+    match (yea, parley) {
+        (None, true) => Marker::Parley,
+        (Some(lens::View::Number(n)), false) if n.as_u64() == Some(1) => Marker::Yea,
+        _ if f.get("kind").and_then(J::as_str).is_none() => Marker::NotReply,
+        _ => Marker::Unclear,
+    }
+}
+
+/// Whether a frame renders as it is, with [`lens::render_into`]: not a
+/// reply, or a reply whose marker names the dialect `--dialect` asks for
+/// (or any, without the flag). A YEA frame without a string `kind` is a
+/// reply too (YEA renders its members, §9.2), which that function would
+/// render as a value.
+fn renders_as_is<J: lens::Json>(v: &J, flag: Option<Dialect>) -> bool {
+    let kind = v
+        .as_object()
+        .and_then(|f| f.get("kind"))
+        .and_then(J::as_str)
+        .is_some();
+    matches!(
+        (marker(v), flag),
+        (Marker::NotReply, _) | (Marker::Parley, None | Some(Dialect::ParleyV1))
+    ) || (kind
+        && matches!(
+            (marker(v), flag),
+            (Marker::Yea, None | Some(Dialect::YeaV1))
+        ))
+}
+
+/// The Lens lines of a reply frame in the dialect it is in. A frame's marker
+/// decides; one without a marker is read in `--dialect`, or by its
+/// proposals (`uses` is YEA, `cost` Parley), or, failing those, rendered both
+/// ways: if the two differ, it is refused rather than guessed.
+fn frame_lines(v: &Value, flag: Option<Dialect>) -> Result<Vec<String>, CliError> {
+    let m = marker(v);
+    if renders_as_is(v, flag) {
+        return Ok(lens::render_lines(v));
+    }
+    let yea = v.get("yea").is_some_and(|y| y == &Value::from(1));
+    let signs: Vec<dialect::Sign> = match m {
+        Marker::Parley => vec![(Dialect::ParleyV1, "the frame's \"parley\" marker".into())],
+        Marker::Yea => vec![(Dialect::YeaV1, "the frame's \"yea\": 1".into())],
+        _ if yea && v.get("parley").is_some() => {
+            return Err(CliError::bad(
+                "the frame has both a \"parley\" and a \"yea\" marker; a frame is in one dialect (§2.1)",
+            ))
+        }
+        _ => v
+            .get("proposals")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .flat_map(|p| dialect::proposal_signs(p, "a proposal"))
+            .collect(),
+    };
+    let as_yea = || {
+        let mut y = v.clone();
+        if let Some(o) = y.as_object_mut() {
+            if !o.contains_key("yea") {
+                o.insert("yea".into(), Value::from(1));
+            }
+        }
+        if y.get("kind").is_some_and(Value::is_string) {
+            lens::render_lines(&y)
+        } else {
+            // Every YEA frame is a reply, with or without a string kind;
+            // `render_lines` would take this one for a plain value.
+            lens::render_reply(&y)
+                .split('\n')
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        }
+    };
+    match dialect::decide(flag, &signs)? {
+        Some(Dialect::ParleyV1) => Ok(lens::render_lines(v)),
+        Some(Dialect::YeaV1) => Ok(as_yea()),
+        None => {
+            let (parley, yea) = (lens::render_lines(v), as_yea());
+            if parley.join("\n") == yea.join("\n") {
+                Ok(parley)
+            } else {
+                Err(dialect::ambiguous(
+                    "the Lens of this frame (it has no \"parley\" or \"yea\": 1 marker)",
+                ))
+            }
+        }
+    }
+}
+
+pub fn run(a: LensArgs, json: bool, flag: Option<Dialect>) -> Result<Report, CliError> {
     if a.ndjson {
-        return ndjson(a.file.as_deref(), a.value);
+        return ndjson(a.file.as_deref(), a.value, flag);
     }
     let v = crate::input::read_json(a.file.as_deref())?;
     let lines = if a.value {
         lens::lean_lines(&v)
     } else {
-        lens::render_lines(&v)
+        frame_lines(&v, flag)?
     };
     let exact = lines.join("\n");
     let mut shown = None;
@@ -74,7 +185,7 @@ pub fn run(a: LensArgs, json: bool) -> Result<Report, CliError> {
 /// (each line still bounded by the 1 MiB frame limit, without buffering a
 /// longer one), hands them out in turn, and writes the results back in the
 /// same order, so the output is exactly that of rendering line by line.
-fn ndjson(path: Option<&str>, as_value: bool) -> Result<Report, CliError> {
+fn ndjson(path: Option<&str>, as_value: bool, flag: Option<Dialect>) -> Result<Report, CliError> {
     let what = path.unwrap_or("stdin").to_string();
     let reader: Box<dyn Read> = match path {
         None | Some("-") => Box::new(std::io::stdin().lock()),
@@ -98,7 +209,7 @@ fn ndjson(path: Option<&str>, as_value: bool) -> Result<Report, CliError> {
                 let mut arena = json::Arena::new();
                 for batch in job_rx {
                     if done_tx
-                        .send(batch.render(what, as_value, &mut text, &mut arena))
+                        .send(batch.render(what, as_value, flag, &mut text, &mut arena))
                         .is_err()
                     {
                         break;
@@ -221,6 +332,7 @@ impl Batch {
         self,
         what: &str,
         as_value: bool,
+        flag: Option<Dialect>,
         text: &mut String,
         arena: &mut json::Arena,
     ) -> Done {
@@ -252,13 +364,24 @@ impl Batch {
                     }),
                 ),
             };
+            // A frame whose dialect is not plain from its marker (rare) is
+            // read again as a `Value` and decided as `parley lens` does.
+            let parsed = parsed.map_err(|e| e.to_string()).and_then(|v| {
+                if as_value {
+                    lens::lean_into(&v, text);
+                } else if renders_as_is(&v, flag) {
+                    lens::render_into(&v, text);
+                } else if let Line::Text { start, end, .. } = *line {
+                    let value = json::parse(&self.data[start..end], Limits::FRAME)
+                        .map_err(|e| e.to_string())?;
+                    *text = frame_lines(&value, flag)
+                        .map_err(|e| e.to_string())?
+                        .join("\n");
+                }
+                Ok(())
+            });
             match parsed {
-                Ok(v) => {
-                    if as_value {
-                        lens::lean_into(&v, text);
-                    } else {
-                        lens::render_into(&v, text);
-                    }
+                Ok(()) => {
                     // As a JSON string: the escapes `serde_json` writes.
                     write_json_string_bytes(text, &mut done.out);
                 }

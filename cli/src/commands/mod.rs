@@ -76,17 +76,18 @@ impl Report {
 
 pub fn run(cli: Cli) -> Result<Report, CliError> {
     let socket = cli.socket.as_deref();
+    let dialect = cli.dialect;
     match cli.command {
-        Command::Lens(a) => lens::run(a, cli.json),
+        Command::Lens(a) => lens::run(a, cli.json, dialect),
         Command::Inspect(a) => inspect::run(a),
-        Command::Verify(a) => verify::run(a),
-        Command::Hash(a) => hash::run(a),
+        Command::Verify(a) => verify::run(a, dialect),
+        Command::Hash(a) => hash::run(a, dialect),
         Command::Est(a) => est::run(a),
-        Command::Init => init::run(),
+        Command::Init(a) => init::run(a, dialect),
         Command::Whoami => whoami::run(socket),
-        Command::Approve(a) => approve::run(a, socket),
-        Command::Grant(a) => grant::run(a, socket),
-        Command::Delegate(a) => delegate::run(a),
+        Command::Approve(a) => approve::run(a, socket, dialect),
+        Command::Grant(a) => grant::run(a, socket, dialect),
+        Command::Delegate(a) => delegate::run(a, dialect),
         Command::Audit(a) => audit::run(a, cli.json),
         Command::Custody(a) => custody_keys::run(a),
         Command::Completions { shell } => generated::completions(shell),

@@ -2,12 +2,17 @@
 
 use super::Report;
 use crate::cli::VerifyArgs;
+use crate::dialect;
 use crate::error::CliError;
-use parley_core::caveat::{CommitFacts, RequestContext};
+use parley_core::caveat::{Caveat, CommitFacts, RequestContext};
 use parley_core::grant::{Decision, UnverifiedGrant};
+use parley_core::json;
 use parley_core::money::Money;
+use parley_core::quantity::{Used, Uses};
+use parley_core::Dialect;
 use parley_core::PublicKey;
 use serde::Serialize;
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -46,7 +51,88 @@ fn key(text: &str, flag: &str) -> Result<PublicKey, CliError> {
         .map_err(|e| CliError::bad(format!("{flag} {text:?}: {e}")))
 }
 
-pub fn run(a: VerifyArgs) -> Result<Report, CliError> {
+/// Reads `--uses`/`--uses-json` into the proposal's `uses` as JSON.
+fn uses_flags(a: &VerifyArgs) -> Result<Option<Value>, CliError> {
+    if let Some(text) = &a.uses_json {
+        let v = json::parse(text.as_bytes(), json::Limits::FRAME)
+            .map_err(|e| CliError::bad(format!("--uses-json: not JSON: {e}")))?;
+        return Ok(Some(v));
+    }
+    if a.uses.is_empty() {
+        return Ok(None);
+    }
+    let mut uses = Uses::default();
+    for u in &a.uses {
+        let (name, q) = dialect::parse_measure(u, "--uses")?;
+        if uses.0.insert(name.clone(), q).is_some() {
+            return Err(CliError::bad(format!(
+                "--uses names {name} twice: a proposal reports one quantity per measure"
+            )));
+        }
+    }
+    Ok(Some(uses.to_value()))
+}
+
+/// Reads `--used BLOCKID:NAME=AMOUNT` into exact running totals.
+fn used_flags(a: &VerifyArgs) -> Result<Used, CliError> {
+    let mut used = Used::new();
+    for u in &a.used {
+        let (block, rest) = u.split_once(':').ok_or_else(|| {
+            CliError::bad(format!(
+                "--used {:?}: write BLOCKID:NAME=AMOUNT, like <block id>:emails=2",
+                u.chars().take(80).collect::<String>()
+            ))
+        })?;
+        if block.is_empty() {
+            return Err(CliError::bad("--used: the block id is empty"));
+        }
+        let (name, q) = dialect::parse_measure(rest, "--used")?;
+        let row = used.entry(block.to_string()).or_default();
+        if row.insert(name.clone(), q.exact()).is_some() {
+            return Err(CliError::bad(format!(
+                "--used names {name} of block {block} twice: give the block's total once"
+            )));
+        }
+    }
+    Ok(used)
+}
+
+/// The signs of a dialect among the flags.
+fn flag_signs(a: &VerifyArgs) -> Vec<dialect::Sign> {
+    let mut s: Vec<dialect::Sign> = Vec::new();
+    let mut flag = |on: bool, d: Dialect, name: &str| {
+        if on {
+            s.push((d, name.to_string()));
+        }
+    };
+    flag(a.cost.is_some(), Dialect::ParleyV1, "--cost");
+    flag(!a.spent.is_empty(), Dialect::ParleyV1, "--spent");
+    flag(!a.uses.is_empty(), Dialect::YeaV1, "--uses");
+    flag(a.uses_json.is_some(), Dialect::YeaV1, "--uses-json");
+    flag(!a.used.is_empty(), Dialect::YeaV1, "--used");
+    s
+}
+
+/// The dialect a grant's limits are written in, when they are in one:
+/// `per`/`spend` are Parley v1's, `each`/`total` YEA v1's. Only a hint, for
+/// a request that says nothing itself: a caveat of the other dialect is
+/// exactly what a grant can be refused for.
+fn grant_hint(g: &UnverifiedGrant) -> Option<Dialect> {
+    let names: Vec<&str> = g
+        .blocks()
+        .iter()
+        .flat_map(|b| b.caveats())
+        .filter_map(Caveat::name)
+        .collect();
+    let has = |n: &[&str]| names.iter().any(|c| n.contains(c));
+    match (has(&["per", "spend"]), has(&["each", "total"])) {
+        (true, false) => Some(Dialect::ParleyV1),
+        (false, true) => Some(Dialect::YeaV1),
+        _ => None,
+    }
+}
+
+pub fn run(a: VerifyArgs, flag: Option<Dialect>) -> Result<Report, CliError> {
     let token = super::token_arg(&a.token)?;
     let trusted = a
         .trust
@@ -62,7 +148,9 @@ pub fn run(a: VerifyArgs) -> Result<Report, CliError> {
     }
     let proposal = if verb == "COMMIT" {
         let hash = a.hash.clone().ok_or_else(|| {
-            CliError::bad("a COMMIT needs --hash (and --cost if not free, --risk)")
+            CliError::bad(
+                "a COMMIT needs --hash (and --risk; --cost if not free, or for YEA v1 --uses)",
+            )
         })?;
         let cost = a
             .cost
@@ -71,16 +159,19 @@ pub fn run(a: VerifyArgs) -> Result<Report, CliError> {
             .transpose()
             .map_err(CliError::bad)?;
         let risk = a.risk.clone().unwrap_or_else(|| "low".into());
+        // Kept as written, as a service keeps the proposal's: an unknown
+        // level fails closed (forbidden), which is what this answers.
         if parley_core::RiskLevel::parse(&risk).is_none() {
-            return Err(CliError::bad(format!(
-                "--risk {risk:?}: use low, medium or high"
-            )));
+            eprintln!(
+                "parley: warning: --risk {:?} is not low, medium or high; a service fails such a proposal closed",
+                crate::commands::visible(&risk)
+            );
         }
         Some(CommitFacts {
             hash,
             cost,
+            uses: uses_flags(&a)?,
             risk,
-            ..Default::default()
         })
     } else {
         None
@@ -104,16 +195,20 @@ pub fn run(a: VerifyArgs) -> Result<Report, CliError> {
             .map(|d| d.as_secs() as i64)
             .unwrap_or(0),
     };
-    let ctx = RequestContext {
+    let mut ctx = RequestContext {
         service: a.svc.clone(),
         verb,
         capability: a.cap.clone(),
         now,
         proposal,
         spent,
-        ..Default::default()
+        used: used_flags(&a)?,
+        dialect: Dialect::ParleyV1,
     };
-    let (decision, grant) = match UnverifiedGrant::decode(&token) {
+    let decoded = UnverifiedGrant::decode(&token);
+    let chosen = dialect::decide(flag, &flag_signs(&a))?
+        .or_else(|| decoded.as_ref().ok().and_then(grant_hint));
+    let (decision, grant) = match decoded {
         Err(e) => (
             Decision::Unauthorized {
                 reason: e.to_string(),
@@ -133,7 +228,21 @@ pub fn run(a: VerifyArgs) -> Result<Report, CliError> {
                 },
             };
             let d = match g.verify(&trusted, &holder) {
-                Ok(v) => v.evaluate(&ctx),
+                Ok(v) => match chosen {
+                    Some(d) => {
+                        ctx.dialect = d;
+                        v.evaluate(&ctx)
+                    }
+                    // Nothing says which: both readings must agree.
+                    None => {
+                        let parley = v.evaluate(&ctx);
+                        ctx.dialect = Dialect::YeaV1;
+                        if v.evaluate(&ctx) != parley {
+                            return Err(dialect::ambiguous("this grant's decision"));
+                        }
+                        parley
+                    }
+                },
                 Err(e) => Decision::Unauthorized {
                     reason: e.to_string(),
                 },
