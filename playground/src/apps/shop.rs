@@ -9,13 +9,14 @@
 //! * `shop.tip` (intent): a tip on a placed order; irreversible (`undo: null`),
 //!   so it never auto-commits (§4.3.1).
 
-use super::usd;
+use super::{usd, usd_quantity, uses};
 use crate::service::params::{self, format_date};
 use crate::service::{
     App, Caller, Capability, CapabilityKind, ParleyError, Plan, Planned, Progress, Reversal,
     ServiceInfo,
 };
-use parley_core::RiskLevel;
+use parley_core::quantity::{Quantity, QuantityError};
+use parley_core::{Dialect, RiskLevel};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
@@ -34,6 +35,43 @@ pub const FREE_DELIVERY_FROM: i64 = 5000;
 pub const EXPRESS_FEE: i64 = 799;
 /// The card orders are charged to.
 pub const CARD: &str = "card ••4242";
+
+/// Where the YEA shop sends order confirmations.
+pub const CUSTOMER: &str = "you (order confirmation)";
+
+/// The largest tip, in cents.
+pub const MAX_TIP: i64 = 10_000;
+
+/// YEA `shop.tip`'s `tip`: an exact USD quantity of 0.01 to 100.00 USD
+/// (`{"amount": 250, "scale": 2, "unit": "USD"}` is 2.50 USD). A float, a
+/// missing unit or another currency is `invalid_params` with the fix: the
+/// shop never guesses what an inexact amount meant.
+fn tip_quantity(p: &Map<String, Value>) -> Result<i64, ParleyError> {
+    let example = json!({"tip": {"amount": 250, "scale": 2, "unit": "USD"}});
+    let teach = |why: String| {
+        ParleyError::invalid_params(format!(
+            "`tip` must be an exact USD quantity in cents, {{\"amount\": int, \"scale\": 2, \"unit\": \"USD\"}}: {why}"
+        ))
+        .fix_params("tip 2.50 USD", example.clone())
+    };
+    let Some(v) = p.get("tip") else {
+        return Err(teach("it is missing".into()));
+    };
+    if v.get("amount").is_some_and(|a| a.is_f64()) {
+        return Err(teach(
+            "the amount is a float; YEA amounts are whole minor units, never floats (§5.1)".into(),
+        ));
+    }
+    let q = Quantity::from_value(v, "tip").map_err(|e: QuantityError| teach(e.to_string()))?;
+    let money = match q.as_money() {
+        Some(m) if m.currency == "USD" => m,
+        _ => return Err(teach(format!("got {q}, this shop takes USD at scale 2"))),
+    };
+    if !(1..=MAX_TIP).contains(&money.amount) {
+        return Err(teach(format!("{money} is not from 0.01 to 100.00 USD")));
+    }
+    Ok(money.amount)
+}
 
 /// One meal on the menu.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -218,6 +256,7 @@ impl Shop {
         &self,
         p: &Map<String, Value>,
         now: i64,
+        dialect: Dialect,
     ) -> Result<Planned<ShopAction>, ParleyError> {
         let items = params::list(p, "items")?;
         if items.is_empty() || items.len() > 20 {
@@ -287,17 +326,27 @@ impl Shop {
             if express {
                 data["express"] = json!(money(EXPRESS_FEE));
             }
+            let mut effects = vec![
+                json!({"op": "create", "target": format!("order/{order}"), "detail": lines.join(", ")}),
+                json!({"op": "charge", "target": CARD, "detail": money(total)}),
+            ];
+            // YEA can report counts, so the YEA shop also sends (and
+            // reports) the order confirmation email; Parley's `cost` has no
+            // place for it, so the Parley shop stays as it always was.
+            let used = if dialect == Dialect::YeaV1 {
+                effects.push(json!({"op": "send", "target": CUSTOMER, "detail": "order confirmation email"}));
+                uses([("spend", usd_quantity(total)), ("emails", Quantity::count(1))])
+            } else {
+                uses([("spend", usd_quantity(total))])
+            };
             Plan {
                 summary: format!(
                     "{count} meals for {deliver}{} — {}",
                     if express { " (express, by noon)" } else { "" },
                     money(total)
                 ),
-                effects: vec![
-                    json!({"op": "create", "target": format!("order/{order}"), "detail": lines.join(", ")}),
-                    json!({"op": "charge", "target": CARD, "detail": money(total)}),
-                ],
-                cost: Some(usd(total)),
+                effects,
+                uses: used,
                 risk,
                 undo_window: Some(CANCEL_WINDOW),
                 ttl: PROPOSAL_TTL,
@@ -315,10 +364,19 @@ impl Shop {
         Ok(Planned::Proposals(vec![standard, express]))
     }
 
-    fn plan_tip(&self, p: &Map<String, Value>) -> Result<Planned<ShopAction>, ParleyError> {
+    fn plan_tip(
+        &self,
+        p: &Map<String, Value>,
+        dialect: Dialect,
+    ) -> Result<Planned<ShopAction>, ParleyError> {
         let order = params::string(p, "order")?;
-        let usd_amount = params::number(p, "usd", 0.01..=100.0)?;
-        let cents = (usd_amount * 100.0).round() as i64;
+        let cents = match dialect {
+            Dialect::ParleyV1 => {
+                let usd_amount = params::number(p, "usd", 0.01..=100.0)?;
+                (usd_amount * 100.0).round() as i64
+            }
+            Dialect::YeaV1 => tip_quantity(p)?,
+        };
         match self.state().orders.get(order) {
             Some(o) if o.status == "placed" => {}
             Some(_) => {
@@ -339,7 +397,7 @@ impl Shop {
             effects: vec![
                 json!({"op": "charge", "target": CARD, "detail": format!("tip {} for the courier of {order}", money(cents))}),
             ],
-            cost: Some(usd(cents)),
+            uses: uses([("spend", usd_quantity(cents))]),
             risk: RiskLevel::Medium,
             undo_window: None,
             ttl: PROPOSAL_TTL,
@@ -363,7 +421,14 @@ impl App for Shop {
         }
     }
 
-    fn capabilities(&self) -> Vec<Capability> {
+    fn capabilities(&self, dialect: Dialect) -> Vec<Capability> {
+        // YEA amounts are exact quantities (§5.1), never floats.
+        let tip_params = match dialect {
+            Dialect::ParleyV1 => json!({"order": "string", "usd": "number"}),
+            Dialect::YeaV1 => {
+                json!({"order": "string", "tip": {"amount": "int — cents", "scale": "int — 2", "unit": "USD"}})
+            }
+        };
         vec![
             Capability {
                 name: "shop.search".into(),
@@ -390,7 +455,7 @@ impl App for Shop {
                 name: "shop.tip".into(),
                 kind: CapabilityKind::Intent,
                 summary: "Tip the courier of an order (irreversible)".into(),
-                params: json!({"order": "string", "usd": "number"}),
+                params: tip_params,
                 risk: Some(RiskLevel::Medium),
             },
         ]
@@ -416,8 +481,8 @@ impl App for Shop {
         caller: &Caller<'_>,
     ) -> Result<Planned<ShopAction>, ParleyError> {
         match capability {
-            "shop.order" => self.plan_order(params, caller.now),
-            "shop.tip" => self.plan_tip(params),
+            "shop.order" => self.plan_order(params, caller.now, caller.dialect),
+            "shop.tip" => self.plan_tip(params, caller.dialect),
             other => Err(ParleyError::internal(format!(
                 "no intent handler for {other}"
             ))),
