@@ -239,7 +239,8 @@ pub async fn run(cfg: &Config, out: &mut (dyn Write + Send)) -> Result<Summary, 
 
     // 2. Calendar: reschedule within policy, then undo.
     t.step("The agent discovers the calendar");
-    let (mut cal, brief) = Session::open(&cfg.cal, cfg.key.clone(), clock.clone(), 600, cfg.dialect).await?;
+    let (mut cal, brief) =
+        Session::open(&cfg.cal, cfg.key.clone(), clock.clone(), 600, cfg.dialect).await?;
     t.exchange(&brief);
     cal.grants = vec![grant.clone()];
 
@@ -294,7 +295,8 @@ pub async fn run(cfg: &Config, out: &mut (dyn Write + Send)) -> Result<Summary, 
 
     // 3. Shop: search within a small budget, expand.
     t.step("The agent discovers the shop");
-    let (mut shop, brief) = Session::open(&cfg.shop, cfg.key.clone(), clock.clone(), 600, cfg.dialect).await?;
+    let (mut shop, brief) =
+        Session::open(&cfg.shop, cfg.key.clone(), clock.clone(), 600, cfg.dialect).await?;
     t.exchange(&brief);
     shop.grants = vec![grant.clone()];
 
@@ -315,7 +317,14 @@ pub async fn run(cfg: &Config, out: &mut (dyn Write + Send)) -> Result<Summary, 
     let expand = s.reply().clone();
 
     // 4. An order over the limit: consent.
-    t.step("The agent orders 3 meals: over the 40 USD per-commit limit, so auto does not commit");
+    t.step(match cfg.dialect {
+        Dialect::ParleyV1 => {
+            "The agent orders 3 meals: over the 40 USD per-commit limit, so auto does not commit"
+        }
+        Dialect::YeaV1 => {
+            "The agent orders 3 meals: over the each limit of 40.00 USD of spend, so auto does not commit"
+        }
+    });
     let deliver = format_date(clock.now() + 86_400);
     let order =
         json!({"items": [{"sku": "m06", "qty": 2}, {"sku": "m12", "qty": 1}], "deliver": deliver});
@@ -338,13 +347,20 @@ pub async fn run(cfg: &Config, out: &mut (dyn Write + Send)) -> Result<Summary, 
     consent::check_in(request, &proposal, shop.service(), clock.now(), cfg.dialect)?;
     t.note("consent request matches the proposal (id, hash, service, capability); hash recomputed");
     let decided = custody
-        .consent_in(consent_obj, proposal.clone(), shop.service(), &me, cfg.dialect, |p| {
-            if let Reply::Pending { request, .. } = p {
-                t.note(&format!(
-                    "… waiting for the human to decide in Parley Custody (request {request})"
-                ));
-            }
-        })
+        .consent_in(
+            consent_obj,
+            proposal.clone(),
+            shop.service(),
+            &me,
+            cfg.dialect,
+            |p| {
+                if let Reply::Pending { request, .. } = p {
+                    t.note(&format!(
+                        "… waiting for the human to decide in Parley Custody (request {request})"
+                    ));
+                }
+            },
+        )
         .await?;
     let consent_grant = match decided {
         Reply::Approved { grant } => {

@@ -27,7 +27,12 @@ pub fn usd_quantity(cents: i64) -> Quantity {
 
 /// A `uses` map from (measure, quantity) pairs.
 pub fn uses<const N: usize>(entries: [(&str, Quantity); N]) -> Uses {
-    Uses(entries.into_iter().map(|(n, q)| (n.to_string(), q)).collect())
+    Uses(
+        entries
+            .into_iter()
+            .map(|(n, q)| (n.to_string(), q))
+            .collect(),
+    )
 }
 
 use crate::clock::Clock;

@@ -334,8 +334,13 @@ impl Shop {
             // reports) the order confirmation email; Parley's `cost` has no
             // place for it, so the Parley shop stays as it always was.
             let used = if dialect == Dialect::YeaV1 {
-                effects.push(json!({"op": "send", "target": CUSTOMER, "detail": "order confirmation email"}));
-                uses([("spend", usd_quantity(total)), ("emails", Quantity::count(1))])
+                effects.push(
+                    json!({"op": "send", "target": CUSTOMER, "detail": "order confirmation email"}),
+                );
+                uses([
+                    ("spend", usd_quantity(total)),
+                    ("emails", Quantity::count(1)),
+                ])
             } else {
                 uses([("spend", usd_quantity(total))])
             };

@@ -14,12 +14,12 @@
 
 use super::auth::{self, Outcome, Presented};
 use super::error::{ErrorCode, ParleyError};
+use super::intent::usage_field;
 use super::ledger::Reservation;
 use super::request::Request;
 use super::store::{ProposalRecord, ReceiptRecord};
 use super::{App, Progress, Service};
 use crate::ids::random_id;
-use super::intent::usage_field;
 use parley_core::caveat::{CommitFacts, RequestContext};
 use parley_core::dialect::UsageField;
 use parley_core::lens;

@@ -9,9 +9,9 @@ use super::request::{Request, Verb};
 use super::store::ProposalRecord;
 use super::{App, Caller, CapabilityKind, Plan, Planned, Service};
 use crate::ids::random_id;
-use parley_core::proof::Target;
 use parley_core::dialect::UsageField;
 use parley_core::money::Money;
+use parley_core::proof::Target;
 use parley_core::proposal::{proposal_hash, EffectOp, Proposal};
 use parley_core::quantity::Uses;
 use parley_core::{Dialect, PublicKey};
@@ -314,7 +314,8 @@ mod tests {
 
     #[test]
     fn usage_is_cost_in_parley_and_uses_in_yea() {
-        let uses = Uses::from_value(&json!({"spend": {"amount": 5, "scale": 2, "unit": "USD"}})).unwrap();
+        let uses =
+            Uses::from_value(&json!({"spend": {"amount": 5, "scale": 2, "unit": "USD"}})).unwrap();
         let cost = uses.get("spend").and_then(|q| q.as_money());
         assert_eq!(
             usage_field(Dialect::ParleyV1, cost.as_ref(), &uses),
@@ -326,7 +327,10 @@ mod tests {
         );
         assert_eq!(
             usage_field(Dialect::YeaV1, cost.as_ref(), &uses),
-            Some(("uses", json!({"spend": {"amount": 5, "scale": 2, "unit": "USD"}})))
+            Some((
+                "uses",
+                json!({"spend": {"amount": 5, "scale": 2, "unit": "USD"}})
+            ))
         );
         assert_eq!(usage_field(Dialect::YeaV1, None, &Uses::default()), None);
     }

@@ -244,8 +244,11 @@ mod tests {
 
     #[test]
     fn envelope_rules() {
-        let ok = Request::parse(&json!({"parley": 1, "id": "1", "verb": "HELLO", "extra": [1]}), Dialect::ParleyV1)
-            .unwrap();
+        let ok = Request::parse(
+            &json!({"parley": 1, "id": "1", "verb": "HELLO", "extra": [1]}),
+            Dialect::ParleyV1,
+        )
+        .unwrap();
         assert_eq!((ok.verb, ok.budget), (Verb::Hello, DEFAULT_BUDGET));
         assert_eq!(
             code_and_re(json!({"parley": 1, "verb": "HELLO"})),
@@ -276,7 +279,11 @@ mod tests {
         assert_eq!(code_and_re(yea).0, "bad_frame");
         let parley = json!({"parley": 1, "id": "p", "verb": "HELLO"});
         let e = Request::parse(&parley, Dialect::YeaV1).unwrap_err();
-        assert!(e.error.message.contains("\"yea\": 1"), "{}", e.error.message);
+        assert!(
+            e.error.message.contains("\"yea\": 1"),
+            "{}",
+            e.error.message
+        );
         let both = json!({"yea": 1, "parley": 1, "id": "b", "verb": "HELLO"});
         assert!(Request::parse(&both, Dialect::YeaV1).is_err());
         let long = "i".repeat(MAX_ID + 1);

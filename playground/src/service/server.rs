@@ -128,7 +128,11 @@ async fn refuse(stream: TcpStream, dialect: Dialect) {
     let e = ParleyError::new(super::ErrorCode::Unavailable, "too many connections")
         .retry(5)
         .to_body();
-    let _ = tokio::time::timeout(Duration::from_secs(2), w.send(&envelope(dialect, "s0", None, e))).await;
+    let _ = tokio::time::timeout(
+        Duration::from_secs(2),
+        w.send(&envelope(dialect, "s0", None, e)),
+    )
+    .await;
 }
 
 /// `{"parley": 1, "id": id, "re": re, ...body}`, or `"yea": 1` for a YEA

@@ -68,11 +68,9 @@ impl<A: App> Service<A> {
         });
         // Parley receipts always say `cost` (null: an undo costs nothing);
         // YEA's omit `uses` when nothing is used (§5.2).
-        if let Some((field, usage)) = super::intent::usage_field(
-            self.dialect,
-            None,
-            &parley_core::quantity::Uses::default(),
-        ) {
+        if let Some((field, usage)) =
+            super::intent::usage_field(self.dialect, None, &parley_core::quantity::Uses::default())
+        {
             receipt[field] = usage;
         }
         if let Some(result) = reversal.result {
