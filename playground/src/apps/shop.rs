@@ -42,35 +42,50 @@ pub const CUSTOMER: &str = "you (order confirmation)";
 /// The largest tip, in cents.
 pub const MAX_TIP: i64 = 10_000;
 
-/// YEA `shop.tip`'s `tip`: an exact USD quantity of 0.01 to 100.00 USD
-/// (`{"amount": 250, "scale": 2, "unit": "USD"}` is 2.50 USD). A float, a
-/// missing unit or another currency is `invalid_params` with the fix: the
-/// shop never guesses what an inexact amount meant.
-fn tip_quantity(p: &Map<String, Value>) -> Result<i64, ParleyError> {
-    let example = json!({"tip": {"amount": 250, "scale": 2, "unit": "USD"}});
+/// A YEA amount param (`tip`, `max_price`): an exact USD quantity in
+/// cents from `min` to `max` (`{"amount": 250, "scale": 2, "unit": "USD"}`
+/// is 2.50 USD). A float, a missing unit or another currency is
+/// `invalid_params` with the fix: the shop never guesses what an inexact
+/// amount meant (§5.1, §6.3: values are exact).
+fn usd_param(
+    p: &Map<String, Value>,
+    name: &str,
+    min: i64,
+    max: i64,
+) -> Result<Option<i64>, ParleyError> {
+    let mut example = Map::new();
+    example.insert(
+        name.into(),
+        json!({"amount": 250, "scale": 2, "unit": "USD"}),
+    );
     let teach = |why: String| {
         ParleyError::invalid_params(format!(
-            "`tip` must be an exact USD quantity in cents, {{\"amount\": int, \"scale\": 2, \"unit\": \"USD\"}}: {why}"
+            "`{name}` must be an exact USD quantity in cents, {{\"amount\": int, \"scale\": 2, \"unit\": \"USD\"}}: {why}"
         ))
-        .fix_params("tip 2.50 USD", example.clone())
+        .fix_params(format!("{name} 2.50 USD"), Value::Object(example.clone()))
     };
-    let Some(v) = p.get("tip") else {
-        return Err(teach("it is missing".into()));
+    let v = match p.get(name) {
+        None | Some(Value::Null) => return Ok(None),
+        Some(v) => v,
     };
-    if v.get("amount").is_some_and(|a| a.is_f64()) {
+    if v.is_number() || v.get("amount").is_some_and(Value::is_f64) {
         return Err(teach(
-            "the amount is a float; YEA amounts are whole minor units, never floats (§5.1)".into(),
+            "the amount is a plain number; YEA amounts are whole minor units with a scale and unit, never floats".into(),
         ));
     }
-    let q = Quantity::from_value(v, "tip").map_err(|e: QuantityError| teach(e.to_string()))?;
+    let q = Quantity::from_value(v, name).map_err(|e: QuantityError| teach(e.to_string()))?;
     let money = match q.as_money() {
         Some(m) if m.currency == "USD" => m,
-        _ => return Err(teach(format!("got {q}, this shop takes USD at scale 2"))),
+        _ => return Err(teach(format!("got {q}; this shop takes USD at scale 2"))),
     };
-    if !(1..=MAX_TIP).contains(&money.amount) {
-        return Err(teach(format!("{money} is not from 0.01 to 100.00 USD")));
+    if !(min..=max).contains(&money.amount) {
+        return Err(teach(format!(
+            "{money} is not from {} to {}",
+            usd(min),
+            usd(max)
+        )));
     }
-    Ok(money.amount)
+    Ok(Some(money.amount))
 }
 
 /// One meal on the menu.
@@ -211,7 +226,7 @@ impl Shop {
         self.state().orders.clone()
     }
 
-    fn search(&self, p: &Map<String, Value>) -> Result<Value, ParleyError> {
+    fn search(&self, p: &Map<String, Value>, dialect: Dialect) -> Result<Value, ParleyError> {
         let query = params::opt_string(p, "query")?.map(str::to_lowercase);
         let tag = params::opt_string(p, "tag")?;
         if let Some(t) = tag {
@@ -223,9 +238,14 @@ impl Shop {
                 .fix_params("search vegan meals", json!({"tag": "vegan"})));
             }
         }
-        let max_cents = match p.get("max_usd") {
-            None | Some(Value::Null) => None,
-            Some(_) => Some((params::number(p, "max_usd", 0.0..=10_000.0)? * 100.0).round() as i64),
+        let max_cents = match dialect {
+            Dialect::ParleyV1 => match p.get("max_usd") {
+                None | Some(Value::Null) => None,
+                Some(_) => {
+                    Some((params::number(p, "max_usd", 0.0..=10_000.0)? * 100.0).round() as i64)
+                }
+            },
+            Dialect::YeaV1 => usd_param(p, "max_price", 0, 1_000_000)?,
         };
         let items: Vec<Value> = self
             .menu
@@ -233,8 +253,14 @@ impl Shop {
             .filter(|m| query.as_ref().map_or(true, |q| m.name.to_lowercase().contains(q.as_str())))
             .filter(|m| tag.map_or(true, |t| m.tag == t))
             .filter(|m| max_cents.map_or(true, |c| m.price <= c))
-            .map(|m| {
-                json!({"sku": m.sku, "name": m.name, "usd": m.price as f64 / 100.0, "cal": m.cal, "tag": m.tag})
+            .map(|m| match dialect {
+                Dialect::ParleyV1 => {
+                    json!({"sku": m.sku, "name": m.name, "usd": m.price as f64 / 100.0, "cal": m.cal, "tag": m.tag})
+                }
+                // YEA prices are exact, in words (§9.2 form: `12.10 USD`).
+                Dialect::YeaV1 => {
+                    json!({"sku": m.sku, "name": m.name, "price": usd_quantity(m.price).to_string(), "cal": m.cal, "tag": m.tag})
+                }
             })
             .collect();
         Ok(Value::Array(items))
@@ -380,7 +406,18 @@ impl Shop {
                 let usd_amount = params::number(p, "usd", 0.01..=100.0)?;
                 (usd_amount * 100.0).round() as i64
             }
-            Dialect::YeaV1 => tip_quantity(p)?,
+            Dialect::YeaV1 => match usd_param(p, "tip", 1, MAX_TIP)? {
+                Some(cents) => cents,
+                None => {
+                    return Err(ParleyError::invalid_params(
+                        "`tip` must be an exact USD quantity in cents, {\"amount\": int, \"scale\": 2, \"unit\": \"USD\"}: it is missing",
+                    )
+                    .fix_params(
+                        "tip 2.50 USD",
+                        json!({"tip": {"amount": 250, "scale": 2, "unit": "USD"}}),
+                    ))
+                }
+            },
         };
         match self.state().orders.get(order) {
             Some(o) if o.status == "placed" => {}
@@ -428,6 +465,15 @@ impl App for Shop {
 
     fn capabilities(&self, dialect: Dialect) -> Vec<Capability> {
         // YEA amounts are exact quantities (§5.1), never floats.
+        let max_price = match dialect {
+            Dialect::ParleyV1 => ("max_usd?", json!("number")),
+            Dialect::YeaV1 => (
+                "max_price?",
+                json!({"amount": "int — cents", "scale": "int — 2", "unit": "USD"}),
+            ),
+        };
+        let mut search_params = json!({"query?": "string — words in the name", "tag?": "vegan|vegetarian|high-protein|spicy"});
+        search_params[max_price.0] = max_price.1;
         let tip_params = match dialect {
             Dialect::ParleyV1 => json!({"order": "string", "usd": "number"}),
             Dialect::YeaV1 => {
@@ -439,7 +485,7 @@ impl App for Shop {
                 name: "shop.search".into(),
                 kind: CapabilityKind::Ask,
                 summary: "Search the menu".into(),
-                params: json!({"query?": "string — words in the name", "tag?": "vegan|vegetarian|high-protein|spicy", "max_usd?": "number"}),
+                params: search_params,
                 risk: None,
             },
             Capability {
@@ -470,10 +516,10 @@ impl App for Shop {
         &self,
         capability: &str,
         params: &Map<String, Value>,
-        _caller: &Caller<'_>,
+        caller: &Caller<'_>,
     ) -> Result<Value, ParleyError> {
         match capability {
-            "shop.search" => self.search(params),
+            "shop.search" => self.search(params, caller.dialect),
             "shop.orders" => Ok(self.list_orders()),
             other => Err(ParleyError::internal(format!("no ask handler for {other}"))),
         }
