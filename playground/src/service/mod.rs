@@ -1,4 +1,10 @@
-//! A Parley service, just big enough to be honest.
+//! A Parley (or YEA v1) service, just big enough to be honest.
+//!
+//! One engine for both dialects: [`Service::new_in`] takes the dialect as
+//! data, and it decides the frame marker, whether proposals and receipts
+//! report `cost` or `uses`, whether a payment effect is `charge` or `create`,
+//! and which caveats grants are judged by (`per`/`spend` or `each`/`total`,
+//! evaluated by parley-core).
 //!
 //! [`Service`] is the protocol engine: it turns one request frame into its
 //! EVENTs and final reply ([`Service::handle`]), for any [`App`]. [`server`]
