@@ -1,7 +1,13 @@
 //! The `parley-playground` command line.
 
 use clap::{Args, Parser, Subcommand};
+use parley_core::Dialect;
 use std::path::PathBuf;
+
+/// Reads `--dialect` (`parley`, `yea`, or their `parley1`/`yea1` names).
+fn parse_dialect(s: &str) -> Result<Dialect, String> {
+    Dialect::parse(s).ok_or_else(|| format!("unknown dialect {s:?}: use parley or yea"))
+}
 
 /// Default address of the shop (the Parley TCP port, §2.3).
 pub const DEFAULT_SHOP: &str = "127.0.0.1:7447";
@@ -46,6 +52,10 @@ pub struct ServeArgs {
     /// $PARLEY_CUSTODY_SOCKET, else custody's default path).
     #[arg(long = "custody-socket", value_name = "PATH")]
     pub custody_socket: Option<PathBuf>,
+    /// The protocol dialect: `parley` (Parley v1, the default) or `yea`
+    /// (YEA v1: `"yea": 1` frames, `uses`, `each`/`total` limits).
+    #[arg(long, default_value = "parley", value_name = "DIALECT", value_parser = parse_dialect)]
+    pub dialect: Dialect,
 }
 
 /// `agent`.
@@ -66,6 +76,10 @@ pub struct AgentArgs {
     /// How long to wait for the human on each request, in seconds.
     #[arg(long, default_value_t = 900, value_name = "SECS")]
     pub wait: u64,
+    /// The protocol dialect: `parley` (Parley v1, the default) or `yea`
+    /// (YEA v1: `"yea": 1` frames, `uses`, `each`/`total` limits).
+    #[arg(long, default_value = "parley", value_name = "DIALECT", value_parser = parse_dialect)]
+    pub dialect: Dialect,
 }
 
 /// `demo`.
@@ -86,4 +100,8 @@ pub struct DemoArgs {
     /// How long to wait for the human on each request, in seconds.
     #[arg(long, default_value_t = 900, value_name = "SECS")]
     pub wait: u64,
+    /// The protocol dialect: `parley` (Parley v1, the default) or `yea`
+    /// (YEA v1: `"yea": 1` frames, `uses`, `each`/`total` limits).
+    #[arg(long, default_value = "parley", value_name = "DIALECT", value_parser = parse_dialect)]
+    pub dialect: Dialect,
 }

@@ -5,7 +5,7 @@ use crate::agent::scenario::{self, Config, ScenarioError};
 use crate::apps::Playground;
 use crate::cli::{AgentArgs, Command, DemoArgs, ServeArgs};
 use crate::clock::{Clock, SystemClock};
-use parley_core::PublicKey;
+use parley_core::{Dialect, PublicKey};
 use parley_custody::client::{Client, ClientError};
 use parley_custody::protocol::Reply;
 use std::io::Write;
@@ -88,9 +88,14 @@ async fn trusted(flags: &[String], socket: Option<&Path>) -> Result<Vec<PublicKe
     }
 }
 
-async fn start(shop: &str, cal: &str, trusted: Vec<PublicKey>) -> Result<Playground, CommandError> {
+async fn start(
+    shop: &str,
+    cal: &str,
+    trusted: Vec<PublicKey>,
+    dialect: Dialect,
+) -> Result<Playground, CommandError> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    Playground::start(shop, cal, trusted, clock)
+    Playground::start_in(shop, cal, trusted, clock, dialect)
         .await
         .map_err(|source| CommandError::Bind {
             addr: format!("{shop} / {cal}"),
@@ -98,9 +103,14 @@ async fn start(shop: &str, cal: &str, trusted: Vec<PublicKey>) -> Result<Playgro
         })
 }
 
-fn announce(p: &Playground, trusted: &[PublicKey]) {
-    println!("shop.example     parley://{}", p.shop.addr);
-    println!("cal.example.com  parley://{}", p.cal.addr);
+fn announce(p: &Playground, trusted: &[PublicKey], dialect: Dialect) {
+    // §2.3: the URL scheme is the dialect's marker (`parley://`, `yea://`).
+    let scheme = dialect.marker();
+    println!("shop.example     {scheme}://{}", p.shop.addr);
+    println!("cal.example.com  {scheme}://{}", p.cal.addr);
+    if dialect != Dialect::ParleyV1 {
+        println!("speaking {dialect}");
+    }
     for k in trusted {
         println!("trusting grants from {k}");
     }
@@ -108,8 +118,8 @@ fn announce(p: &Playground, trusted: &[PublicKey]) {
 
 async fn serve(a: ServeArgs) -> Result<(), CommandError> {
     let trusted = trusted(&a.trust, a.custody_socket.as_deref()).await?;
-    let p = start(&a.shop, &a.cal, trusted.clone()).await?;
-    announce(&p, &trusted);
+    let p = start(&a.shop, &a.cal, trusted.clone(), a.dialect).await?;
+    announce(&p, &trusted, a.dialect);
     println!("serving until Ctrl-C");
     let _ = std::io::stdout().flush();
     let _ = tokio::signal::ctrl_c().await;
@@ -123,6 +133,7 @@ fn agent_config(
     cal: String,
     key_file: Option<&Path>,
     wait: u64,
+    dialect: Dialect,
 ) -> Result<Config, CommandError> {
     let path = match key_file {
         Some(p) => p.to_path_buf(),
@@ -139,6 +150,7 @@ fn agent_config(
         key: Arc::new(secret),
         clock: Arc::new(SystemClock),
         human_deadline: Duration::from_secs(wait.max(1)),
+        dialect,
     })
 }
 
@@ -155,20 +167,22 @@ async fn agent(a: AgentArgs) -> Result<(), CommandError> {
         a.cal,
         a.agent_key.as_deref(),
         a.wait,
+        a.dialect,
     )?;
     run_scenario(&cfg).await
 }
 
 async fn demo(a: DemoArgs) -> Result<(), CommandError> {
     let trusted = trusted(&[], a.custody_socket.as_deref()).await?;
-    let p = start(&a.shop, &a.cal, trusted.clone()).await?;
-    announce(&p, &trusted);
+    let p = start(&a.shop, &a.cal, trusted.clone(), a.dialect).await?;
+    announce(&p, &trusted, a.dialect);
     let cfg = agent_config(
         a.custody_socket.as_deref(),
         p.shop.addr.to_string(),
         p.cal.addr.to_string(),
         a.agent_key.as_deref(),
         a.wait,
+        a.dialect,
     )?;
     let result = run_scenario(&cfg).await;
     p.stop().await;

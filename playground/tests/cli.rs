@@ -99,3 +99,67 @@ fn bad_flags_and_a_missing_custody_say_what_to_do() {
         "the agent key was made"
     );
 }
+
+/// HELLO in `marker`'s dialect (`parley` or `yea`), the first reply line.
+fn hello_in(addr: &str, marker: &str) -> serde_json::Value {
+    use std::io::Write;
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    writeln!(s, "{{\"{marker}\":1,\"id\":\"1\",\"verb\":\"HELLO\"}}").unwrap();
+    let mut line = String::new();
+    BufReader::new(s).read_line(&mut line).unwrap();
+    serde_json::from_str(&line).unwrap()
+}
+
+#[test]
+fn serve_dialect_yea_prints_yea_addresses_and_answers_only_yea() {
+    let key = parley_core::SecretKey::from_seed(&zeroize::Zeroizing::new([5; 32])).public();
+    let mut child = Command::new(BIN)
+        .args(["serve", "--dialect", "yea", "--shop", "127.0.0.1:0"])
+        .args(["--cal", "127.0.0.1:0", "--trust"])
+        .arg(key.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let _reaper = Reaper(child);
+    let mut lines = BufReader::new(stdout).lines();
+    let mut addrs = Vec::new();
+    let mut said = Vec::new();
+    for _ in 0..4 {
+        let line = lines.next().unwrap().unwrap();
+        assert!(!line.contains("parley://"), "{line}");
+        match line.split("yea://").nth(1) {
+            Some(addr) => addrs.push(addr.trim().to_string()),
+            None => said.push(line),
+        }
+    }
+    assert_eq!(
+        said,
+        [
+            "speaking YEA v1".to_string(),
+            format!("trusting grants from {key}")
+        ]
+    );
+    let brief = hello_in(&addrs[0], "yea");
+    assert_eq!(
+        (&brief["yea"], &brief["kind"]),
+        (&1.into(), &"BRIEF".into())
+    );
+    assert_eq!(brief["service"]["id"], "shop.example");
+    let refused = hello_in(&addrs[0], "parley");
+    assert_eq!(refused["code"], "bad_frame", "{refused}");
+}
+
+#[test]
+fn an_unknown_dialect_is_a_usage_error_that_names_the_choices() {
+    let out = Command::new(BIN)
+        .args(["demo", "--dialect", "yea2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("use parley or yea"), "{err}");
+}

@@ -4,12 +4,15 @@
 //! TCP sockets, and the scripted agent. The order over the limit must end in
 //! a RECEIPT committed with the human's consent, the read-only sub-agent
 //! must be forbidden, and the audit log must show the grant and the consent.
+//! The story runs once per dialect (Parley v1 and YEA v1), each its own
+//! test, so a failure names the dialect that broke.
 
 // The keyring harness is custody's, shared rather than copied.
 #[path = "../../custody/tests/support/mod.rs"]
 mod support;
 
 use parley_core::grant::UnverifiedGrant;
+use parley_core::Dialect;
 use parley_custody::approver::{Gesture, Yes};
 use parley_custody::approver::{PendingView, ScriptedApprover, Verdict};
 use parley_custody::audit::{Audit, EventKind, Query};
@@ -38,13 +41,28 @@ async fn next(shown: &mut UnboundedReceiver<PendingView>) -> PendingView {
 }
 
 #[test]
-fn order_over_the_limit_is_committed_with_the_humans_consent() {
-    if !in_session(
-        "order_over_the_limit_is_committed_with_the_humans_consent",
+fn parley_order_over_the_limit_is_committed_with_the_humans_consent() {
+    if in_session(
+        "parley_order_over_the_limit_is_committed_with_the_humans_consent",
         Session::Keyring,
     ) {
-        return;
+        story(Dialect::ParleyV1);
     }
+}
+
+#[test]
+fn yea_order_over_the_each_limit_is_committed_with_the_humans_consent() {
+    if in_session(
+        "yea_order_over_the_each_limit_is_committed_with_the_humans_consent",
+        Session::Keyring,
+    ) {
+        story(Dialect::YeaV1);
+    }
+}
+
+/// The whole story in `dialect`; what differs between the dialects is
+/// asserted per dialect, everything else is the same.
+fn story(dialect: Dialect) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -80,11 +98,12 @@ fn order_over_the_limit_is_committed_with_the_humans_consent() {
 
         // The services trust the principal custody holds.
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        let playground = Playground::start(
+        let playground = Playground::start_in(
             "127.0.0.1:0",
             "127.0.0.1:0",
             vec![principal.clone()],
             clock.clone(),
+            dialect,
         )
         .await
         .unwrap();
@@ -96,6 +115,7 @@ fn order_over_the_limit_is_committed_with_the_humans_consent() {
             key: agent_key.clone(),
             clock,
             human_deadline: Duration::from_secs(30),
+            dialect,
         };
         // The human, on another task: approves the grant as asked, then the
         // consent. (The custody client's futures are not Send, so the agent
@@ -136,8 +156,23 @@ fn order_over_the_limit_is_committed_with_the_humans_consent() {
             (r.service.as_str(), r.capability.as_str()),
             ("shop.example", "shop.order")
         );
-        assert_eq!(r.cost, "58.30 USD");
+        // Parley shows the cost; YEA every measure it uses, in words.
+        let cost = match dialect {
+            Dialect::ParleyV1 => "58.30 USD",
+            Dialect::YeaV1 => "1 emails, 58.30 USD",
+        };
+        assert_eq!(r.cost, cost);
         assert_eq!(r.undo, "2h");
+        assert_eq!(r.dialect, dialect);
+        let uses: Vec<(&str, &str)> = r
+            .uses
+            .iter()
+            .map(|u| (u.measure.as_str(), u.words.as_str()))
+            .collect();
+        match dialect {
+            Dialect::ParleyV1 => assert!(uses.is_empty(), "{uses:?}"),
+            Dialect::YeaV1 => assert_eq!(uses, [("emails", "1 emails"), ("spend", "58.30 USD")]),
+        }
 
         // The reschedule auto-committed and was undone.
         assert_eq!(summary.reschedule["auto"], json!(true));
@@ -167,10 +202,53 @@ fn order_over_the_limit_is_committed_with_the_humans_consent() {
         assert_eq!(consent["principal"], principal.to_string());
         assert_eq!(summary.order["kind"], "RECEIPT");
         assert_eq!(summary.order["receipt"]["proposal"], consent["proposal"]);
-        assert_eq!(
-            summary.order["receipt"]["cost"],
-            json!({"amount": 5830, "currency": "USD"})
-        );
+        // Every frame carried this dialect's marker and no other.
+        let other = Dialect::ALL.into_iter().find(|d| *d != dialect).unwrap();
+        for reply in [&summary.reschedule, &summary.order, &summary.sub_agent] {
+            assert_eq!(reply[dialect.marker()], json!(1), "{reply}");
+            assert!(reply.get(other.marker()).is_none(), "{reply}");
+        }
+        let receipt = &summary.order["receipt"];
+        let ops: Vec<&str> = receipt["effects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["op"].as_str().unwrap())
+            .collect();
+        match dialect {
+            Dialect::ParleyV1 => {
+                assert_eq!(receipt["cost"], json!({"amount": 5830, "currency": "USD"}));
+                assert!(receipt.get("uses").is_none());
+                assert_eq!(ops, ["create", "charge"]);
+            }
+            Dialect::YeaV1 => {
+                assert_eq!(
+                    receipt["uses"],
+                    json!({"spend": {"amount": 5830, "scale": 2, "unit": "USD"}, "emails": {"amount": 1}})
+                );
+                assert!(receipt.get("cost").is_none());
+                // YEA has no charge op: the payment is a create.
+                assert_eq!(ops, ["create", "create", "send"]);
+                assert!(
+                    transcript.contains("uses: emails 1, spend 58.30 USD"),
+                    "YEA quantities in the Lens:\n{transcript}"
+                );
+            }
+        }
+        // The grant asked for (and got) this dialect's limits.
+        let signed = UnverifiedGrant::decode(&summary.grant).unwrap();
+        let names: Vec<&str> = signed.blocks()[0]
+            .caveats()
+            .iter()
+            .filter_map(|c| c.name())
+            .collect();
+        let limits = match dialect {
+            Dialect::ParleyV1 => ["per", "spend"],
+            Dialect::YeaV1 => ["each", "total"],
+        };
+        for l in limits {
+            assert!(names.contains(&l), "{names:?}");
+        }
         let consent_grant = UnverifiedGrant::decode(&summary.consent_grant).unwrap();
         assert_eq!(consent_grant.issuer(), principal.to_string());
         assert_eq!(consent_grant.holder(), agent_key.public().to_string());

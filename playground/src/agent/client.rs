@@ -7,7 +7,7 @@ use super::conn::{Conn, ConnError, Exchange};
 use crate::clock::Clock;
 use crate::ids::random_id;
 use parley_core::proof::{self, Target};
-use parley_core::SecretKey;
+use parley_core::{Dialect, SecretKey};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
@@ -19,6 +19,8 @@ pub struct Session {
     service: String,
     /// The grants presented with every request that carries them.
     pub grants: Vec<String>,
+    /// The dialect every frame is written in (its marker, §2.1).
+    dialect: Dialect,
 }
 
 impl std::fmt::Debug for Session {
@@ -59,10 +61,12 @@ impl Session {
         key: Arc<SecretKey>,
         clock: Arc<dyn Clock>,
         budget: usize,
+        dialect: Dialect,
     ) -> Result<(Session, Step), ConnError> {
         let mut conn = Conn::connect(addr).await?;
-        let hello = json!({"parley": 1, "id": random_id("a"), "verb": "HELLO",
+        let mut hello = json!({"id": random_id("a"), "verb": "HELLO",
             "agent": {"name": "parley-playground", "key": key.public().to_string()}, "budget": budget});
+        hello[dialect.marker()] = json!(1);
         let exchange = conn.request(&hello).await?;
         let service = exchange.reply["service"]["id"]
             .as_str()
@@ -80,6 +84,7 @@ impl Session {
             clock,
             service,
             grants: Vec::new(),
+            dialect,
         };
         Ok((
             session,
@@ -209,7 +214,7 @@ impl Session {
 
     fn frame(&self, id: &str, verb: &str, body: Value) -> Value {
         let mut m = Map::new();
-        m.insert("parley".into(), json!(1));
+        m.insert(self.dialect.marker().into(), json!(1));
         m.insert("id".into(), json!(id));
         m.insert("verb".into(), json!(verb));
         if let Value::Object(fields) = body {

@@ -23,7 +23,7 @@ use crate::service::params::{format_date, format_datetime};
 use parley_core::caveat::Caveat;
 use parley_core::consent::{self, ConsentError, ConsentRequest};
 use parley_core::grant::{GrantError, UnverifiedGrant};
-use parley_core::SecretKey;
+use parley_core::{Dialect, SecretKey};
 use parley_custody::client::{Client, ClientError};
 use parley_custody::protocol::Reply;
 use serde_json::{json, Value};
@@ -46,6 +46,9 @@ pub struct Config {
     pub clock: Arc<dyn Clock>,
     /// How long to wait for the human on each request.
     pub human_deadline: Duration,
+    /// The dialect the agent speaks to the services and asks custody in:
+    /// its frames, the grant's caveats and the consent request follow it.
+    pub dialect: Dialect,
 }
 
 /// Why the scenario stopped.
@@ -110,17 +113,30 @@ pub struct Summary {
 
 /// The grant the agent asks for: both services, the five verbs it uses,
 /// their capabilities, 40 USD per commit, 100 USD in total, up to medium
-/// risk, for an hour.
-pub fn requested_caveats(now: i64) -> Value {
-    json!([
-        {"svc": [shop::ID, calendar::ID]},
-        {"verbs": ["ASK", "INTENT", "COMMIT", "UNDO", "EXPAND"]},
-        {"can": ["shop.*", "calendar.*"]},
-        {"per": {"max": 4000, "currency": "USD"}},
-        {"spend": {"max": 10000, "currency": "USD"}},
-        {"risk": "medium"},
-        {"exp": now + 3600}
-    ])
+/// risk, for an hour. Under YEA the limits are `each`/`total` of `spend`
+/// (exact quantities, §6.3), plus at most 3 emails in total; under Parley
+/// they are `per`/`spend`, as they always were.
+pub fn requested_caveats(now: i64, dialect: Dialect) -> Value {
+    let limits = match dialect {
+        Dialect::ParleyV1 => json!([
+            {"per": {"max": 4000, "currency": "USD"}},
+            {"spend": {"max": 10000, "currency": "USD"}},
+        ]),
+        Dialect::YeaV1 => json!([
+            {"each": {"of": "spend", "max": 4000, "scale": 2, "unit": "USD"}},
+            {"total": {"of": "spend", "max": 10000, "scale": 2, "unit": "USD"}},
+            {"total": {"of": "emails", "max": 3}},
+        ]),
+    };
+    let mut caveats = vec![
+        json!({"svc": [shop::ID, calendar::ID]}),
+        json!({"verbs": ["ASK", "INTENT", "COMMIT", "UNDO", "EXPAND"]}),
+        json!({"can": ["shop.*", "calendar.*"]}),
+    ];
+    caveats.extend(limits.as_array().into_iter().flatten().cloned());
+    caveats.push(json!({"risk": "medium"}));
+    caveats.push(json!({"exp": now + 3600}));
+    Value::Array(caveats)
 }
 
 /// The first characters of a token, for the transcript.
@@ -184,7 +200,7 @@ pub async fn run(cfg: &Config, out: &mut (dyn Write + Send)) -> Result<Summary, 
         };
     t.step("The agent asks custody for a grant; the human reviews its caveats and approves");
     t.note(&format!("agent key {me}\nprincipal {principal}"));
-    let caveats = requested_caveats(clock.now());
+    let caveats = requested_caveats(clock.now(), cfg.dialect);
     for c in caveats.as_array().into_iter().flatten() {
         t.note(&format!("  asks: {}", Caveat::parse(c).describe()));
     }
@@ -223,7 +239,8 @@ pub async fn run(cfg: &Config, out: &mut (dyn Write + Send)) -> Result<Summary, 
 
     // 2. Calendar: reschedule within policy, then undo.
     t.step("The agent discovers the calendar");
-    let (mut cal, brief) = Session::open(&cfg.cal, cfg.key.clone(), clock.clone(), 600).await?;
+    let (mut cal, brief) =
+        Session::open(&cfg.cal, cfg.key.clone(), clock.clone(), 600, cfg.dialect).await?;
     t.exchange(&brief);
     cal.grants = vec![grant.clone()];
 
@@ -278,7 +295,8 @@ pub async fn run(cfg: &Config, out: &mut (dyn Write + Send)) -> Result<Summary, 
 
     // 3. Shop: search within a small budget, expand.
     t.step("The agent discovers the shop");
-    let (mut shop, brief) = Session::open(&cfg.shop, cfg.key.clone(), clock.clone(), 600).await?;
+    let (mut shop, brief) =
+        Session::open(&cfg.shop, cfg.key.clone(), clock.clone(), 600, cfg.dialect).await?;
     t.exchange(&brief);
     shop.grants = vec![grant.clone()];
 
@@ -299,7 +317,14 @@ pub async fn run(cfg: &Config, out: &mut (dyn Write + Send)) -> Result<Summary, 
     let expand = s.reply().clone();
 
     // 4. An order over the limit: consent.
-    t.step("The agent orders 3 meals: over the 40 USD per-commit limit, so auto does not commit");
+    t.step(match cfg.dialect {
+        Dialect::ParleyV1 => {
+            "The agent orders 3 meals: over the 40 USD per-commit limit, so auto does not commit"
+        }
+        Dialect::YeaV1 => {
+            "The agent orders 3 meals: over the each limit of 40.00 USD of spend, so auto does not commit"
+        }
+    });
     let deliver = format_date(clock.now() + 86_400);
     let order =
         json!({"items": [{"sku": "m06", "qty": 2}, {"sku": "m12", "qty": 1}], "deliver": deliver});
@@ -319,16 +344,23 @@ pub async fn run(cfg: &Config, out: &mut (dyn Write + Send)) -> Result<Summary, 
 
     t.step("The agent checks the consent request against the proposal it received, then asks custody; the human reviews the real effects and approves");
     let request = ConsentRequest::from_value(&consent_obj)?;
-    consent::check(request, &proposal, shop.service(), clock.now())?;
+    consent::check_in(request, &proposal, shop.service(), clock.now(), cfg.dialect)?;
     t.note("consent request matches the proposal (id, hash, service, capability); hash recomputed");
     let decided = custody
-        .consent(consent_obj, proposal.clone(), shop.service(), &me, |p| {
-            if let Reply::Pending { request, .. } = p {
-                t.note(&format!(
-                    "… waiting for the human to decide in Parley Custody (request {request})"
-                ));
-            }
-        })
+        .consent_in(
+            consent_obj,
+            proposal.clone(),
+            shop.service(),
+            &me,
+            cfg.dialect,
+            |p| {
+                if let Reply::Pending { request, .. } = p {
+                    t.note(&format!(
+                        "… waiting for the human to decide in Parley Custody (request {request})"
+                    ));
+                }
+            },
+        )
         .await?;
     let consent_grant = match decided {
         Reply::Approved { grant } => {
@@ -369,7 +401,7 @@ pub async fn run(cfg: &Config, out: &mut (dyn Write + Send)) -> Result<Summary, 
         )?
         .encode();
     t.note(&format!("sub-agent key {}", sub_key.public()));
-    let (mut sub, _) = Session::open(&cfg.shop, sub_key, clock.clone(), 300).await?;
+    let (mut sub, _) = Session::open(&cfg.shop, sub_key, clock.clone(), 300, cfg.dialect).await?;
     sub.grants = vec![delegated];
     let s = sub.ask("shop.search", json!({"tag": "spicy"}), 200).await?;
     t.exchange(&s);

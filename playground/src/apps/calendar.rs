@@ -12,7 +12,8 @@ use crate::service::{
     App, Caller, Capability, CapabilityKind, ClarifyOption, ParleyError, Plan, Planned, Progress,
     Reversal, ServiceInfo,
 };
-use parley_core::RiskLevel;
+use parley_core::quantity::Quantity;
+use parley_core::{Dialect, RiskLevel};
 use serde_json::{json, Map, Value};
 use std::sync::{Mutex, MutexGuard};
 
@@ -299,7 +300,8 @@ impl Calendar {
         Ok(Planned::Proposals(vec![Plan {
             summary: format!("Move {:?} to {}", event.title, parley_core::lens::time(to)),
             effects,
-            cost: None,
+            // Every attendee gets an updated invitation (the send effects).
+            uses: super::uses([("invites", Quantity::count(event.with.len() as u64))]),
             risk: RiskLevel::Low,
             undo_window: Some(UNDO_WINDOW),
             ttl: PROPOSAL_TTL,
@@ -339,7 +341,7 @@ impl App for Calendar {
         }
     }
 
-    fn capabilities(&self) -> Vec<Capability> {
+    fn capabilities(&self, _dialect: Dialect) -> Vec<Capability> {
         vec![
             Capability {
                 name: "calendar.find".into(),

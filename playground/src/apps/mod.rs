@@ -5,6 +5,7 @@ pub mod calendar;
 pub mod shop;
 
 use parley_core::money::Money;
+use parley_core::quantity::{Quantity, Uses};
 
 /// US dollars in cents.
 pub fn usd(cents: i64) -> Money {
@@ -14,10 +15,30 @@ pub fn usd(cents: i64) -> Money {
     }
 }
 
+/// US dollars in cents as a YEA `spend` quantity (conventions: ISO 4217
+/// unit, scale 2, amount in minor units).
+pub fn usd_quantity(cents: i64) -> Quantity {
+    Quantity {
+        amount: cents.max(0) as u64,
+        scale: 2,
+        unit: Some("USD".into()),
+    }
+}
+
+/// A `uses` map from (measure, quantity) pairs.
+pub fn uses<const N: usize>(entries: [(&str, Quantity); N]) -> Uses {
+    Uses(
+        entries
+            .into_iter()
+            .map(|(n, q)| (n.to_string(), q))
+            .collect(),
+    )
+}
+
 use crate::clock::Clock;
 use crate::service::server::{self, Running};
 use crate::service::Service;
-use parley_core::PublicKey;
+use parley_core::{Dialect, PublicKey};
 use std::sync::Arc;
 
 /// Both services, running.
@@ -42,15 +63,28 @@ impl Playground {
         trusted: Vec<PublicKey>,
         clock: Arc<dyn Clock>,
     ) -> std::io::Result<Playground> {
-        let shop_service = Arc::new(Service::new(
+        Playground::start_in(shop_addr, cal_addr, trusted, clock, Dialect::ParleyV1).await
+    }
+
+    /// [`Playground::start`] with both services speaking `dialect`.
+    pub async fn start_in(
+        shop_addr: &str,
+        cal_addr: &str,
+        trusted: Vec<PublicKey>,
+        clock: Arc<dyn Clock>,
+        dialect: Dialect,
+    ) -> std::io::Result<Playground> {
+        let shop_service = Arc::new(Service::new_in(
             shop::Shop::new(),
             trusted.clone(),
             clock.clone(),
+            dialect,
         ));
-        let cal_service = Arc::new(Service::new(
+        let cal_service = Arc::new(Service::new_in(
             calendar::Calendar::new(clock.now()),
             trusted,
             clock,
+            dialect,
         ));
         let shop = server::spawn(shop_addr, shop_service.clone()).await?;
         let cal = server::spawn(cal_addr, cal_service.clone()).await?;

@@ -9,13 +9,14 @@
 //! * `shop.tip` (intent): a tip on a placed order; irreversible (`undo: null`),
 //!   so it never auto-commits (§4.3.1).
 
-use super::usd;
+use super::{usd, usd_quantity, uses};
 use crate::service::params::{self, format_date};
 use crate::service::{
     App, Caller, Capability, CapabilityKind, ParleyError, Plan, Planned, Progress, Reversal,
     ServiceInfo,
 };
-use parley_core::RiskLevel;
+use parley_core::quantity::{Quantity, QuantityError};
+use parley_core::{Dialect, RiskLevel};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
@@ -34,6 +35,58 @@ pub const FREE_DELIVERY_FROM: i64 = 5000;
 pub const EXPRESS_FEE: i64 = 799;
 /// The card orders are charged to.
 pub const CARD: &str = "card ••4242";
+
+/// Where the YEA shop sends order confirmations.
+pub const CUSTOMER: &str = "you (order confirmation)";
+
+/// The largest tip, in cents.
+pub const MAX_TIP: i64 = 10_000;
+
+/// A YEA amount param (`tip`, `max_price`): an exact USD quantity in
+/// cents from `min` to `max` (`{"amount": 250, "scale": 2, "unit": "USD"}`
+/// is 2.50 USD). A float, a missing unit or another currency is
+/// `invalid_params` with the fix: the shop never guesses what an inexact
+/// amount meant (§5.1, §6.3: values are exact).
+fn usd_param(
+    p: &Map<String, Value>,
+    name: &str,
+    min: i64,
+    max: i64,
+) -> Result<Option<i64>, ParleyError> {
+    let mut example = Map::new();
+    example.insert(
+        name.into(),
+        json!({"amount": 250, "scale": 2, "unit": "USD"}),
+    );
+    let teach = |why: String| {
+        ParleyError::invalid_params(format!(
+            "`{name}` must be an exact USD quantity in cents, {{\"amount\": int, \"scale\": 2, \"unit\": \"USD\"}}: {why}"
+        ))
+        .fix_params(format!("{name} 2.50 USD"), Value::Object(example.clone()))
+    };
+    let v = match p.get(name) {
+        None | Some(Value::Null) => return Ok(None),
+        Some(v) => v,
+    };
+    if v.is_number() || v.get("amount").is_some_and(Value::is_f64) {
+        return Err(teach(
+            "the amount is a plain number; YEA amounts are whole minor units with a scale and unit, never floats".into(),
+        ));
+    }
+    let q = Quantity::from_value(v, name).map_err(|e: QuantityError| teach(e.to_string()))?;
+    let money = match q.as_money() {
+        Some(m) if m.currency == "USD" => m,
+        _ => return Err(teach(format!("got {q}; this shop takes USD at scale 2"))),
+    };
+    if !(min..=max).contains(&money.amount) {
+        return Err(teach(format!(
+            "{money} is not from {} to {}",
+            usd(min),
+            usd(max)
+        )));
+    }
+    Ok(Some(money.amount))
+}
 
 /// One meal on the menu.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -173,7 +226,7 @@ impl Shop {
         self.state().orders.clone()
     }
 
-    fn search(&self, p: &Map<String, Value>) -> Result<Value, ParleyError> {
+    fn search(&self, p: &Map<String, Value>, dialect: Dialect) -> Result<Value, ParleyError> {
         let query = params::opt_string(p, "query")?.map(str::to_lowercase);
         let tag = params::opt_string(p, "tag")?;
         if let Some(t) = tag {
@@ -185,9 +238,14 @@ impl Shop {
                 .fix_params("search vegan meals", json!({"tag": "vegan"})));
             }
         }
-        let max_cents = match p.get("max_usd") {
-            None | Some(Value::Null) => None,
-            Some(_) => Some((params::number(p, "max_usd", 0.0..=10_000.0)? * 100.0).round() as i64),
+        let max_cents = match dialect {
+            Dialect::ParleyV1 => match p.get("max_usd") {
+                None | Some(Value::Null) => None,
+                Some(_) => {
+                    Some((params::number(p, "max_usd", 0.0..=10_000.0)? * 100.0).round() as i64)
+                }
+            },
+            Dialect::YeaV1 => usd_param(p, "max_price", 0, 1_000_000)?,
         };
         let items: Vec<Value> = self
             .menu
@@ -195,8 +253,14 @@ impl Shop {
             .filter(|m| query.as_ref().map_or(true, |q| m.name.to_lowercase().contains(q.as_str())))
             .filter(|m| tag.map_or(true, |t| m.tag == t))
             .filter(|m| max_cents.map_or(true, |c| m.price <= c))
-            .map(|m| {
-                json!({"sku": m.sku, "name": m.name, "usd": m.price as f64 / 100.0, "cal": m.cal, "tag": m.tag})
+            .map(|m| match dialect {
+                Dialect::ParleyV1 => {
+                    json!({"sku": m.sku, "name": m.name, "usd": m.price as f64 / 100.0, "cal": m.cal, "tag": m.tag})
+                }
+                // YEA prices are exact, in words (§9.2 form: `12.10 USD`).
+                Dialect::YeaV1 => {
+                    json!({"sku": m.sku, "name": m.name, "price": usd_quantity(m.price).to_string(), "cal": m.cal, "tag": m.tag})
+                }
             })
             .collect();
         Ok(Value::Array(items))
@@ -218,6 +282,7 @@ impl Shop {
         &self,
         p: &Map<String, Value>,
         now: i64,
+        dialect: Dialect,
     ) -> Result<Planned<ShopAction>, ParleyError> {
         let items = params::list(p, "items")?;
         if items.is_empty() || items.len() > 20 {
@@ -287,17 +352,32 @@ impl Shop {
             if express {
                 data["express"] = json!(money(EXPRESS_FEE));
             }
+            let mut effects = vec![
+                json!({"op": "create", "target": format!("order/{order}"), "detail": lines.join(", ")}),
+                json!({"op": "charge", "target": CARD, "detail": money(total)}),
+            ];
+            // YEA can report counts, so the YEA shop also sends (and
+            // reports) the order confirmation email; Parley's `cost` has no
+            // place for it, so the Parley shop stays as it always was.
+            let used = if dialect == Dialect::YeaV1 {
+                effects.push(
+                    json!({"op": "send", "target": CUSTOMER, "detail": "order confirmation email"}),
+                );
+                uses([
+                    ("spend", usd_quantity(total)),
+                    ("emails", Quantity::count(1)),
+                ])
+            } else {
+                uses([("spend", usd_quantity(total))])
+            };
             Plan {
                 summary: format!(
                     "{count} meals for {deliver}{} — {}",
                     if express { " (express, by noon)" } else { "" },
                     money(total)
                 ),
-                effects: vec![
-                    json!({"op": "create", "target": format!("order/{order}"), "detail": lines.join(", ")}),
-                    json!({"op": "charge", "target": CARD, "detail": money(total)}),
-                ],
-                cost: Some(usd(total)),
+                effects,
+                uses: used,
                 risk,
                 undo_window: Some(CANCEL_WINDOW),
                 ttl: PROPOSAL_TTL,
@@ -315,10 +395,30 @@ impl Shop {
         Ok(Planned::Proposals(vec![standard, express]))
     }
 
-    fn plan_tip(&self, p: &Map<String, Value>) -> Result<Planned<ShopAction>, ParleyError> {
+    fn plan_tip(
+        &self,
+        p: &Map<String, Value>,
+        dialect: Dialect,
+    ) -> Result<Planned<ShopAction>, ParleyError> {
         let order = params::string(p, "order")?;
-        let usd_amount = params::number(p, "usd", 0.01..=100.0)?;
-        let cents = (usd_amount * 100.0).round() as i64;
+        let cents = match dialect {
+            Dialect::ParleyV1 => {
+                let usd_amount = params::number(p, "usd", 0.01..=100.0)?;
+                (usd_amount * 100.0).round() as i64
+            }
+            Dialect::YeaV1 => match usd_param(p, "tip", 1, MAX_TIP)? {
+                Some(cents) => cents,
+                None => {
+                    return Err(ParleyError::invalid_params(
+                        "`tip` must be an exact USD quantity in cents, {\"amount\": int, \"scale\": 2, \"unit\": \"USD\"}: it is missing",
+                    )
+                    .fix_params(
+                        "tip 2.50 USD",
+                        json!({"tip": {"amount": 250, "scale": 2, "unit": "USD"}}),
+                    ))
+                }
+            },
+        };
         match self.state().orders.get(order) {
             Some(o) if o.status == "placed" => {}
             Some(_) => {
@@ -339,7 +439,7 @@ impl Shop {
             effects: vec![
                 json!({"op": "charge", "target": CARD, "detail": format!("tip {} for the courier of {order}", money(cents))}),
             ],
-            cost: Some(usd(cents)),
+            uses: uses([("spend", usd_quantity(cents))]),
             risk: RiskLevel::Medium,
             undo_window: None,
             ttl: PROPOSAL_TTL,
@@ -363,13 +463,29 @@ impl App for Shop {
         }
     }
 
-    fn capabilities(&self) -> Vec<Capability> {
+    fn capabilities(&self, dialect: Dialect) -> Vec<Capability> {
+        // YEA amounts are exact quantities (§5.1), never floats.
+        let max_price = match dialect {
+            Dialect::ParleyV1 => ("max_usd?", json!("number")),
+            Dialect::YeaV1 => (
+                "max_price?",
+                json!({"amount": "int — cents", "scale": "int — 2", "unit": "USD"}),
+            ),
+        };
+        let mut search_params = json!({"query?": "string — words in the name", "tag?": "vegan|vegetarian|high-protein|spicy"});
+        search_params[max_price.0] = max_price.1;
+        let tip_params = match dialect {
+            Dialect::ParleyV1 => json!({"order": "string", "usd": "number"}),
+            Dialect::YeaV1 => {
+                json!({"order": "string", "tip": {"amount": "int — cents", "scale": "int — 2", "unit": "USD"}})
+            }
+        };
         vec![
             Capability {
                 name: "shop.search".into(),
                 kind: CapabilityKind::Ask,
                 summary: "Search the menu".into(),
-                params: json!({"query?": "string — words in the name", "tag?": "vegan|vegetarian|high-protein|spicy", "max_usd?": "number"}),
+                params: search_params,
                 risk: None,
             },
             Capability {
@@ -390,7 +506,7 @@ impl App for Shop {
                 name: "shop.tip".into(),
                 kind: CapabilityKind::Intent,
                 summary: "Tip the courier of an order (irreversible)".into(),
-                params: json!({"order": "string", "usd": "number"}),
+                params: tip_params,
                 risk: Some(RiskLevel::Medium),
             },
         ]
@@ -400,10 +516,10 @@ impl App for Shop {
         &self,
         capability: &str,
         params: &Map<String, Value>,
-        _caller: &Caller<'_>,
+        caller: &Caller<'_>,
     ) -> Result<Value, ParleyError> {
         match capability {
-            "shop.search" => self.search(params),
+            "shop.search" => self.search(params, caller.dialect),
             "shop.orders" => Ok(self.list_orders()),
             other => Err(ParleyError::internal(format!("no ask handler for {other}"))),
         }
@@ -416,8 +532,8 @@ impl App for Shop {
         caller: &Caller<'_>,
     ) -> Result<Planned<ShopAction>, ParleyError> {
         match capability {
-            "shop.order" => self.plan_order(params, caller.now),
-            "shop.tip" => self.plan_tip(params),
+            "shop.order" => self.plan_order(params, caller.now, caller.dialect),
+            "shop.tip" => self.plan_tip(params, caller.dialect),
             other => Err(ParleyError::internal(format!(
                 "no intent handler for {other}"
             ))),

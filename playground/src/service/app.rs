@@ -9,7 +9,8 @@
 
 use super::error::ParleyError;
 use parley_core::money::Money;
-use parley_core::{PublicKey, RiskLevel};
+use parley_core::quantity::Uses;
+use parley_core::{Dialect, PublicKey, RiskLevel};
 use serde_json::{json, Map, Value};
 
 /// The service's identity (§4.1 `service`).
@@ -79,8 +80,12 @@ pub struct Plan<A> {
     pub summary: String,
     /// Every principal-observable change (§5.1 effects; `from`/`to` scalars).
     pub effects: Vec<Value>,
-    /// `None` when free.
-    pub cost: Option<Money>,
+    /// What a commit uses up, as YEA quantities (§5.1 `uses`): money under
+    /// `spend` (minor units of an ISO 4217 code), counts like `emails`.
+    /// Written once for both dialects: under YEA it is the proposal's
+    /// `uses`; under Parley the `spend` entry is its `cost` (see
+    /// [`Plan::cost`]) and counts have no place on the wire.
+    pub uses: Uses,
     /// The service's risk assessment.
     pub risk: RiskLevel,
     /// Undo window in seconds from commit; `None` when irreversible.
@@ -92,6 +97,14 @@ pub struct Plan<A> {
     pub data: Option<Value>,
     /// What to do on COMMIT; only the app reads it.
     pub action: A,
+}
+
+impl<A> Plan<A> {
+    /// The Parley `cost`: the `spend` quantity as money, `None` when the
+    /// plan spends nothing (or nothing Parley can say as money).
+    pub fn cost(&self) -> Option<Money> {
+        self.uses.get("spend").and_then(|q| q.as_money())
+    }
 }
 
 /// One option of a CLARIFY (§4.3).
@@ -133,6 +146,9 @@ pub struct Caller<'a> {
     pub principal: Option<&'a PublicKey>,
     /// Unix seconds.
     pub now: i64,
+    /// The dialect the service speaks: what an app may report (YEA counts
+    /// such as `emails`) and how amounts in params are written.
+    pub dialect: Dialect,
 }
 
 /// Progress reports made while applying (sent as EVENTs before the receipt, §5).
@@ -163,8 +179,9 @@ pub trait App: Send + Sync + 'static {
     /// The service's identity.
     fn info(&self) -> ServiceInfo;
 
-    /// Its capabilities, in BRIEF order.
-    fn capabilities(&self) -> Vec<Capability>;
+    /// Its capabilities, in BRIEF order, as they are written in `dialect`
+    /// (a YEA amount param is an exact quantity, never a float).
+    fn capabilities(&self, dialect: Dialect) -> Vec<Capability>;
 
     /// Answers an ASK of one of its `ask` capabilities. Must not change
     /// anything the principal could observe (§4.2).

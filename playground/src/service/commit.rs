@@ -14,12 +14,14 @@
 
 use super::auth::{self, Outcome, Presented};
 use super::error::{ErrorCode, ParleyError};
+use super::intent::usage_field;
 use super::ledger::Reservation;
 use super::request::Request;
 use super::store::{ProposalRecord, ReceiptRecord};
 use super::{App, Progress, Service};
 use crate::ids::random_id;
 use parley_core::caveat::{CommitFacts, RequestContext};
+use parley_core::dialect::UsageField;
 use parley_core::lens;
 use parley_core::proof::Target;
 use parley_core::PublicKey;
@@ -132,20 +134,16 @@ impl<A: App> Service<A> {
         now: i64,
     ) -> CommitAuth {
         let blocks = presented.block_ids();
-        let (auth, _) = self.ledger.check_and_reserve(&blocks, |spent| {
+        let (auth, _) = self.ledger.check_and_reserve(&blocks, |totals| {
             let ctx = RequestContext {
                 service: self.info.id.clone(),
                 verb: "COMMIT".into(),
                 capability: rec.capability.clone(),
                 now,
-                proposal: Some(CommitFacts {
-                    hash: rec.hash.clone(),
-                    cost: rec.cost.clone(),
-                    risk: rec.risk.as_str().into(),
-                    ..Default::default()
-                }),
-                spent,
-                ..Default::default()
+                proposal: Some(self.facts(rec)),
+                spent: totals.spent,
+                used: totals.used,
+                dialect: self.dialect,
             };
             match presented.evaluate(&ctx, rec.principal.as_ref()) {
                 Outcome::Ok(grant) => {
@@ -157,10 +155,7 @@ impl<A: App> Service<A> {
                             None,
                         );
                     };
-                    let reservation = rec.cost.as_ref().map(|c| Reservation {
-                        blocks: auth::spend_blocks(grant),
-                        amount: c.amount,
-                    });
+                    let reservation = self.reservation(rec, grant);
                     (
                         CommitAuth::Ok {
                             principal,
@@ -186,6 +181,45 @@ impl<A: App> Service<A> {
             }
         });
         auth
+    }
+
+    /// The facts the COMMIT-only caveats judge (§6.3), in this dialect:
+    /// Parley's cost, or YEA's `uses` exactly as the proposal reported it.
+    fn facts(&self, rec: &ProposalRecord<A::Action>) -> CommitFacts {
+        let uses = match self.dialect.usage_field() {
+            UsageField::Uses if !rec.uses.is_empty() => Some(rec.uses.to_value()),
+            _ => None,
+        };
+        CommitFacts {
+            hash: rec.hash.clone(),
+            cost: rec.cost.clone(),
+            uses,
+            risk: rec.risk.as_str().into(),
+        }
+    }
+
+    /// What an authorized commit reserves (§6.3): Parley, the cost against
+    /// every `spend` block; YEA, each reported measure against every `total`
+    /// caveat naming it, keyed by block id and measure.
+    fn reservation(
+        &self,
+        rec: &ProposalRecord<A::Action>,
+        grant: &parley_core::grant::VerifiedGrant,
+    ) -> Option<Reservation> {
+        match self.dialect.usage_field() {
+            UsageField::Cost => rec.cost.as_ref().map(|c| Reservation {
+                blocks: auth::spend_blocks(grant),
+                amount: c.amount,
+                ..Default::default()
+            }),
+            UsageField::Uses => {
+                let uses = grant.total_reservations(&rec.uses);
+                (!uses.is_empty()).then(|| Reservation {
+                    uses,
+                    ..Default::default()
+                })
+            }
+        }
     }
 
     /// `consent_required` with exactly the §6.6 consent object.
@@ -236,12 +270,8 @@ impl<A: App> Service<A> {
             verb: "COMMIT".into(),
             capability: rec.capability.clone(),
             now,
-            proposal: Some(CommitFacts {
-                hash: rec.hash.clone(),
-                cost: rec.cost.clone(),
-                risk: rec.risk.as_str().into(),
-                ..Default::default()
-            }),
+            proposal: Some(self.facts(rec)),
+            dialect: self.dialect,
             ..Default::default()
         };
         match presented.evaluate(&ctx, Some(&receipt.principal)) {
@@ -282,22 +312,21 @@ impl<A: App> Service<A> {
         };
         let at = self.clock.now();
         let until = rec.undo_window.map(|w| at.saturating_add(w));
-        let cost = rec.cost.as_ref().map_or(
-            Value::Null,
-            |c| json!({"amount": c.amount, "currency": c.currency}),
-        );
         let id = random_id("r");
-        let receipt = json!({
+        let mut receipt = json!({
             "id": id,
             "proposal": rec.id,
             "capability": rec.capability,
             "summary": rec.summary,
             "at": at,
             "effects": rec.effects,
-            "cost": cost,
             "undo": until.map_or(Value::Null, |u| json!({"until": u})),
             "result": result.clone(),
         });
+        // §5.2: a receipt carries what the proposal reported it uses.
+        if let Some((field, usage)) = usage_field(self.dialect, rec.cost.as_ref(), &rec.uses) {
+            receipt[field] = usage;
+        }
         let record = Arc::new(ReceiptRecord {
             id,
             capability: rec.capability.clone(),

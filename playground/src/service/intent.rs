@@ -9,9 +9,12 @@ use super::request::{Request, Verb};
 use super::store::ProposalRecord;
 use super::{App, Caller, CapabilityKind, Plan, Planned, Service};
 use crate::ids::random_id;
+use parley_core::dialect::UsageField;
+use parley_core::money::Money;
 use parley_core::proof::Target;
-use parley_core::proposal::{proposal_hash, Proposal};
-use parley_core::PublicKey;
+use parley_core::proposal::{proposal_hash, EffectOp, Proposal};
+use parley_core::quantity::Uses;
+use parley_core::{Dialect, PublicKey};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
@@ -100,6 +103,7 @@ impl<A: App> Service<A> {
         let caller = Caller {
             principal: principal.as_ref(),
             now,
+            dialect: self.dialect,
         };
         let plans = match self.app.plan(cap, params, &caller)? {
             Planned::Clarify { question, options } => {
@@ -188,10 +192,8 @@ impl<A: App> Service<A> {
     ) -> Result<Arc<ProposalRecord<A::Action>>, ParleyError> {
         let id = random_id("p");
         let expires = round_up_to_minute(now.saturating_add(plan.ttl.max(60)));
-        let cost = plan.cost.as_ref().map_or(
-            Value::Null,
-            |c| json!({"amount": c.amount, "currency": c.currency}),
-        );
+        let cost = plan.cost();
+        let effects = effects_in(plan.effects, self.dialect);
         let undo = plan
             .undo_window
             .map_or(Value::Null, |w| json!({"window": w}));
@@ -199,8 +201,10 @@ impl<A: App> Service<A> {
         p.insert("id".into(), json!(id));
         p.insert("capability".into(), json!(cap));
         p.insert("summary".into(), json!(plan.summary));
-        p.insert("effects".into(), Value::Array(plan.effects.clone()));
-        p.insert("cost".into(), cost);
+        p.insert("effects".into(), Value::Array(effects.clone()));
+        if let Some((field, usage)) = usage_field(self.dialect, cost.as_ref(), &plan.uses) {
+            p.insert(field.into(), usage);
+        }
         p.insert("risk".into(), json!(plan.risk.as_str()));
         p.insert("undo".into(), undo);
         p.insert("expires".into(), json!(expires));
@@ -212,7 +216,7 @@ impl<A: App> Service<A> {
             ParleyError::internal(format!("the service made an unhashable proposal: {e}"))
         })?;
         value["hash"] = json!(hash);
-        Proposal::from_value(&value).map_err(|e| {
+        Proposal::from_value_in(&value, self.dialect).map_err(|e| {
             ParleyError::internal(format!("the service made a malformed proposal: {e}"))
         })?;
         Ok(Arc::new(ProposalRecord {
@@ -220,8 +224,9 @@ impl<A: App> Service<A> {
             hash,
             capability: cap.to_string(),
             summary: plan.summary,
-            effects: plan.effects,
-            cost: plan.cost,
+            effects,
+            cost,
+            uses: plan.uses,
             risk: plan.risk,
             undo_window: plan.undo_window,
             expires,
@@ -232,6 +237,51 @@ impl<A: App> Service<A> {
             committed: tokio::sync::Mutex::new(None),
         }))
     }
+}
+
+/// What a proposal or receipt reports it uses up, in `dialect` (§5.1):
+/// Parley's `cost` (always present, `null` when free), or YEA's `uses`
+/// (present only when something is used: "absent or empty means nothing").
+pub(super) fn usage_field(
+    dialect: Dialect,
+    cost: Option<&Money>,
+    uses: &Uses,
+) -> Option<(&'static str, Value)> {
+    match dialect.usage_field() {
+        UsageField::Cost => Some((
+            "cost",
+            cost.map_or(
+                Value::Null,
+                |c| json!({"amount": c.amount, "currency": c.currency}),
+            ),
+        )),
+        UsageField::Uses if uses.is_empty() => None,
+        UsageField::Uses => Some(("uses", uses.to_value())),
+    }
+}
+
+/// The effects as `dialect` writes them. Apps write a payment as Parley's
+/// `charge`; YEA has no such op ("a charge is a `create`", §5.1), so there
+/// it becomes a `create` whose detail says it is a charge. Every other op is
+/// the same in both.
+pub(super) fn effects_in(effects: Vec<Value>, dialect: Dialect) -> Vec<Value> {
+    if dialect.effect_ops().contains(&EffectOp::Charge) {
+        return effects;
+    }
+    effects
+        .into_iter()
+        .map(|mut e| {
+            if e["op"] == EffectOp::Charge.as_str() {
+                e["op"] = json!(EffectOp::Create.as_str());
+                let detail = match e.get("detail").and_then(Value::as_str) {
+                    Some(d) if !d.is_empty() => format!("charge {d}"),
+                    _ => "charge".to_string(),
+                };
+                e["detail"] = json!(detail);
+            }
+            e
+        })
+        .collect()
 }
 
 /// The original reply to an auto INTENT, answered again (§4.3.1): receipts
@@ -245,7 +295,45 @@ fn as_replay(mut reply: Value) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use super::round_up_to_minute;
+    use super::*;
+
+    #[test]
+    fn a_charge_is_a_create_in_yea_and_stays_a_charge_in_parley() {
+        let e = vec![
+            json!({"op": "charge", "target": "card", "detail": "22.87 USD"}),
+            json!({"op": "send", "target": "a@b"}),
+        ];
+        assert_eq!(effects_in(e.clone(), Dialect::ParleyV1), e);
+        let y = effects_in(e, Dialect::YeaV1);
+        assert_eq!(
+            y[0],
+            json!({"op": "create", "target": "card", "detail": "charge 22.87 USD"})
+        );
+        assert_eq!(y[1], json!({"op": "send", "target": "a@b"}));
+    }
+
+    #[test]
+    fn usage_is_cost_in_parley_and_uses_in_yea() {
+        let uses =
+            Uses::from_value(&json!({"spend": {"amount": 5, "scale": 2, "unit": "USD"}})).unwrap();
+        let cost = uses.get("spend").and_then(|q| q.as_money());
+        assert_eq!(
+            usage_field(Dialect::ParleyV1, cost.as_ref(), &uses),
+            Some(("cost", json!({"amount": 5, "currency": "USD"})))
+        );
+        assert_eq!(
+            usage_field(Dialect::ParleyV1, None, &Uses::default()),
+            Some(("cost", Value::Null))
+        );
+        assert_eq!(
+            usage_field(Dialect::YeaV1, cost.as_ref(), &uses),
+            Some((
+                "uses",
+                json!({"spend": {"amount": 5, "scale": 2, "unit": "USD"}})
+            ))
+        );
+        assert_eq!(usage_field(Dialect::YeaV1, None, &Uses::default()), None);
+    }
 
     #[test]
     fn expiry_is_rounded_up_to_whole_minutes() {

@@ -1,4 +1,10 @@
-//! A Parley service, just big enough to be honest.
+//! A Parley (or YEA v1) service, just big enough to be honest.
+//!
+//! One engine for both dialects: [`Service::new_in`] takes the dialect as
+//! data, and it decides the frame marker, whether proposals and receipts
+//! report `cost` or `uses`, whether a payment effect is `charge` or `create`,
+//! and which caveats grants are judged by (`per`/`spend` or `each`/`total`,
+//! evaluated by parley-core).
 //!
 //! [`Service`] is the protocol engine: it turns one request frame into its
 //! EVENTs and final reply ([`Service::handle`]), for any [`App`]. [`server`]
@@ -35,7 +41,7 @@ pub use request::{Request, Verb};
 use crate::clock::Clock;
 use parley_core::caveat::RequestContext;
 use parley_core::proof::Target;
-use parley_core::PublicKey;
+use parley_core::{Dialect, PublicKey};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -67,6 +73,7 @@ pub struct Service<A: App> {
     clock: Arc<dyn Clock>,
     store: Store<A::Action>,
     ledger: Ledger,
+    dialect: Dialect,
 }
 
 impl<A: App> std::fmt::Debug for Service<A> {
@@ -82,8 +89,20 @@ impl<A: App> Service<A> {
     /// A service for `app`, trusting grants rooted in `trusted` principals
     /// (§6.4), reading time from `clock`.
     pub fn new(app: A, trusted: Vec<PublicKey>, clock: Arc<dyn Clock>) -> Service<A> {
+        Service::new_in(app, trusted, clock, Dialect::ParleyV1)
+    }
+
+    /// [`Service::new`] speaking `dialect`: the frame marker, the usage
+    /// field of proposals and receipts, the effect ops and the caveats
+    /// grants are judged by all follow it. One engine, the dialect is data.
+    pub fn new_in(
+        app: A,
+        trusted: Vec<PublicKey>,
+        clock: Arc<dyn Clock>,
+        dialect: Dialect,
+    ) -> Service<A> {
         let info = app.info();
-        let capabilities = app.capabilities();
+        let capabilities = app.capabilities(dialect);
         Service {
             app,
             info,
@@ -92,7 +111,19 @@ impl<A: App> Service<A> {
             clock,
             store: Store::default(),
             ledger: Ledger::default(),
+            dialect,
         }
+    }
+
+    /// The dialect this service speaks.
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    /// YEA: the exact quantity of `measure` committed or reserved against
+    /// one grant block (§6.3 `total`), in units of 10^-18.
+    pub fn used(&self, block_id: &str, measure: &str) -> u128 {
+        self.ledger.used(block_id, measure).0
     }
 
     /// The service's identity.
@@ -112,7 +143,7 @@ impl<A: App> Service<A> {
 
     /// Handles one request frame (already parsed as strict JSON).
     pub async fn handle(&self, frame: &Value) -> Handled {
-        let req = match Request::parse(frame) {
+        let req = match Request::parse(frame, self.dialect) {
             Ok(r) => r,
             Err(rejected) => {
                 return Handled {
@@ -168,6 +199,7 @@ impl<A: App> Service<A> {
             &Caller {
                 principal: principal.as_ref(),
                 now,
+                dialect: self.dialect,
             },
         )?;
         let body = json!({"kind": "ANSWER", "data": data});
@@ -188,6 +220,7 @@ impl<A: App> Service<A> {
             now,
             proposal: None,
             spent: Default::default(),
+            dialect: self.dialect,
             ..Default::default()
         }
     }

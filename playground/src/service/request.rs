@@ -8,6 +8,7 @@
 //! wrong type (`budget`, `grants`, `proof`, `auto`).
 
 use super::error::ParleyError;
+use parley_core::Dialect;
 use serde_json::{Map, Value};
 
 /// The budget when a request names none (§3).
@@ -93,8 +94,10 @@ pub struct Rejected {
 }
 
 impl Request {
-    /// Reads the envelope and common fields of a frame.
-    pub fn parse(frame: &Value) -> Result<Request, Rejected> {
+    /// Reads the envelope and common fields of a frame sent to a service
+    /// speaking `dialect`: the frame must carry that dialect's marker
+    /// (`"parley": 1` or `"yea": 1`, §2.1), and no other.
+    pub fn parse(frame: &Value, dialect: Dialect) -> Result<Request, Rejected> {
         let reject = |re: Option<String>, msg: String| Rejected {
             re,
             error: ParleyError::bad_frame(msg),
@@ -118,10 +121,15 @@ impl Request {
             }
         };
         let re = Some(id.clone());
-        if obj.get("parley").and_then(Value::as_u64) != Some(1) {
+        if Dialect::of_frame(frame) != dialect
+            || obj.get(dialect.marker()).and_then(Value::as_u64) != Some(1)
+        {
             return Err(reject(
                 re,
-                "every frame needs \"parley\": 1 (this service speaks Parley v1)".into(),
+                format!(
+                    "every frame needs \"{}\": 1 (this service speaks {dialect})",
+                    dialect.marker()
+                ),
             ));
         }
         if obj.contains_key("kind") && !obj.contains_key("verb") {
@@ -230,14 +238,17 @@ mod tests {
     use serde_json::json;
 
     fn code_and_re(v: Value) -> (String, Option<String>) {
-        let r = Request::parse(&v).unwrap_err();
+        let r = Request::parse(&v, Dialect::ParleyV1).unwrap_err();
         (r.error.code.as_str().to_string(), r.re)
     }
 
     #[test]
     fn envelope_rules() {
-        let ok = Request::parse(&json!({"parley": 1, "id": "1", "verb": "HELLO", "extra": [1]}))
-            .unwrap();
+        let ok = Request::parse(
+            &json!({"parley": 1, "id": "1", "verb": "HELLO", "extra": [1]}),
+            Dialect::ParleyV1,
+        )
+        .unwrap();
         assert_eq!((ok.verb, ok.budget), (Verb::Hello, DEFAULT_BUDGET));
         assert_eq!(
             code_and_re(json!({"parley": 1, "verb": "HELLO"})),
@@ -262,6 +273,19 @@ mod tests {
         ] {
             assert_eq!(code_and_re(bad.clone()).0, "bad_frame", "{bad}");
         }
+        // A service speaks one dialect: the other marker is refused, both are too.
+        let yea = json!({"yea": 1, "id": "y", "verb": "HELLO"});
+        assert!(Request::parse(&yea, Dialect::YeaV1).is_ok());
+        assert_eq!(code_and_re(yea).0, "bad_frame");
+        let parley = json!({"parley": 1, "id": "p", "verb": "HELLO"});
+        let e = Request::parse(&parley, Dialect::YeaV1).unwrap_err();
+        assert!(
+            e.error.message.contains("\"yea\": 1"),
+            "{}",
+            e.error.message
+        );
+        let both = json!({"yea": 1, "parley": 1, "id": "b", "verb": "HELLO"});
+        assert!(Request::parse(&both, Dialect::YeaV1).is_err());
         let long = "i".repeat(MAX_ID + 1);
         assert_eq!(
             code_and_re(json!({"parley": 1, "id": long, "verb": "HELLO"})).1,

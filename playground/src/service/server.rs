@@ -18,6 +18,7 @@
 
 use super::error::ParleyError;
 use super::{App, Handled, Service};
+use parley_core::Dialect;
 use parley_custody::ipc::frame::{FrameError, FrameReader, FrameWriter, MAX_FRAME};
 use serde_json::{json, Map, Value};
 use std::collections::HashSet;
@@ -68,7 +69,7 @@ pub async fn serve<A: App>(
             }
         };
         let Ok(permit) = slots.clone().try_acquire_owned() else {
-            tokio::spawn(refuse(stream));
+            tokio::spawn(refuse(stream, service.dialect()));
             continue;
         };
         let service = service.clone();
@@ -122,18 +123,23 @@ impl Drop for Running {
     }
 }
 
-async fn refuse(stream: TcpStream) {
+async fn refuse(stream: TcpStream, dialect: Dialect) {
     let mut w = FrameWriter::new(stream);
     let e = ParleyError::new(super::ErrorCode::Unavailable, "too many connections")
         .retry(5)
         .to_body();
-    let _ = tokio::time::timeout(Duration::from_secs(2), w.send(&envelope("s0", None, e))).await;
+    let _ = tokio::time::timeout(
+        Duration::from_secs(2),
+        w.send(&envelope(dialect, "s0", None, e)),
+    )
+    .await;
 }
 
-/// `{"parley": 1, "id": id, "re": re, ...body}`.
-fn envelope(id: &str, re: Option<&str>, body: Value) -> Value {
+/// `{"parley": 1, "id": id, "re": re, ...body}`, or `"yea": 1` for a YEA
+/// service: every frame carries its dialect's marker (§2.1).
+fn envelope(dialect: Dialect, id: &str, re: Option<&str>, body: Value) -> Value {
     let mut frame = Map::new();
-    frame.insert("parley".into(), json!(1));
+    frame.insert(dialect.marker().into(), json!(1));
     frame.insert("id".into(), json!(id));
     frame.insert("re".into(), re.map_or(Value::Null, |r| json!(r)));
     if let Value::Object(fields) = body {
@@ -150,7 +156,11 @@ pub async fn connection<A: App>(stream: TcpStream, service: Arc<Service<A>>) {
     let (read, write) = stream.into_split();
     let mut reader = FrameReader::with_max_frame(read, MAX_FRAME);
     let (tx, rx) = mpsc::channel::<Outgoing>(MAX_IN_FLIGHT * 4);
-    let writer = tokio::spawn(write_replies(FrameWriter::new(write), rx));
+    let writer = tokio::spawn(write_replies(
+        FrameWriter::new(write),
+        rx,
+        service.dialect(),
+    ));
     let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let ids: Arc<Mutex<HashSet<String>>> = Arc::default();
     loop {
@@ -224,12 +234,13 @@ pub async fn connection<A: App>(stream: TcpStream, service: Arc<Service<A>>) {
 async fn write_replies(
     mut w: FrameWriter<tokio::net::tcp::OwnedWriteHalf>,
     mut rx: mpsc::Receiver<Outgoing>,
+    dialect: Dialect,
 ) {
     let mut n: u64 = 0;
     while let Some(out) = rx.recv().await {
         n += 1;
         let id = format!("s{n}");
-        let frame = envelope(&id, out.re.as_deref(), out.body);
+        let frame = envelope(dialect, &id, out.re.as_deref(), out.body);
         match w.send(&frame).await {
             Ok(()) => {}
             Err(FrameError::TooLarge { .. }) => {
@@ -239,7 +250,7 @@ async fn write_replies(
                 )
                 .fix("send the request again with a smaller budget")
                 .to_body();
-                if w.send(&envelope(&id, out.re.as_deref(), body))
+                if w.send(&envelope(dialect, &id, out.re.as_deref(), body))
                     .await
                     .is_err()
                 {

@@ -38,8 +38,10 @@ pub struct ProposalRecord<A> {
     pub summary: String,
     /// The declared effects.
     pub effects: Vec<Value>,
-    /// The cost, `None` when free.
+    /// The Parley cost, `None` when free.
     pub cost: Option<Money>,
+    /// What it uses up, as YEA quantities (empty: nothing measured).
+    pub uses: parley_core::quantity::Uses,
     /// The risk.
     pub risk: RiskLevel,
     /// The undo window in seconds, `None` when irreversible.

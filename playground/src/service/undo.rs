@@ -63,10 +63,16 @@ impl<A: App> Service<A> {
             "capability": rec.capability,
             "summary": rec.receipt["summary"],
             "at": now,
-            "effects": reversal.effects,
-            "cost": null,
+            "effects": super::intent::effects_in(reversal.effects, self.dialect),
             "undo": null,
         });
+        // Parley receipts always say `cost` (null: an undo costs nothing);
+        // YEA's omit `uses` when nothing is used (§5.2).
+        if let Some((field, usage)) =
+            super::intent::usage_field(self.dialect, None, &parley_core::quantity::Uses::default())
+        {
+            receipt[field] = usage;
+        }
         if let Some(result) = reversal.result {
             receipt["result"] = result;
         }

@@ -6,7 +6,7 @@
 use parley_core::caveat::Caveat;
 use parley_core::grant::UnverifiedGrant;
 use parley_core::proof::{self, Target};
-use parley_core::SecretKey;
+use parley_core::{Dialect, SecretKey};
 use parley_custody::ipc::frame::FrameReader;
 use parley_playground::apps::Playground;
 use parley_playground::clock::{Clock, ManualClock};
@@ -39,18 +39,26 @@ pub struct World {
     pub agent: SecretKey,
     /// Another agent of the same principal.
     pub other: SecretKey,
+    /// The dialect both services speak.
+    pub dialect: Dialect,
 }
 
 impl World {
     pub async fn start() -> World {
+        World::start_in(Dialect::ParleyV1).await
+    }
+
+    /// Both services speaking `dialect`.
+    pub async fn start_in(dialect: Dialect) -> World {
         let clock = Arc::new(ManualClock::new(T0));
         let principal = key(1);
         let dyn_clock: Arc<dyn Clock> = clock.clone();
-        let pg = Playground::start(
+        let pg = Playground::start_in(
             "127.0.0.1:0",
             "127.0.0.1:0",
             vec![principal.public()],
             dyn_clock,
+            dialect,
         )
         .await
         .unwrap();
@@ -61,6 +69,7 @@ impl World {
             stranger: key(9),
             agent: key(2),
             other: key(3),
+            dialect,
         }
     }
 
@@ -69,11 +78,23 @@ impl World {
     }
 
     pub async fn shop(&self) -> Conn {
-        Conn::connect(&self.pg.shop.addr.to_string(), SHOP, self.clock.clone()).await
+        Conn::connect_in(
+            &self.pg.shop.addr.to_string(),
+            SHOP,
+            self.clock.clone(),
+            self.dialect,
+        )
+        .await
     }
 
     pub async fn cal(&self) -> Conn {
-        Conn::connect(&self.pg.cal.addr.to_string(), CAL, self.clock.clone()).await
+        Conn::connect_in(
+            &self.pg.cal.addr.to_string(),
+            CAL,
+            self.clock.clone(),
+            self.dialect,
+        )
+        .await
     }
 
     /// A root grant from `issuer` to `holder` with these caveats.
@@ -141,7 +162,13 @@ fn next() -> u64 {
 
 /// A fresh request frame.
 pub fn req(verb: &str, fields: Value) -> Value {
-    let mut f = json!({"parley": 1, "id": format!("q{}", next()), "verb": verb});
+    req_in(Dialect::ParleyV1, verb, fields)
+}
+
+/// A fresh request frame in `dialect` (its marker, §2.1).
+pub fn req_in(dialect: Dialect, verb: &str, fields: Value) -> Value {
+    let mut f = json!({"id": format!("q{}", next()), "verb": verb});
+    f[dialect.marker()] = json!(1);
     for (k, v) in fields.as_object().unwrap() {
         f[k] = v.clone();
     }
@@ -189,6 +216,8 @@ pub fn prove_target(
 
 pub struct Conn {
     pub aud: &'static str,
+    /// The marker every reply must carry.
+    pub dialect: Dialect,
     clock: Arc<ManualClock>,
     r: FrameReader<OwnedReadHalf>,
     w: OwnedWriteHalf,
@@ -196,10 +225,21 @@ pub struct Conn {
 
 impl Conn {
     pub async fn connect(addr: &str, aud: &'static str, clock: Arc<ManualClock>) -> Conn {
+        Conn::connect_in(addr, aud, clock, Dialect::ParleyV1).await
+    }
+
+    /// A connection to a service speaking `dialect`.
+    pub async fn connect_in(
+        addr: &str,
+        aud: &'static str,
+        clock: Arc<ManualClock>,
+        dialect: Dialect,
+    ) -> Conn {
         let s = TcpStream::connect(addr).await.unwrap();
         let (r, w) = s.into_split();
         Conn {
             aud,
+            dialect,
             clock,
             r: FrameReader::new(r),
             w,
@@ -234,7 +274,7 @@ impl Conn {
         let mut events = Vec::new();
         loop {
             let v = self.recv().await;
-            assert_eq!(v["parley"], 1, "{v}");
+            assert_eq!(v[self.dialect.marker()], 1, "{v}");
             if v["re"] != id {
                 continue;
             }
