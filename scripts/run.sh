@@ -54,7 +54,7 @@ echo
   }
   for _ in $(seq 1 600); do has_principal && break; sleep 2; done
   has_principal || { echo "[playground] custody has no principal key after 20 minutes; not starting" >&2; exit 0; }
-  parley-playground demo --custody-socket "$PARLEY_CUSTODY_SOCKET" 2>&1 | sed -u 's/^/[playground] /'
+  parley-playground demo --dialect "${PARLEY_PLAYGROUND_DIALECT:-parley}" --custody-socket "$PARLEY_CUSTODY_SOCKET" 2>&1 | sed -u 's/^/[playground] /'
 ) &
 
 if [ -n "${DBUS_SESSION_BUS_ADDRESS:-}" ] && dbus-send --session --print-reply --dest=org.freedesktop.DBus \

@@ -142,6 +142,7 @@ session notifications src-tauri/tests/e2e/app.e2e.mjs
 session pause src-tauri/tests/e2e/pause.e2e.mjs
 session no-notifications src-tauri/tests/e2e/no-notifications.e2e.mjs
 session playground src-tauri/tests/e2e/playground.e2e.mjs
+session playground-yea src-tauri/tests/e2e/playground-yea.e2e.mjs
 session stepup src-tauri/tests/e2e/stepup.e2e.mjs
 # The app as the package installed it: only when asked for by name
 # (scripts/test-package.sh, with PARLEY_APP=/usr/bin/parley-custody).

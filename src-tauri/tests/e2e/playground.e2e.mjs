@@ -28,6 +28,11 @@ const APP = process.env.PARLEY_APP ?? join(repo, 'target', 'debug', 'parley-cust
 const PLAYGROUND = process.env.PARLEY_PLAYGROUND ?? join(repo, 'target', 'debug', 'parley-playground')
 const SOCKET = process.env.PARLEY_CUSTODY_SOCKET
 const tid = (id) => `[data-testid="${id}"]`
+// The story in either dialect: PLAYGROUND_DIALECT=yea (playground-yea.e2e.mjs)
+// runs it in YEA v1 (`uses`, each/total), else Parley v1.
+const DIALECT = process.env.PLAYGROUND_DIALECT === 'yea' ? 'yea' : 'parley'
+const YEA = DIALECT === 'yea'
+const dialectArgs = YEA ? ['--dialect', 'yea'] : []
 
 const wd = new WebDriver(process.env.WEBDRIVER_URL ?? 'http://127.0.0.1:4444')
 const scratch = mkdtempSync(join(tmpdir(), 'parley-playground-e2e-'))
@@ -152,14 +157,15 @@ test('the principal key is created in the app', async () => {
 })
 
 test('the services start, trusting the principal the app reports', async () => {
-  services = new Child('serve', ['serve', '--shop', '127.0.0.1:0', '--cal', '127.0.0.1:0', '--custody-socket', SOCKET])
+  services = new Child('serve', ['serve', '--shop', '127.0.0.1:0', '--cal', '127.0.0.1:0', '--custody-socket', SOCKET, ...dialectArgs])
   await services.waitFor(/serving until Ctrl-C/, 'the services listening')
   assert.match(services.out, new RegExp(`trusting grants from ${principal}`))
+  if (YEA) assert.match(services.out, /speaking YEA v1/)
 })
 
 test('grant: the agent asks, the human issues it from the grant form in the app', async () => {
-  const shop = services.out.match(/^shop\.example +parley:\/\/(\S+)$/m)[1]
-  const cal = services.out.match(/^cal\.example\.com +parley:\/\/(\S+)$/m)[1]
+  const shop = services.out.match(new RegExp(`^shop\\.example +${DIALECT}://(\\S+)$`, 'm'))[1]
+  const cal = services.out.match(new RegExp(`^cal\\.example\\.com +${DIALECT}://(\\S+)$`, 'm'))[1]
   agent = new Child('agent', [
     'agent',
     '--custody-socket', SOCKET,
@@ -167,6 +173,7 @@ test('grant: the agent asks, the human issues it from the grant form in the app'
     '--cal', cal,
     '--agent-key', join(scratch, 'agent.key'),
     '--wait', '600',
+    ...dialectArgs,
   ])
   const [, agentPub] = await agent.waitFor(/agent key (ed25519:\S+)/, 'the agent key')
   await agent.waitFor(/waiting for the human to decide in Parley Custody/, 'the grant request')
@@ -178,12 +185,18 @@ test('grant: the agent asks, the human issues it from the grant form in the app'
   assert.match(await wd.text(tid('service')), /shop\.example.*cal\.example\.com/)
   assert.match(await wd.text(tid('summary')), /move a meeting and order meals/)
   const asked = await wd.exec(`return [...document.querySelectorAll('[data-testid="caveats"] code')].map(e => JSON.parse(e.textContent))`)
-  assert.deepEqual(asked.slice(0, 6), [
+  const limits = YEA
+    ? [
+        { each: { of: 'spend', max: 4000, scale: 2, unit: 'USD' } },
+        { total: { of: 'spend', max: 10000, scale: 2, unit: 'USD' } },
+        { total: { of: 'emails', max: 3 } },
+      ]
+    : [{ per: { max: 4000, currency: 'USD' } }, { spend: { max: 10000, currency: 'USD' } }]
+  assert.deepEqual(asked.slice(0, 4 + limits.length), [
     { svc: ['shop.example', 'cal.example.com'] },
     { verbs: ['ASK', 'INTENT', 'COMMIT', 'UNDO', 'EXPAND'] },
     { can: ['shop.*', 'calendar.*'] },
-    { per: { max: 4000, currency: 'USD' } },
-    { spend: { max: 10000, currency: 'USD' } },
+    ...limits,
     { risk: 'medium' },
   ])
 
@@ -193,14 +206,26 @@ test('grant: the agent asks, the human issues it from the grant form in the app'
   assert.equal(await wd.prop('#agent', 'value'), agentPub)
   assert.equal(await wd.prop('#services', 'value'), 'shop.example, cal.example.com')
   assert.equal(await wd.prop('#capabilities', 'value'), 'shop.*, calendar.*')
-  assert.equal(await wd.prop('#per', 'value'), '40.00')
-  assert.equal(await wd.prop('#spend', 'value'), '100.00')
+  if (YEA) {
+    // The measured limits, each in its row, from the request.
+    const rows = await wd.exec(`return [...document.querySelectorAll('[data-testid="measure"]')].map(r => [...r.querySelectorAll('select, input')].map(i => i.value))`)
+    assert.deepEqual(rows, [['each', '40.00', 'USD', 'spend'], ['total', '100.00', 'USD', 'spend'], ['total', '3', '', 'emails']])
+    assert.equal(await wd.prop('#per', 'value'), '')
+  } else {
+    assert.equal(await wd.prop('#per', 'value'), '40.00')
+    assert.equal(await wd.prop('#spend', 'value'), '100.00')
+  }
   assert.equal(await wd.prop('#risk', 'value'), 'medium')
   for (const v of ['ASK', 'INTENT', 'COMMIT', 'UNDO', 'EXPAND']) assert.equal(await wd.prop(`#verb-${v}`, 'checked'), true, v)
   // The human keeps what was asked, but for one hour from now (longer than asked).
   await wd.click('#exp-1h')
   await wd.type('#agent-label', 'playground agent')
-  assert.match(await wd.text(tid('preview')), /up to 40\.00 USD each, 100\.00 USD in total, risk up to medium, until/)
+  assert.match(
+    await wd.text(tid('preview')),
+    YEA
+      ? /up to 40\.00 USD each, at most 100\.00 USD in total, at most 3 emails in total, risk up to medium, until/
+      : /up to 40\.00 USD each, 100\.00 USD in total, risk up to medium, until/,
+  )
   // The agent asked for 10 minutes: one hour is a widening, named by custody
   // and issued only once the human confirms it on purpose.
   await wd.until(async () => /lasts longer: until /.test(await wd.text(tid('widenings'))), 'the longer expiry named as a widening')
@@ -233,7 +258,7 @@ test('consent: the over-the-limit order shows its real proposal; Approve lets th
   const block = proposalBlock(agent.out, proposalId)
   const [, summary, cost] = block[0].match(/^\[p_\S+\] (.* — (\d+\.\d\d USD))$/)
   const printedEffects = block.filter((l) => /^[+~\-$>]/.test(l))
-  const [, risk] = block.find((l) => l.startsWith('cost: ')).match(/risk: (\w+)/)
+  const [, risk] = block.find((l) => l.startsWith(YEA ? 'uses: ' : 'cost: ')).match(/risk: (\w+)/)
   const [, undo] = agent.out.match(/proposals — undo: (\S+) ·/)
   assert.equal(cost, '58.30 USD')
   assert.ok(printedEffects.length >= 2, block.join('\n'))
@@ -241,7 +266,13 @@ test('consent: the over-the-limit order shows its real proposal; Approve lets th
   await openNewestReview()
   assert.equal(await wd.text(tid('service')), 'shop.example')
   assert.equal(await wd.text(tid('capability')), 'shop.order')
-  assert.equal(await wd.text(tid('cost')), cost)
+  if (YEA) {
+    // Every measure the order uses, each on its own line: the spend as money, and the email.
+    const uses = await wd.exec(`return [...document.querySelectorAll('[data-testid="use"]')].map(e => e.textContent)`)
+    assert.deepEqual(uses, ['1 emails', cost])
+  } else {
+    assert.equal(await wd.text(tid('cost')), cost)
+  }
   assert.equal(await wd.text(tid('risk')), risk)
   assert.equal(await wd.text(tid('undo')), `can be undone within ${undo}`, 'undoable: not IRREVERSIBLE')
   const effects = await wd.exec(`return [...document.querySelectorAll('[data-testid="effects"] li')].map(e => e.textContent)`)
