@@ -470,7 +470,19 @@ fn request_queued_behind_two_others_is_shown_in_order() {
     let at = t.wait_raw(PROMPT, 0);
     let mut queued = Vec::new();
     for name in ["A", "B", "C"] {
-        let a = t.submit(shop(&t, name, &format!("order {name}"), 200));
+        // Each for another capability: not alike, so each is asked on its
+        // own (alike requests are offered "deny all", tested below).
+        let (summary, capability) = (format!("order {name}"), format!("shop.order-{name}"));
+        let a = t.submit(consent(
+            &t,
+            name,
+            Offer {
+                summary: &summary,
+                amount: 200,
+                capability: &capability,
+                ..Offer::default()
+            },
+        ));
         a.pending();
         queued.push(a);
     }
