@@ -228,7 +228,7 @@ impl Audit {
         Ok(event)
     }
 
-    /// Writes one event under the [`RetentionPolicy`]: a rejection beyond
+    /// Writes one event under the [`super::RetentionPolicy`]: a rejection beyond
     /// the policy's rows for its peer and hour is counted instead of written
     /// (the count is committed before this returns, and becomes part of one
     /// summary row when the hour is over); everything else is appended.
@@ -271,7 +271,7 @@ impl Audit {
     }
 
     /// Whether one more row can be written: the filesystem holding the log
-    /// has at least [`MIN_FREE_BYTES`] available and neither the file nor
+    /// has at least [`super::MIN_FREE_BYTES`] available and neither the file nor
     /// the filesystem is read-only. The engine calls this right before it
     /// signs, so a full disk refuses the decision instead of producing a
     /// signature no row records.
