@@ -8,7 +8,9 @@
 //! than in the app's settings means the desktop app, the terminal approver
 //! and the audit view all read the one name.
 
-use super::{append_in, prepare, Audit, AuditError, Event, EventKind, NewEvent};
+use super::event::prepare;
+use super::store::append_in;
+use super::{Audit, AuditError, Event, EventKind, NewEvent};
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
 /// The longest label, in characters (labels are shown in every review).

@@ -7,7 +7,9 @@
 //! ([`EventKind::AgentPaused`], [`EventKind::AgentResumed`]), written in the
 //! same transaction, so the log says who was paused when and why.
 
-use super::{append_in, prepare, Audit, AuditError, Event, EventKind, NewEvent};
+use super::event::prepare;
+use super::store::append_in;
+use super::{Audit, AuditError, Event, EventKind, NewEvent};
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 use serde::Serialize;
 

@@ -17,9 +17,12 @@
 //! the same attacker who could rewrite the whole chain (see the module docs
 //! of [`crate::audit`]).
 
-use super::{append_in, AuditError, Event, EventKind, NewEvent};
+use super::chain::compaction_digest;
+use super::event::prepare;
+use super::store::append_in;
+use super::{Audit, AuditError, Event, EventKind, NewEvent};
 use parley_core::lens;
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -350,6 +353,163 @@ pub(super) fn store(conn: &Connection, policy: RetentionPolicy) -> Result<(), Au
         params![KEY, text],
     )?;
     Ok(())
+}
+
+impl Audit {
+    /// Writes the summary rows of every hour that is over at `now`; with
+    /// `include_open_hour`, also of the hour still running (at shutdown, or
+    /// to show a complete count), whose row then covers up to `now`.
+    /// Returns the summary rows written.
+    pub fn flush_tallies(
+        &mut self,
+        now: i64,
+        include_open_hour: bool,
+    ) -> Result<Vec<Event>, AuditError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let written = close_hours(&tx, now, self.retention, include_open_hour)?;
+        tx.commit()?;
+        Ok(written)
+    }
+
+    /// The retention policy in effect.
+    pub fn retention(&self) -> RetentionPolicy {
+        self.retention
+    }
+
+    /// Makes `policy` the one in effect and stores it in the log, so every
+    /// reader (`parley audit`, the app) shows the same. A change is itself
+    /// an event ([`EventKind::RetentionChanged`]); setting the policy
+    /// already in effect (or the default on a fresh log) writes nothing.
+    pub fn set_retention(&mut self, policy: RetentionPolicy, at: i64) -> Result<bool, AuditError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let stored = load(&tx)?;
+        let before = stored.unwrap_or_default();
+        if stored.is_some() && before == policy {
+            self.retention = policy;
+            return Ok(false);
+        }
+        store(&tx, policy)?;
+        let changed = before != policy;
+        if changed {
+            let mut ev = NewEvent::new(EventKind::RetentionChanged, at);
+            ev.reason = Some(format!("retention policy now: {policy} (was: {before})"));
+            let (ev, cut) = prepare(&ev)?;
+            append_in(&tx, &ev, cut)?;
+        }
+        tx.commit()?;
+        self.retention = policy;
+        Ok(changed)
+    }
+
+    /// Compacts the rows the policy's `compact_after_days` has made old
+    /// (rejected, expired, cancelled requests and rejection summaries older
+    /// than that; never a signed, key or denial row): one
+    /// [`EventKind::AuditCompacted`] row is appended with how many rows of
+    /// each kind it compacted and, in `hash`, the digest of their `(seq,
+    /// kind, row_hash)`; then their text fields are cleared and their
+    /// `compacted_by` set to that row, all in one transaction. What stays of
+    /// each (`seq, at, kind, peer_uid, count, span_*, prev, row_hash`) keeps
+    /// the chain linked and every request counted. Verification takes a
+    /// compacted row's hash as stored, and checks the compaction row's digest
+    /// against the rows marked as compacted by it, so marking a signed row
+    /// compacted (or unmarking one) breaks the chain like any edit. Returns
+    /// the compaction row, or `None` when there was nothing to compact (or
+    /// the policy compacts nothing). The freed pages are reused by new rows;
+    /// the file does not shrink.
+    pub fn compact(&mut self, now: i64) -> Result<Option<Event>, AuditError> {
+        let Some(days) = self.retention.compact_after_days else {
+            return Ok(None);
+        };
+        let cutoff = now.saturating_sub(i64::from(days) * 86_400);
+        let kinds: Vec<String> = EventKind::ALL
+            .into_iter()
+            .filter(|k| k.is_compactable())
+            .map(|k| format!("'{}'", k.as_str()))
+            .collect();
+        let which = format!(
+            "compacted_by IS NULL AND at < ?1 AND kind IN ({})",
+            kinds.join(", ")
+        );
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut by_kind: std::collections::BTreeMap<String, i64> = Default::default();
+        let mut requests = 0i64;
+        let mut span: Option<(i64, i64)> = None;
+        {
+            let mut stmt = tx.prepare(&format!(
+                "SELECT kind, count, at FROM events WHERE {which} ORDER BY seq"
+            ))?;
+            let mut rows = stmt.query([cutoff])?;
+            while let Some(r) = rows.next()? {
+                let (kind, count, at): (String, Option<i64>, i64) =
+                    (r.get(0)?, r.get(1)?, r.get(2)?);
+                *by_kind.entry(kind).or_insert(0) += 1;
+                requests = requests.saturating_add(count.unwrap_or(1));
+                span = Some(span.map_or((at, at), |(a, b)| (a.min(at), b.max(at))));
+            }
+        }
+        let Some((first, last)) = span else {
+            return Ok(None);
+        };
+        let rows: i64 = by_kind.values().sum();
+        let (last_seq,): (i64,) =
+            tx.query_row("SELECT last_seq FROM chain_head WHERE id = 1", [], |r| {
+                Ok((r.get(0)?,))
+            })?;
+        let by = last_seq + 1;
+        let marked = tx.execute(
+            &format!(
+                "UPDATE events SET compacted_by = ?2, peer_pid = NULL, peer_exe = NULL, agent = NULL, \
+                 service = NULL, capability = NULL, hash = NULL, cost_amount = NULL, \
+                 cost_currency = NULL, risk = NULL, undo = NULL, expires = NULL, token_id = NULL, \
+                 caveats = NULL, reason = NULL, principal = NULL, confirmed_by = NULL, cut = NULL, \
+                 peer_chain = NULL \
+                 WHERE {which}"
+            ),
+            params![cutoff, by],
+        )?;
+        if i64::try_from(marked).ok() != Some(rows) {
+            return Err(AuditError::Policy(format!(
+                "compaction found {rows} rows but marked {marked}; nothing was changed"
+            )));
+        }
+        let (digest, n) = compaction_digest(&tx, by)?;
+        let parts: Vec<String> = by_kind.iter().map(|(k, n)| format!("{n} {k}")).collect();
+        let mut ev = NewEvent::new(EventKind::AuditCompacted, now);
+        ev.count = Some(n);
+        ev.span_start = Some(first);
+        ev.span_end = Some(last + 1);
+        ev.hash = Some(digest);
+        ev.reason = Some(format!(
+            "compacted {n} rows older than {days} days, standing for {requests} requests ({}), between {} and {}: their details are gone, their place in the chain and their count stay",
+            parts.join(", "),
+            parley_core::lens::time(first),
+            parley_core::lens::time(last + 1),
+        ));
+        let (ev, cut) = prepare(&ev)?;
+        let event = append_in(&tx, &ev, cut)?;
+        debug_assert_eq!(event.seq, by);
+        tx.commit()?;
+        Ok(Some(event))
+    }
+
+    /// Rejections counted this hour (or earlier) that no summary row holds
+    /// yet, per peer and hour.
+    pub fn open_tallies(&self) -> Result<Vec<OpenTally>, AuditError> {
+        open_tallies(&self.conn)
+    }
+
+    /// Every rejected request the log accounts for, of one peer or of all:
+    /// rejection rows, plus the counts of summary rows, plus the counts not
+    /// yet summarized. A flood is bounded in rows but never in this number.
+    pub fn rejections_accounted(&self, peer_uid: Option<u32>) -> Result<u64, AuditError> {
+        accounted(&self.conn, peer_uid)
+    }
 }
 
 #[cfg(test)]

@@ -49,3 +49,33 @@ pub(super) fn check(db: &Path) -> Result<(), AuditError> {
 pub(super) fn check(_db: &Path) -> Result<(), AuditError> {
     Ok(())
 }
+
+/// `3 KiB`, `12 MiB`: sizes for people.
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if n < 1024 {
+        return format!("{n} bytes");
+    }
+    let mut v = n as f64 / 1024.0;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if v < 10.0 {
+        format!("{:.1} {}", v, UNITS[unit])
+    } else {
+        format!("{:.0} {}", v, UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_for_people() {
+        assert_eq!(human_bytes(3 * 1024), "3.0 KiB");
+        assert_eq!(human_bytes(12), "12 bytes");
+    }
+}

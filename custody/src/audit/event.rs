@@ -1,0 +1,439 @@
+//! What an audit row records: the event kinds, the event to append
+//! ([`NewEvent`]) and the stored row ([`Event`]), and the field bounds every
+//! event passes before it is written (see "Bounds" in the [`crate::audit`]
+//! docs).
+//!
+//! Kept apart from the chain and the store so the shape of a row, and the
+//! one place that decides which fields are refused and which are cut, can be
+//! read without any SQL or hashing around it.
+
+use super::AuditError;
+use serde::Serialize;
+use std::fmt;
+use std::str::FromStr;
+
+/// The largest text field of a signed or key event, in bytes (64 KiB);
+/// larger is refused (see the [`crate::audit`] docs).
+pub const MAX_FIELD_BYTES: usize = 64 * 1024;
+/// The longest text field of any other event, in bytes (2 KiB), marker
+/// included: longer is cut and its original size recorded.
+pub const CUT_FIELD_BYTES: usize = 2 * 1024;
+/// Ends a field that was cut (the `cut` column says by how much).
+pub const CUT_MARK: &str = "…[cut]";
+
+/// Integers are hashed as canonical JSON, which allows only ±(2^53−1).
+const MAX_SAFE: i64 = parley_core::canonical::MAX_SAFE_INTEGER;
+
+/// What happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    /// A root grant was signed.
+    GrantIssued,
+    /// The human denied a grant request.
+    GrantDenied,
+    /// A consent grant was signed.
+    ConsentApproved,
+    /// The human denied a consent request.
+    ConsentDenied,
+    /// Re-verification refused a request; it never reached the human.
+    RequestRejected,
+    /// A request expired while pending.
+    RequestExpired,
+    /// The agent cancelled a pending request.
+    RequestCancelled,
+    /// A principal key was created.
+    KeyCreated,
+    /// A principal key was imported.
+    KeyImported,
+    /// A principal key was deleted.
+    KeyDeleted,
+    /// Rejections of one peer in one hour beyond the retention policy's
+    /// per-hour rows, counted into one row (`count`, `span_start..span_end`).
+    RejectionsSummarized,
+    /// The retention policy in effect changed (the new one is in `reason`).
+    RetentionChanged,
+    /// Old rejected, expired and cancelled rows (and old summaries) were
+    /// compacted: `count` rows, `hash` = the digest of what they were (see
+    /// [`compact`](super::Audit::compact)).
+    AuditCompacted,
+    /// The human approved, but OS authentication did not succeed: nothing
+    /// was signed and the request stayed pending.
+    StepUpFailed,
+    /// The human paused an agent (`agent`; `expires` = until when, `None` =
+    /// until resumed; `reason`): its requests are refused unseen.
+    AgentPaused,
+    /// The human resumed a paused agent.
+    AgentResumed,
+    /// The human named an agent key (`agent`; `reason` = the label, or
+    /// `None` when the label was removed).
+    AgentLabelled,
+}
+
+impl EventKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [EventKind; 17] = [
+        EventKind::GrantIssued,
+        EventKind::GrantDenied,
+        EventKind::ConsentApproved,
+        EventKind::ConsentDenied,
+        EventKind::RequestRejected,
+        EventKind::RequestExpired,
+        EventKind::RequestCancelled,
+        EventKind::KeyCreated,
+        EventKind::KeyImported,
+        EventKind::KeyDeleted,
+        EventKind::RejectionsSummarized,
+        EventKind::RetentionChanged,
+        EventKind::AuditCompacted,
+        EventKind::StepUpFailed,
+        EventKind::AgentPaused,
+        EventKind::AgentResumed,
+        EventKind::AgentLabelled,
+    ];
+
+    /// The stored (and `--json`) name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::GrantIssued => "grant_issued",
+            EventKind::GrantDenied => "grant_denied",
+            EventKind::ConsentApproved => "consent_approved",
+            EventKind::ConsentDenied => "consent_denied",
+            EventKind::RequestRejected => "request_rejected",
+            EventKind::RequestExpired => "request_expired",
+            EventKind::RequestCancelled => "request_cancelled",
+            EventKind::KeyCreated => "key_created",
+            EventKind::KeyImported => "key_imported",
+            EventKind::KeyDeleted => "key_deleted",
+            EventKind::RejectionsSummarized => "rejections_summarized",
+            EventKind::RetentionChanged => "retention_changed",
+            EventKind::AuditCompacted => "audit_compacted",
+            EventKind::StepUpFailed => "step_up_failed",
+            EventKind::AgentPaused => "agent_paused",
+            EventKind::AgentResumed => "agent_resumed",
+            EventKind::AgentLabelled => "agent_labelled",
+        }
+    }
+
+    /// Rows that record a signature or a key: stored exactly or not at all
+    /// (never cut, never summarized, never compacted).
+    pub fn is_exact(self) -> bool {
+        matches!(
+            self,
+            EventKind::GrantIssued
+                | EventKind::ConsentApproved
+                | EventKind::KeyCreated
+                | EventKind::KeyImported
+                | EventKind::KeyDeleted
+        )
+    }
+
+    /// Rows the retention policy may compact once they are old: what an
+    /// agent caused without a signature. Never a signed, key, denial,
+    /// policy or compaction row.
+    pub fn is_compactable(self) -> bool {
+        matches!(
+            self,
+            EventKind::RequestRejected
+                | EventKind::RequestExpired
+                | EventKind::RequestCancelled
+                | EventKind::RejectionsSummarized
+        )
+    }
+}
+
+impl fmt::Display for EventKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An unknown event kind name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown event kind {0:?}; known kinds: grant_issued, grant_denied, consent_approved, consent_denied, request_rejected, request_expired, request_cancelled, key_created, key_imported, key_deleted, rejections_summarized, retention_changed, audit_compacted, step_up_failed, agent_paused, agent_resumed, agent_labelled")]
+pub struct UnknownKind(pub String);
+
+impl FromStr for EventKind {
+    type Err = UnknownKind;
+    fn from_str(s: &str) -> Result<Self, UnknownKind> {
+        EventKind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| UnknownKind(s.to_owned()))
+    }
+}
+
+/// An event to append. Every field but `kind` and `at` is optional; text is
+/// stored exactly as given (bounded to [`MAX_FIELD_BYTES`]). Build one with
+/// `NewEvent { agent: Some(..), ..NewEvent::new(kind, now) }`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewEvent {
+    /// What happened.
+    pub kind: EventKind,
+    /// When (unix seconds).
+    pub at: i64,
+    /// The requesting peer's uid (from the socket).
+    pub peer_uid: Option<u32>,
+    /// The requesting peer's pid.
+    pub peer_pid: Option<i64>,
+    /// The requesting peer's executable path.
+    pub peer_exe: Option<String>,
+    /// The agent key (`ed25519:…`).
+    pub agent: Option<String>,
+    /// The service id.
+    pub service: Option<String>,
+    /// The capability.
+    pub capability: Option<String>,
+    /// The proposal hash.
+    pub hash: Option<String>,
+    /// Cost amount in minor units.
+    pub cost_amount: Option<i64>,
+    /// Cost currency.
+    pub cost_currency: Option<String>,
+    /// Risk (low/medium/high).
+    pub risk: Option<String>,
+    /// Undo window in seconds; `None` = irreversible (or not applicable).
+    pub undo: Option<i64>,
+    /// When the grant or request expires (unix seconds).
+    pub expires: Option<i64>,
+    /// The grant id: b64url(SHA-256(root block signature)), computed by the caller.
+    pub token_id: Option<String>,
+    /// The caveats, as JSON text.
+    pub caveats: Option<String>,
+    /// Why (a rejection reason, a denial note, a key label).
+    pub reason: Option<String>,
+    /// The principal key.
+    pub principal: Option<String>,
+    /// How the human confirmed a signed decision, set by the engine (free
+    /// text: `click`, `click+second`, `click+os-auth`, `terminal`,
+    /// `terminal+os-auth`; for a failed step-up, why it failed).
+    pub confirmed_by: Option<String>,
+    /// How many requests this row stands for (summary rows; `None` = one).
+    pub count: Option<i64>,
+    /// Start of the period a summary row covers (unix seconds, inclusive).
+    pub span_start: Option<i64>,
+    /// End of that period (unix seconds, exclusive).
+    pub span_end: Option<i64>,
+    /// The requesting peer's process chain, as JSON (format 3; see
+    /// [`crate::ipc::process_chain::ProcessChain::to_audit_text`]).
+    pub peer_chain: Option<String>,
+}
+
+impl NewEvent {
+    /// An event with only a kind and a time.
+    pub fn new(kind: EventKind, at: i64) -> NewEvent {
+        NewEvent {
+            kind,
+            at,
+            peer_uid: None,
+            peer_pid: None,
+            peer_exe: None,
+            agent: None,
+            service: None,
+            capability: None,
+            hash: None,
+            cost_amount: None,
+            cost_currency: None,
+            risk: None,
+            undo: None,
+            expires: None,
+            token_id: None,
+            caveats: None,
+            reason: None,
+            principal: None,
+            confirmed_by: None,
+            count: None,
+            span_start: None,
+            span_end: None,
+            peer_chain: None,
+        }
+    }
+}
+
+/// A stored event: the fields of [`NewEvent`] plus its place in the chain.
+/// `Serialize` for `--json` and JSONL export.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Event {
+    /// Position in the log, from 1, without gaps.
+    pub seq: i64,
+    /// When (unix seconds).
+    pub at: i64,
+    /// What happened.
+    pub kind: EventKind,
+    /// The requesting peer's uid.
+    pub peer_uid: Option<u32>,
+    /// The requesting peer's pid.
+    pub peer_pid: Option<i64>,
+    /// The requesting peer's executable path.
+    pub peer_exe: Option<String>,
+    /// The agent key.
+    pub agent: Option<String>,
+    /// The service id.
+    pub service: Option<String>,
+    /// The capability.
+    pub capability: Option<String>,
+    /// The proposal hash.
+    pub hash: Option<String>,
+    /// Cost amount in minor units.
+    pub cost_amount: Option<i64>,
+    /// Cost currency.
+    pub cost_currency: Option<String>,
+    /// Risk.
+    pub risk: Option<String>,
+    /// Undo window in seconds; `None` = irreversible.
+    pub undo: Option<i64>,
+    /// Expiry (unix seconds).
+    pub expires: Option<i64>,
+    /// The grant id.
+    pub token_id: Option<String>,
+    /// The caveats, as JSON text.
+    pub caveats: Option<String>,
+    /// Why.
+    pub reason: Option<String>,
+    /// The principal key.
+    pub principal: Option<String>,
+    /// The previous row's `row_hash` ([`super::GENESIS`] for row 1).
+    pub prev: String,
+    /// This row's hash (see [`Event::compute_row_hash`]).
+    pub row_hash: String,
+    /// How the human confirmed (see [`NewEvent::confirmed_by`]).
+    pub confirmed_by: Option<String>,
+    /// The fields that were cut for length and their original sizes in
+    /// bytes, as canonical JSON (`{"hash":900000}`); `None` when nothing was.
+    pub cut: Option<String>,
+    /// How many requests this row stands for (summary rows); `None` = one.
+    pub count: Option<i64>,
+    /// Start of the period a summary row covers.
+    pub span_start: Option<i64>,
+    /// End of that period (exclusive).
+    pub span_end: Option<i64>,
+    /// Set when the row was compacted: the `seq` of the
+    /// [`EventKind::AuditCompacted`] row that did it. Its text fields are
+    /// gone; `seq, at, kind, peer_uid, count, span_*, prev, row_hash` stay.
+    /// Not part of the row's hash (it is set afterwards); the compaction
+    /// row's digest vouches for it.
+    pub compacted_by: Option<i64>,
+    /// The requesting peer's process chain, as JSON (format 3).
+    pub peer_chain: Option<String>,
+}
+
+/// Applies the field bounds of the [`crate::audit`] docs: refuses out-of-range
+/// integers and oversized fields of exact kinds, cuts the oversized fields of
+/// every other kind. Returns the event to store and its `cut` record.
+pub(super) fn prepare(ev: &NewEvent) -> Result<(NewEvent, Option<String>), AuditError> {
+    check_ints(ev)?;
+    let mut ev = ev.clone();
+    let exact = ev.kind.is_exact();
+    let mut cut = serde_json::Map::new();
+    let texts: [(&'static str, &mut Option<String>); 13] = [
+        ("peer_exe", &mut ev.peer_exe),
+        ("agent", &mut ev.agent),
+        ("service", &mut ev.service),
+        ("capability", &mut ev.capability),
+        ("hash", &mut ev.hash),
+        ("cost_currency", &mut ev.cost_currency),
+        ("risk", &mut ev.risk),
+        ("token_id", &mut ev.token_id),
+        ("caveats", &mut ev.caveats),
+        ("reason", &mut ev.reason),
+        ("principal", &mut ev.principal),
+        ("confirmed_by", &mut ev.confirmed_by),
+        ("peer_chain", &mut ev.peer_chain),
+    ];
+    for (field, value) in texts {
+        let Some(v) = value else { continue };
+        if exact {
+            if v.len() > MAX_FIELD_BYTES {
+                return Err(AuditError::FieldTooLong {
+                    field,
+                    len: v.len(),
+                });
+            }
+        } else if v.len() > CUT_FIELD_BYTES {
+            cut.insert(field.into(), v.len().into());
+            *v = cut_text(v);
+        }
+    }
+    let cut = if cut.is_empty() {
+        None
+    } else {
+        Some(
+            parley_core::canonical::canonical(&serde_json::Value::Object(cut)).map_err(|e| {
+                AuditError::OutOfRange {
+                    field: "cut",
+                    detail: e.to_string(),
+                }
+            })?,
+        )
+    };
+    Ok((ev, cut))
+}
+
+/// The first bytes of `v` (at a character boundary) and [`CUT_MARK`], at
+/// most [`CUT_FIELD_BYTES`] in all.
+fn cut_text(v: &str) -> String {
+    let mut end = CUT_FIELD_BYTES - CUT_MARK.len();
+    while !v.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{CUT_MARK}", &v[..end])
+}
+
+/// Integer bounds (canonical JSON hashes only ±(2^53−1)).
+fn check_ints(ev: &NewEvent) -> Result<(), AuditError> {
+    let ints: [(&'static str, Option<i64>); 8] = [
+        ("at", Some(ev.at)),
+        ("peer_pid", ev.peer_pid),
+        ("cost_amount", ev.cost_amount),
+        ("undo", ev.undo),
+        ("expires", ev.expires),
+        ("count", ev.count),
+        ("span_start", ev.span_start),
+        ("span_end", ev.span_end),
+    ];
+    for (field, value) in ints {
+        if let Some(v) = value {
+            if !(-MAX_SAFE..=MAX_SAFE).contains(&v) {
+                return Err(AuditError::OutOfRange {
+                    field,
+                    detail: format!("{v} is outside ±(2^53−1)"),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_round_trip() {
+        for k in EventKind::ALL {
+            assert_eq!(k.as_str().parse::<EventKind>().unwrap(), k);
+            assert_eq!(
+                serde_json::to_value(k).unwrap(),
+                serde_json::Value::String(k.as_str().into())
+            );
+        }
+        assert!("grant".parse::<EventKind>().is_err());
+    }
+
+    #[test]
+    fn cuts_end_on_a_character_boundary_with_the_mark() {
+        let long = "é".repeat(CUT_FIELD_BYTES);
+        let c = cut_text(&long);
+        assert!(c.len() <= CUT_FIELD_BYTES && c.ends_with(CUT_MARK));
+        let (ev, cut) = prepare(&NewEvent {
+            hash: Some(long.clone()),
+            ..NewEvent::new(EventKind::RequestRejected, 1)
+        })
+        .unwrap();
+        assert_eq!(ev.hash.as_deref(), Some(c.as_str()));
+        assert_eq!(
+            cut.as_deref(),
+            Some(format!("{{\"hash\":{}}}", long.len()).as_str())
+        );
+    }
+}

@@ -1,0 +1,495 @@
+//! The SQLite store: opening the file (0600, WAL, `synchronous=FULL`), the
+//! schema and its migrations, appending a row to the chain
+//! ([`Audit::append`], [`Audit::record`]) and reading a row back.
+//!
+//! Everything that knows the table layout of `audit.sqlite3` is here, so a
+//! new column is added in one module (and, if it enters the hash, in
+//! [`super::chain`]).
+
+use super::event::prepare;
+use super::{
+    retention, space, Audit, AuditError, Event, EventKind, NewEvent, Recorded, UnknownKind, GENESIS,
+};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use serde::Serialize;
+use std::path::Path;
+
+/// The schema version in `PRAGMA user_version`.
+pub(super) const SCHEMA_VERSION: i64 = 3;
+
+/// The columns of `events`, in the order [`read_event`] reads them.
+pub(super) const COLUMNS: &str =
+    "seq, at, kind, peer_uid, peer_pid, peer_exe, agent, service, capability, \
+     hash, cost_amount, cost_currency, risk, undo, expires, token_id, caveats, reason, principal, \
+     prev, row_hash, confirmed_by, cut, count, span_start, span_end, compacted_by, peer_chain";
+
+/// The columns a new row is written with: all but `compacted_by`.
+const INSERT_COLUMNS: &str = "seq, at, kind, peer_uid, peer_pid, peer_exe, agent, service, \
+     capability, hash, cost_amount, cost_currency, risk, undo, expires, token_id, caveats, reason, \
+     principal, prev, row_hash, confirmed_by, cut, count, span_start, span_end, peer_chain";
+
+/// The columns formats 2 and 3 added, with their types (the migration adds
+/// them to an older table).
+const ADDED_COLUMNS: [(&str, &str); 7] = [
+    ("confirmed_by", "TEXT"),
+    ("cut", "TEXT"),
+    ("count", "INTEGER"),
+    ("span_start", "INTEGER"),
+    ("span_end", "INTEGER"),
+    ("compacted_by", "INTEGER"),
+    ("peer_chain", "TEXT"),
+];
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS events (
+    seq INTEGER PRIMARY KEY,
+    at INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    peer_uid INTEGER,
+    peer_pid INTEGER,
+    peer_exe TEXT,
+    agent TEXT,
+    service TEXT,
+    capability TEXT,
+    hash TEXT,
+    cost_amount INTEGER,
+    cost_currency TEXT,
+    risk TEXT,
+    undo INTEGER,
+    expires INTEGER,
+    token_id TEXT,
+    caveats TEXT,
+    reason TEXT,
+    principal TEXT,
+    prev TEXT NOT NULL,
+    row_hash TEXT NOT NULL,
+    confirmed_by TEXT,
+    cut TEXT,
+    count INTEGER,
+    span_start INTEGER,
+    span_end INTEGER,
+    compacted_by INTEGER,
+    peer_chain TEXT
+) STRICT;
+CREATE INDEX IF NOT EXISTS events_at ON events(at);
+CREATE INDEX IF NOT EXISTS events_agent ON events(agent);
+CREATE INDEX IF NOT EXISTS events_kind_expires ON events(kind, expires);
+CREATE TABLE IF NOT EXISTS chain_head (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    count INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL,
+    head TEXT NOT NULL
+) STRICT;
+";
+
+/// Tables of format 2 that are not part of the chain (created after the
+/// migration of `events`).
+const SCHEMA_V2: &str = "
+CREATE INDEX IF NOT EXISTS events_kind_uid_at ON events(kind, peer_uid, at);
+CREATE INDEX IF NOT EXISTS events_compacted_by ON events(compacted_by) WHERE compacted_by IS NOT NULL;
+CREATE TABLE IF NOT EXISTS checkpoint (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    seq INTEGER NOT NULL,
+    row_hash TEXT NOT NULL,
+    at INTEGER NOT NULL
+) STRICT;
+CREATE TABLE IF NOT EXISTS rejection_tally (
+    peer_uid INTEGER NOT NULL,
+    hour INTEGER NOT NULL,
+    logged INTEGER NOT NULL,
+    counted INTEGER NOT NULL,
+    reasons TEXT NOT NULL,
+    first_at INTEGER,
+    last_at INTEGER,
+    PRIMARY KEY (peer_uid, hour)
+) STRICT;
+CREATE TABLE IF NOT EXISTS paused_agents (
+    agent TEXT PRIMARY KEY,
+    until INTEGER,
+    reason TEXT NOT NULL,
+    at INTEGER NOT NULL
+) STRICT;
+CREATE TABLE IF NOT EXISTS agent_labels (
+    agent TEXT PRIMARY KEY,
+    label TEXT NOT NULL,
+    at INTEGER NOT NULL
+) STRICT;
+CREATE TABLE IF NOT EXISTS settings (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) STRICT;
+";
+
+/// The connection's durability settings, as SQLite reports them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DbSettings {
+    /// `PRAGMA journal_mode` (expected `wal`).
+    pub journal_mode: String,
+    /// `PRAGMA synchronous` (expected 2 = FULL).
+    pub synchronous: i64,
+}
+
+impl Audit {
+    /// Opens (creating if needed, mode 0600) the log at `path`, sets WAL and
+    /// `synchronous=FULL` and checks they took effect, and prepares the schema.
+    pub fn open(path: &Path) -> Result<Audit, AuditError> {
+        create_private_file(path)?;
+        let open_err = |source| AuditError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut conn = Connection::open(path).map_err(open_err)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(open_err)?;
+        let mode: String = conn
+            .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
+            .map_err(open_err)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(AuditError::NoWal {
+                path: path.to_path_buf(),
+                mode,
+            });
+        }
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(open_err)?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(open_err)?;
+        let version: i64 = tx
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(open_err)?;
+        if version > SCHEMA_VERSION {
+            return Err(AuditError::NewerFormat {
+                path: path.to_path_buf(),
+                version,
+            });
+        }
+        tx.execute_batch(SCHEMA).map_err(open_err)?;
+        migrate_events(&tx).map_err(open_err)?;
+        tx.execute_batch(SCHEMA_V2).map_err(open_err)?;
+        let has_head: bool = tx
+            .query_row("SELECT EXISTS(SELECT 1 FROM chain_head)", [], |r| r.get(0))
+            .map_err(open_err)?;
+        let has_rows: bool = tx
+            .query_row("SELECT EXISTS(SELECT 1 FROM events)", [], |r| r.get(0))
+            .map_err(open_err)?;
+        // A fresh log gets its head; a log with rows but no head was tampered
+        // with and keeps no head (verify reports it, append refuses).
+        if !has_head && !has_rows {
+            tx.execute(
+                "INSERT INTO chain_head (id, count, last_seq, head) VALUES (1, 0, 0, ?1)",
+                params![GENESIS],
+            )
+            .map_err(open_err)?;
+        }
+        tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+            .map_err(open_err)?;
+        tx.commit().map_err(open_err)?;
+        let retention = retention::load(&conn)?.unwrap_or_default();
+        Ok(Audit {
+            conn,
+            path: path.to_path_buf(),
+            retention,
+            compacted_hour: None,
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The durability settings in effect on this connection.
+    pub fn settings(&self) -> Result<DbSettings, AuditError> {
+        Ok(DbSettings {
+            journal_mode: self
+                .conn
+                .pragma_query_value(None, "journal_mode", |r| r.get(0))?,
+            synchronous: self
+                .conn
+                .pragma_query_value(None, "synchronous", |r| r.get(0))?,
+        })
+    }
+
+    /// Appends one event, chained to the recorded head, in one `BEGIN
+    /// IMMEDIATE` transaction (the head read, the insert and the head update
+    /// commit together or not at all). Fields are bounded first (see the
+    /// [`crate::audit`] docs): a signed or key event with an oversized field, or any
+    /// event with an out-of-range integer, is refused before anything is
+    /// written; any other event's oversized fields are cut. No retention:
+    /// the engine writes through [`Audit::record`].
+    pub fn append(&mut self, ev: &NewEvent) -> Result<Event, AuditError> {
+        let (ev, cut) = prepare(ev)?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let event = append_in(&tx, &ev, cut)?;
+        tx.commit()?;
+        Ok(event)
+    }
+
+    /// Writes one event under the [`super::RetentionPolicy`]: a rejection beyond
+    /// the policy's rows for its peer and hour is counted instead of written
+    /// (the count is committed before this returns, and becomes part of one
+    /// summary row when the hour is over); everything else is appended.
+    /// Hours that are over are summarized first, in the same transaction.
+    pub fn record(&mut self, ev: &NewEvent) -> Result<Recorded, AuditError> {
+        let (ev, cut) = prepare(ev)?;
+        let policy = self.retention;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        retention::close_hours(&tx, ev.at, policy, false)?;
+        let out = if ev.kind == EventKind::RequestRejected {
+            let mut tally = retention::Tally::load(&tx, ev.peer_uid, ev.at)?;
+            if tally.logged < u64::from(policy.rejections_per_hour) {
+                let event = append_in(&tx, &ev, cut)?;
+                tally.logged += 1;
+                tally.store(&tx)?;
+                Recorded::Logged(Box::new(event))
+            } else {
+                tally.count(ev.reason.as_deref(), ev.at);
+                tally.store(&tx)?;
+                Recorded::Counted {
+                    peer_uid: ev.peer_uid,
+                    hour_start: tally.hour * 3600,
+                }
+            }
+        } else {
+            Recorded::Logged(Box::new(append_in(&tx, &ev, cut)?))
+        };
+        tx.commit()?;
+        let hour = ev.at.div_euclid(3600);
+        if policy.compact_after_days.is_some() && self.compacted_hour != Some(hour) {
+            self.compacted_hour = Some(hour);
+            // The event is written; a failed compaction is retried next hour.
+            if let Err(e) = self.compact(ev.at) {
+                tracing::error!("audit compaction failed: {e}");
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether one more row can be written: the filesystem holding the log
+    /// has at least [`super::MIN_FREE_BYTES`] available and neither the file nor
+    /// the filesystem is read-only. The engine calls this right before it
+    /// signs, so a full disk refuses the decision instead of producing a
+    /// signature no row records.
+    pub fn ready_to_record(&self) -> Result<(), AuditError> {
+        if self.conn.is_readonly(rusqlite::DatabaseName::Main)? {
+            return Err(AuditError::ReadOnly {
+                path: self.path.clone(),
+                why: "SQLite opened it read-only",
+            });
+        }
+        space::check(&self.path)
+    }
+}
+
+/// Adds the format 2 columns to a format 1 `events` table (existing rows
+/// get `NULL`, which leaves their hashes as they were).
+fn migrate_events(tx: &rusqlite::Transaction<'_>) -> Result<(), rusqlite::Error> {
+    let mut have = Vec::new();
+    {
+        let mut stmt = tx.prepare("SELECT name FROM pragma_table_info('events')")?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            have.push(r.get::<_, String>(0)?);
+        }
+    }
+    for (name, ty) in ADDED_COLUMNS {
+        if !have.iter().any(|h| h == name) {
+            tx.execute_batch(&format!("ALTER TABLE events ADD COLUMN {name} {ty}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Appends inside `tx` (the caller commits): checks the tail against the
+/// head, chains, inserts and moves the head.
+pub(super) fn append_in(
+    tx: &rusqlite::Transaction<'_>,
+    ev: &NewEvent,
+    cut: Option<String>,
+) -> Result<Event, AuditError> {
+    let (last_seq, head): (i64, String) = tx
+        .query_row(
+            "SELECT last_seq, head FROM chain_head WHERE id = 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?
+        .ok_or(AuditError::HeadMissing)?;
+    // The last row must be the one the head records. Anything else (rows
+    // deleted from the end, a row forged after the head, the last row
+    // replaced) is tampering: refuse to write on top of it, so the break
+    // stays where verify can name it and the caller learns at once.
+    let tail: Option<(i64, String)> = tx
+        .query_row(
+            "SELECT seq, row_hash FROM events ORDER BY seq DESC LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    let consistent = match &tail {
+        None => last_seq == 0,
+        Some((seq, hash)) => *seq == last_seq && *hash == head,
+    };
+    if !consistent {
+        return Err(AuditError::HeadMismatch { last_seq });
+    }
+    let seq = last_seq + 1;
+    let mut event = Event {
+        seq,
+        at: ev.at,
+        kind: ev.kind,
+        peer_uid: ev.peer_uid,
+        peer_pid: ev.peer_pid,
+        peer_exe: ev.peer_exe.clone(),
+        agent: ev.agent.clone(),
+        service: ev.service.clone(),
+        capability: ev.capability.clone(),
+        hash: ev.hash.clone(),
+        cost_amount: ev.cost_amount,
+        cost_currency: ev.cost_currency.clone(),
+        risk: ev.risk.clone(),
+        undo: ev.undo,
+        expires: ev.expires,
+        token_id: ev.token_id.clone(),
+        caveats: ev.caveats.clone(),
+        reason: ev.reason.clone(),
+        principal: ev.principal.clone(),
+        prev: head,
+        row_hash: String::new(),
+        confirmed_by: ev.confirmed_by.clone(),
+        cut,
+        count: ev.count,
+        span_start: ev.span_start,
+        span_end: ev.span_end,
+        compacted_by: None,
+        peer_chain: ev.peer_chain.clone(),
+    };
+    event.row_hash = event.compute_row_hash()?;
+    tx.execute(
+        &format!(
+            "INSERT INTO events ({INSERT_COLUMNS}) VALUES \
+             (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, \
+              ?22, ?23, ?24, ?25, ?26, ?27)"
+        ),
+        params![
+            event.seq,
+            event.at,
+            event.kind.as_str(),
+            event.peer_uid,
+            event.peer_pid,
+            event.peer_exe,
+            event.agent,
+            event.service,
+            event.capability,
+            event.hash,
+            event.cost_amount,
+            event.cost_currency,
+            event.risk,
+            event.undo,
+            event.expires,
+            event.token_id,
+            event.caveats,
+            event.reason,
+            event.principal,
+            event.prev,
+            event.row_hash,
+            event.confirmed_by,
+            event.cut,
+            event.count,
+            event.span_start,
+            event.span_end,
+            event.peer_chain,
+        ],
+    )?;
+    tx.execute(
+        "UPDATE chain_head SET count = count + 1, last_seq = ?1, head = ?2 WHERE id = 1",
+        params![seq, event.row_hash],
+    )?;
+    Ok(event)
+}
+
+/// Reads a row selected with [`COLUMNS`]; anything unreadable (a value of
+/// the wrong type or range, an unknown kind) is reported as `Corrupt`.
+pub(super) fn read_event(row: &rusqlite::Row<'_>) -> Result<Event, AuditError> {
+    let seq: i64 = row.get(0)?;
+    let corrupt = |e: rusqlite::Error| AuditError::Corrupt {
+        seq,
+        reason: e.to_string(),
+    };
+    let kind_text: String = row.get(2).map_err(corrupt)?;
+    let kind = kind_text
+        .parse()
+        .map_err(|e: UnknownKind| AuditError::Corrupt {
+            seq,
+            reason: e.to_string(),
+        })?;
+    Ok(Event {
+        seq,
+        at: row.get(1).map_err(corrupt)?,
+        kind,
+        peer_uid: row.get(3).map_err(corrupt)?,
+        peer_pid: row.get(4).map_err(corrupt)?,
+        peer_exe: row.get(5).map_err(corrupt)?,
+        agent: row.get(6).map_err(corrupt)?,
+        service: row.get(7).map_err(corrupt)?,
+        capability: row.get(8).map_err(corrupt)?,
+        hash: row.get(9).map_err(corrupt)?,
+        cost_amount: row.get(10).map_err(corrupt)?,
+        cost_currency: row.get(11).map_err(corrupt)?,
+        risk: row.get(12).map_err(corrupt)?,
+        undo: row.get(13).map_err(corrupt)?,
+        expires: row.get(14).map_err(corrupt)?,
+        token_id: row.get(15).map_err(corrupt)?,
+        caveats: row.get(16).map_err(corrupt)?,
+        reason: row.get(17).map_err(corrupt)?,
+        principal: row.get(18).map_err(corrupt)?,
+        prev: row.get(19).map_err(corrupt)?,
+        row_hash: row.get(20).map_err(corrupt)?,
+        confirmed_by: row.get(21).map_err(corrupt)?,
+        cut: row.get(22).map_err(corrupt)?,
+        count: row.get(23).map_err(corrupt)?,
+        span_start: row.get(24).map_err(corrupt)?,
+        span_end: row.get(25).map_err(corrupt)?,
+        compacted_by: row.get(26).map_err(corrupt)?,
+        peer_chain: row.get(27).map_err(corrupt)?,
+    })
+}
+
+/// Creates the database file 0600 before SQLite opens it (SQLite would use
+/// the umask, often 0644), or tightens an existing one. SQLite gives its
+/// `-wal` and `-shm` files the main file's permissions.
+#[cfg(unix)]
+fn create_private_file(path: &Path) -> Result<(), AuditError> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let io = |source| AuditError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)
+        .map_err(io)?;
+    let mode = file.metadata().map_err(io)?.permissions().mode() & 0o777;
+    if mode != 0o600 {
+        if mode & 0o077 != 0 {
+            tracing::warn!(file = %path.display(), mode = format!("{mode:o}"), "audit log was accessible to other users; setting it to 0600");
+        }
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))
+            .map_err(io)?;
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn create_private_file(_path: &Path) -> Result<(), AuditError> {
+    Ok(())
+}
