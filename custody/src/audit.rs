@@ -100,7 +100,7 @@ mod retention;
 mod space;
 mod store;
 
-pub use agents::{check_label, LabelError, SeenAs, MAX_LABEL_CHARS};
+pub use agents::{check_label, LabelError, SeenAs, MAX_LABELS, MAX_LABEL_CHARS, MAX_SEEN};
 pub use chain::{VerifyReport, GENESIS};
 pub use error::AuditError;
 pub use event::{
