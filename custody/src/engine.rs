@@ -809,7 +809,7 @@ impl Engine {
     }
 
     /// The other requests waiting now that are alike to pending request
-    /// `id` ([`alike_key`]: the same agent key from the same OS user asking
+    /// `id` (the same agent key from the same OS user asking
     /// for the same thing at the same service), oldest first. The review
     /// lists them, so a flood of look-alike requests is seen as one and can
     /// be denied at once ([`Engine::deny_alike`]); each is still approved
