@@ -59,6 +59,8 @@ async function startTextAgent(pid) {
 /** Where the Approve button is on the X screen: the window's origin (no
  *  window manager under Xvfb: no decorations) plus the element's rect. */
 async function approveOnScreen() {
+  // The review opens at its top; like a person, scroll to the button first.
+  await wd.exec(`document.querySelector('[data-testid="approve"]').scrollIntoView({ block: 'center' })`)
   const win = await wd.req('GET', '/window/rect')
   const el = await wd.find(tid('approve'))
   const r = await wd.req('GET', `/element/${el}/rect`)
