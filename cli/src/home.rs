@@ -20,7 +20,7 @@
 
 use crate::error::CliError;
 use parley_core::{Dialect, PublicKey, SecretKey};
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use zeroize::Zeroizing;
@@ -129,18 +129,6 @@ fn create_private_dir(dir: &Path) -> io::Result<()> {
     fs::create_dir_all(dir)
 }
 
-/// Opens a new file that nobody else can read (0600), failing if it exists.
-fn create_private_file(path: &Path) -> io::Result<File> {
-    let mut opts = OpenOptions::new();
-    opts.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(0o600);
-    }
-    opts.open(path)
-}
-
 /// The agent's key, loaded from `agent.key`.
 pub struct AgentKey {
     /// The secret (zeroized on drop).
@@ -241,7 +229,7 @@ pub fn init_agent_key(home: &Path) -> Result<(AgentKey, bool), CliError> {
     let mut line = Zeroizing::new(String::with_capacity(44));
     line.push_str(&secret.to_seed_b64());
     line.push('\n');
-    let mut file = match create_private_file(&path) {
+    let mut file = match parley_custody::paths::create_private_file(&path) {
         Ok(f) => f,
         // Another `init` won the race: use its key.
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
@@ -313,7 +301,7 @@ pub fn save_token(dir: &Path, stem: &str, token: &str) -> Result<PathBuf, CliErr
     let tmp = dir.join(format!(".{stem}.pg.tmp{}", std::process::id()));
     let _ = fs::remove_file(&tmp);
     let result = (|| {
-        let mut f = create_private_file(&tmp)?;
+        let mut f = parley_custody::paths::create_private_file(&tmp)?;
         f.write_all(token.as_bytes())?;
         f.write_all(b"\n")?;
         f.sync_all()?;
@@ -335,7 +323,7 @@ pub fn save_consent_new(dir: &Path, hash: &str, token: &str) -> Result<PathBuf, 
     check_stem(hash)?;
     ensure_dir(dir)?;
     let path = dir.join(hash);
-    let mut f = match create_private_file(&path) {
+    let mut f = match parley_custody::paths::create_private_file(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
             let same = fs::read_to_string(&path).is_ok_and(|t| t.trim() == token);
@@ -387,7 +375,7 @@ pub fn import_agent_key(from: &Path, to: &Path) -> Result<(AgentKey, bool), CliE
     let mut line = Zeroizing::new(String::with_capacity(44));
     line.push_str(&source.secret.to_seed_b64());
     line.push('\n');
-    let mut file = create_private_file(&path)
+    let mut file = parley_custody::paths::create_private_file(&path)
         .map_err(|e| io_err(format!("creating {}", path.display()), e))?;
     if let Err(e) = file
         .write_all(line.as_bytes())
