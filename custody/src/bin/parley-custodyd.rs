@@ -1,6 +1,9 @@
-//! `parley-custodyd`: the headless custody daemon. Holds the principal key in
-//! the OS keychain, serves the custody protocol on a local socket, and asks
-//! the human on its terminal before signing anything.
+//! `parley-custodyd`: the custody service. Holds the principal key in the OS
+//! keychain, serves the custody protocol on a local socket, and asks the
+//! human before signing anything: on its terminal (`--approver terminal`,
+//! the headless daemon), or on the desktop (`--approver desktop`: a tray
+//! icon, notifications, and windows drawn by a separate, keyless UI process
+//! it talks to over a private channel; see docs/ui-channel.md).
 #![forbid(unsafe_code)]
 
 use clap::Parser;
@@ -27,6 +30,22 @@ use zeroize::Zeroizing;
 struct Args {
     #[command(subcommand)]
     command: Option<Command>,
+    /// Who asks the human: `terminal` (this terminal), `desktop` (tray,
+    /// notifications and windows), or `auto`: `desktop` in a desktop session
+    /// (a display and a session bus), else `terminal`.
+    #[arg(long, value_enum, default_value_t = ApproverKind::Auto)]
+    approver: ApproverKind,
+    /// Desktop: start in the tray only, without opening the home window.
+    #[arg(long)]
+    hidden: bool,
+    /// Desktop: the UI channel's socket (default: $PARLEY_CUSTODY_UI_SOCKET,
+    /// else $XDG_RUNTIME_DIR/parley-custody-ui/ui.sock).
+    #[arg(long = "ui-socket", value_name = "PATH")]
+    ui_socket: Option<PathBuf>,
+    /// Desktop: never start the UI process; windows open when a UI connects
+    /// on its own (as tauri-driver starts it in the end-to-end tests).
+    #[arg(long = "no-ui-spawn")]
+    no_ui_spawn: bool,
     /// Socket path (default: $PARLEY_CUSTODY_SOCKET, else $XDG_RUNTIME_DIR/parley-custody/custody.sock).
     #[arg(long)]
     socket: Option<PathBuf>,
@@ -81,6 +100,102 @@ struct Args {
         default_value_t = 120
     )]
     step_up_timeout: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ApproverKind {
+    /// The prompt on this terminal.
+    Terminal,
+    /// The tray, notifications and windows.
+    Desktop,
+    /// `desktop` in a desktop session, else `terminal`.
+    Auto,
+}
+
+impl ApproverKind {
+    /// `auto` decided: a desktop session has a display and a session bus.
+    fn resolve(self) -> ApproverKind {
+        let set = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
+        match self {
+            ApproverKind::Auto
+                if (set("DISPLAY") || set("WAYLAND_DISPLAY"))
+                    && set("DBUS_SESSION_BUS_ADDRESS") =>
+            {
+                ApproverKind::Desktop
+            }
+            ApproverKind::Auto => ApproverKind::Terminal,
+            k => k,
+        }
+    }
+}
+
+/// `parley-custodyd --approver desktop`: the service with the tray, the
+/// notifications and the UI channel (custody/src/desktop/daemon.rs).
+fn desktop(args: Args) -> ExitCode {
+    use parley_custody::desktop::daemon::{self, DesktopOptions, Ended};
+    use parley_custody::desktop::service::StartOptions;
+    if args.file_store {
+        return fail("--file-store is for the headless daemon (--approver terminal); the desktop keeps keys in the OS keychain");
+    }
+    let data = match &args.data_dir {
+        Some(d) => paths::ensure_private_dir(d).map(|_| d.clone()),
+        None => paths::data_dir(),
+    };
+    let data = match data {
+        Ok(d) => d,
+        Err(e) => return fail(e),
+    };
+    // No terminal asks here: the log goes to stderr (the user unit's journal).
+    if let Err(e) = logging::init_daemon(&data, false) {
+        return fail(e);
+    }
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail(e),
+    };
+    let opts = DesktopOptions {
+        start: StartOptions {
+            socket: args.socket.clone(),
+            data_dir: Some(data),
+            agents_group: args.agents_group.clone(),
+            allow_uid: args.allow_uid.clone(),
+            namespace: args.namespace.clone(),
+        },
+        ui_socket: args.ui_socket.clone(),
+        hidden: args.hidden,
+        no_ui_spawn: args.no_ui_spawn,
+    };
+    let ended = rt.block_on(daemon::run(opts));
+    rt.shutdown_timeout(std::time::Duration::from_secs(2));
+    match ended {
+        Ok(Ended::Stopped) => {
+            eprintln!("parley-custodyd: stopped");
+            ExitCode::SUCCESS
+        }
+        Ok(Ended::HandedOver) => {
+            eprintln!("parley-custodyd: Parley Custody is already running for this user; it shows its window");
+            ExitCode::SUCCESS
+        }
+        Ok(Ended::Restart) => restart(),
+        Err(e) => fail(e),
+    }
+}
+
+/// Starts this program again in place, with the same arguments (the saved
+/// settings then take effect). The new process finds the sockets free.
+fn restart() -> ExitCode {
+    use std::os::unix::process::CommandExt;
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => return fail(format!("cannot restart: {e}")),
+    };
+    let err = std::process::Command::new(exe)
+        .args(std::env::args_os().skip(1))
+        .exec();
+    fail(format!("cannot restart: {err}"))
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -209,6 +324,9 @@ fn main() -> ExitCode {
     }) = args.command.take()
     {
         return agent_user(user, group, socket_dir, yes);
+    }
+    if args.approver.resolve() == ApproverKind::Desktop {
+        return desktop(args);
     }
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -68,6 +68,11 @@ pub enum UiEvent {
     PendingChanged,
     /// Request `id` left the queue.
     PendingWithdrawn(String),
+    /// Something the home and settings views show changed (keys, settings,
+    /// start at login, notifications found missing): pages reload status.
+    StatusChanged,
+    /// An agent was paused or resumed: the audit view reloads its pauses.
+    PausesChanged,
     /// Show a window (focus it if open).
     Open(OpenTarget),
     /// Close a window (e.g. the review of a request answered from the grant form).
@@ -79,11 +84,18 @@ pub enum UiEvent {
 impl UiEvent {
     /// The line sent on the channel (without the newline).
     pub fn to_line(&self) -> String {
-        let v = match self {
+        self.to_value().to_string()
+    }
+
+    /// The message as JSON.
+    pub fn to_value(&self) -> serde_json::Value {
+        match self {
             UiEvent::PendingChanged => serde_json::json!({"event": "pending-changed"}),
             UiEvent::PendingWithdrawn(id) => {
                 serde_json::json!({"event": "pending-withdrawn", "id": id})
             }
+            UiEvent::StatusChanged => serde_json::json!({"event": "status-changed"}),
+            UiEvent::PausesChanged => serde_json::json!({"event": "pauses-changed"}),
             UiEvent::Open(OpenTarget::Main { view, fragment }) => serde_json::json!({
                 "event": "open", "window": "main", "view": view.name(), "fragment": fragment,
             }),
@@ -92,8 +104,7 @@ impl UiEvent {
             }
             UiEvent::Close(label) => serde_json::json!({"event": "close", "window": label}),
             UiEvent::Quit => serde_json::json!({"event": "quit"}),
-        };
-        v.to_string()
+        }
     }
 }
 

@@ -1,0 +1,214 @@
+//! Agents as the human deals with them: pausing and resuming, the agents
+//! known from the audit log, and the human's labels for them.
+
+use super::{blocking, R};
+use crate::audit::{EventKind, Query};
+use crate::desktop::events::UiEvent;
+use crate::desktop::service::Desktop;
+use crate::engine::unix_now;
+use parley_core::PublicKey;
+use serde::Serialize;
+
+/// A paused agent, for the audit view (display-safe).
+#[derive(Debug, Serialize)]
+pub struct PauseView {
+    /// The agent key.
+    pub agent: String,
+    /// Its short form.
+    pub short: String,
+    /// Its four words ([`crate::fingerprint`]).
+    pub phrase: String,
+    /// The human's label.
+    pub label: Option<String>,
+    /// Until when (unix seconds); `None`: until resumed.
+    pub until: Option<i64>,
+    /// Why (display-safe).
+    pub reason: String,
+    /// When it was paused.
+    pub at: i64,
+}
+
+/// The paused agents, and the agents that could be paused.
+#[derive(Debug, Serialize)]
+pub struct PausesView {
+    /// The pauses in force now.
+    pub paused: Vec<PauseView>,
+    /// Every agent the human has dealt with (the paused ones included).
+    pub agents: Vec<KnownAgent>,
+    /// When this was read.
+    pub now: i64,
+}
+
+/// The longest pause with an end custody sets from the app (30 days);
+/// longer is "until resumed".
+const MAX_PAUSE_SECS: i64 = 30 * 24 * 3600;
+
+/// Tells every window and the tray that the paused agents changed.
+pub(super) fn paused_changed(state: &Desktop) {
+    state.hub.send(UiEvent::PendingChanged);
+    state.hub.send(UiEvent::PausesChanged);
+    state.refresh_tray();
+}
+
+fn agent_key(agent: &str) -> R<PublicKey> {
+    agent
+        .trim()
+        .parse()
+        .map_err(|e| format!("not an agent key: {e}"))
+}
+
+/// Pauses an agent from the audit view: its requests
+/// are refused without a prompt, and it is told why, for `secs` (none:
+/// until resumed); its requests waiting now are denied.
+pub async fn agent_pause(state: &Desktop, agent: String, secs: Option<i64>) -> R<PausesView> {
+    let key = agent_key(&agent)?;
+    if let Some(s) = secs {
+        if !(1..=MAX_PAUSE_SECS).contains(&s) {
+            return Err(format!(
+                "a pause lasts from 1 second to {}; longer is \"until resumed\"",
+                parley_core::lens::duration(MAX_PAUSE_SECS)
+            ));
+        }
+    }
+    let e = state.core()?.engine.clone();
+    blocking("pausing the agent", move || {
+        e.pause_agent(&key.to_string(), secs, "paused by the human in the app")
+            .map_err(|e| e.to_string())
+    })
+    .await?;
+    paused_changed(state);
+    pauses_view(state).await
+}
+
+/// Ends an agent's pause; its requests are shown again.
+pub async fn agent_resume(state: &Desktop, agent: String) -> R<PausesView> {
+    let key = agent_key(&agent)?;
+    let e = state.core()?.engine.clone();
+    let was = blocking("resuming the agent", move || {
+        e.resume_agent(&key.to_string()).map_err(|e| e.to_string())
+    })
+    .await?;
+    if !was {
+        return Err("That agent is not paused (its pause may have ended already).".into());
+    }
+    paused_changed(state);
+    pauses_view(state).await
+}
+
+/// The paused agents and the agents that could be paused.
+pub async fn agent_pauses(state: &Desktop) -> R<PausesView> {
+    pauses_view(state).await
+}
+
+async fn pauses_view(state: &Desktop) -> R<PausesView> {
+    let e = state.core()?.engine.clone();
+    let pauses = blocking("reading the paused agents", move || {
+        e.pauses().map_err(|e| e.to_string())
+    })
+    .await?;
+    let paused = pauses
+        .into_iter()
+        .filter_map(|p| {
+            let key: PublicKey = p.agent.parse().ok()?;
+            Some(PauseView {
+                short: key.short(),
+                phrase: crate::fingerprint::phrase(&key),
+                label: state.agent_label(&p.agent),
+                agent: key.to_string(),
+                until: p.until,
+                reason: crate::display::bounded(&p.reason, 200),
+                at: p.at,
+            })
+        })
+        .collect();
+    Ok(PausesView {
+        paused,
+        agents: known_agents(state).await?,
+        now: unix_now(),
+    })
+}
+
+/// An agent key the human has dealt with.
+#[derive(Debug, Serialize)]
+pub struct KnownAgent {
+    /// The key.
+    pub key: String,
+    /// Its short form.
+    pub short: String,
+    /// Its four words ([`crate::fingerprint`]).
+    pub phrase: String,
+    /// The human's label.
+    pub label: Option<String>,
+    /// The latest audit event naming it.
+    pub last_seen: Option<i64>,
+    /// Whether it has a request waiting now.
+    pub waiting: bool,
+}
+
+/// Every agent key the human has dealt with: waiting now, named in the
+/// audit log's decisions, or labelled (waiting ones first, then newest
+/// seen first).
+pub(super) async fn known_agents(state: &Desktop) -> R<Vec<KnownAgent>> {
+    let e = state.core()?.engine.clone();
+    let seen = blocking("reading the audit log", move || {
+        e.with_audit(|a| {
+            a.query(&Query {
+                kinds: vec![
+                    EventKind::GrantIssued,
+                    EventKind::ConsentApproved,
+                    EventKind::GrantDenied,
+                    EventKind::ConsentDenied,
+                ],
+                limit: Some(2000),
+                ..Default::default()
+            })
+        })
+        .map_err(|e| e.to_string())
+    })
+    .await?;
+    let mut agents: Vec<KnownAgent> = Vec::new();
+    let mut add = |key: &str, at: Option<i64>, waiting: bool| {
+        let Ok(pk) = key.parse::<PublicKey>() else {
+            return;
+        };
+        if let Some(a) = agents.iter_mut().find(|a| a.key == key) {
+            a.waiting |= waiting;
+            a.last_seen = a.last_seen.max(at);
+            return;
+        }
+        agents.push(KnownAgent {
+            key: pk.to_string(),
+            short: pk.short(),
+            phrase: crate::fingerprint::phrase(&pk),
+            label: state.agent_label(key),
+            last_seen: at,
+            waiting,
+        });
+    };
+    for p in state.pending_labelled() {
+        add(&p.review.agent.key, None, true);
+    }
+    for row in &seen {
+        if let Some(a) = &row.agent {
+            add(a, Some(row.at), false);
+        }
+    }
+    for key in state.labelled_agents() {
+        add(&key, None, false);
+    }
+    Ok(agents)
+}
+
+/// Sets (or, with no label, removes) the human's label for an agent key.
+pub async fn agent_label_set(state: &Desktop, agent: String, label: Option<String>) -> R<()> {
+    let e = state.core()?.engine.clone();
+    blocking("naming the agent", move || {
+        e.set_agent_label(&agent, label.as_deref())
+            .map_err(|e| e.to_string())
+    })
+    .await?;
+    state.reload_labels()?;
+    state.hub.send(UiEvent::PendingChanged);
+    state.refresh_tray();
+    Ok(())
+}

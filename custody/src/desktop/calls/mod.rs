@@ -1,0 +1,267 @@
+//! What each call from the UI does: thin, over the engine (the broker).
+//! Each call checks its arguments, calls the engine, keystore or audit log
+//! with a timeout, and returns a view (the same JSON the Tauri commands of
+//! the single-process app returned). Decisions are made by the engine; the
+//! UI never sees key material (tokens for agents are not key material).
+//!
+//! Which window may make which call is checked before dispatch
+//! ([`super::permissions::check`]); the calls that sign also check the
+//! calling window themselves: an approval is accepted only from the
+//! request's own review window, a grant only from the grant form; either
+//! only while that window is focused, after it has been in front for
+//! [`APPROVE_DELAY`], and only from a pointer gesture on the button
+//! ([`crate::approver::Gesture`]: the keyboard alone cannot approve). A
+//! grant form's caveats are signed only if they are what the form showed,
+//! and a widened request only if the human confirmed each widening.
+//!
+//! | module | calls |
+//! |---|---|
+//! | [`review`] | status, the pending list, reviews and decisions, opening windows |
+//! | [`agents`] | pauses, known agents, agent labels |
+//! | [`grant`] | the grant form: context, preview, issue |
+//! | [`audit`] | the audit view and its export |
+//! | [`keys`] | principal keys: list, create, import, shred, delete |
+//! | [`setup`] | settings, restart, start at login, agent users |
+
+mod agents;
+mod audit;
+mod grant;
+mod keys;
+mod review;
+mod setup;
+
+use super::permissions::{self, valid_request_id, Windows, APPROVE_DELAY};
+use super::service::Desktop;
+use crate::approver::PendingView;
+use serde_json::Value;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use agents::{KnownAgent, PauseView, PausesView};
+pub use audit::{AuditFilter, AuditView, ExportView};
+pub use grant::{GrantContext, GrantPreviewView, IssuedView};
+pub use keys::KeysView;
+pub use review::{DecisionView, StatusView};
+pub use setup::{AgentUserPlanView, AutostartView, SettingsView};
+
+/// The window a call came from, as the UI process reported it, with what
+/// that UI said about its windows (focus, arming).
+pub struct Caller {
+    label: String,
+    windows: Arc<Windows>,
+}
+
+impl Caller {
+    /// A call from window `label` of the UI whose window reports are `windows`.
+    pub fn new(label: &str, windows: Arc<Windows>) -> Caller {
+        Caller {
+            label: label.to_string(),
+            windows,
+        }
+    }
+
+    /// The window's label.
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// Whether the window is in front.
+    fn focused(&self) -> bool {
+        self.windows.focused(&self.label)
+    }
+
+    /// Whether the window has been in front for [`APPROVE_DELAY`].
+    fn ready(&self) -> bool {
+        self.windows.ready(&self.label)
+    }
+}
+
+/// The arguments of one call, as a tuple (a missing `Option` is `None`).
+macro_rules! args {
+    ($v:expr; $($f:ident : $t:ty),* $(,)?) => {{
+        #[derive(serde::Deserialize)]
+        struct A { $($f: $t),* }
+        let a: A = serde_json::from_value($v)
+            .map_err(|e| format!("custody did not understand the window's request: {e}"))?;
+        ($(a.$f,)*)
+    }};
+}
+
+fn json<T: serde::Serialize>(r: R<T>) -> R<Value> {
+    r.and_then(|v| serde_json::to_value(v).map_err(|e| format!("cannot send the answer: {e}")))
+}
+
+/// Runs call `name` for `caller`: the permission table first, then the call.
+pub async fn dispatch(d: &Arc<Desktop>, caller: &Caller, name: &str, args: Value) -> R<Value> {
+    let args = if args.is_null() {
+        Value::Object(Default::default())
+    } else {
+        args
+    };
+    permissions::check(caller.label(), name, &args)?;
+    let w = caller;
+    match name {
+        "status" => json(review::status(d).await),
+        "pending_list" => json(review::pending_list(d).await),
+        "review_get" => {
+            let (id,) = args!(args; id: String);
+            json(review::review_get(d, id).await)
+        }
+        "review_decide" => {
+            let (id, approve, confirmed, gesture, reason) = args!(args;
+                id: String, approve: bool, confirmed: bool,
+                gesture: Option<crate::approver::Gesture>, reason: Option<String>);
+            json(review::review_decide(w, d, id, approve, confirmed, gesture, reason).await)
+        }
+        "review_deny_and_pause" => {
+            let (id,) = args!(args; id: String);
+            json(review::review_deny_and_pause(w, d, id).await)
+        }
+        "review_alike" => {
+            let (id,) = args!(args; id: String);
+            json(review::review_alike(w, d, id).await)
+        }
+        "review_deny_alike" => {
+            let (id, reason) = args!(args; id: String, reason: Option<String>);
+            json(review::review_deny_alike(w, d, id, reason).await)
+        }
+        "open_window" => {
+            let (kind, id, agent) =
+                args!(args; kind: String, id: Option<String>, agent: Option<String>);
+            json(review::open_window(d, kind, id, agent).await)
+        }
+        "agent_pause" => {
+            let (agent, secs) = args!(args; agent: String, secs: Option<i64>);
+            json(agents::agent_pause(d, agent, secs).await)
+        }
+        "agent_resume" => {
+            let (agent,) = args!(args; agent: String);
+            json(agents::agent_resume(d, agent).await)
+        }
+        "agent_pauses" => json(agents::agent_pauses(d).await),
+        "agent_label_set" => {
+            let (agent, label) = args!(args; agent: String, label: Option<String>);
+            json(agents::agent_label_set(d, agent, label).await)
+        }
+        "grant_context" => {
+            let (request,) = args!(args; request: Option<String>);
+            json(grant::grant_context(d, request).await)
+        }
+        "grant_preview" => {
+            let (agent, caveats, principal, request) = args!(args;
+                agent: String, caveats: Value, principal: Option<String>, request: Option<String>);
+            json(grant::grant_preview(w, d, agent, caveats, principal, request).await)
+        }
+        "grant_issue" => {
+            let (agent, caveats, shown, widenings, gesture, principal, note, request) = args!(args;
+                agent: String, caveats: Value, shown: Value, widenings: Vec<String>,
+                gesture: Option<crate::approver::Gesture>, principal: Option<String>,
+                note: Option<String>, request: Option<String>);
+            json(
+                grant::grant_issue(
+                    w, d, agent, caveats, shown, widenings, gesture, principal, note, request,
+                )
+                .await,
+            )
+        }
+        "audit_query" => {
+            let (filter,) = args!(args; filter: AuditFilter);
+            json(audit::audit_query(d, filter).await)
+        }
+        "audit_export" => {
+            let (format, filter) = args!(args; format: String, filter: AuditFilter);
+            json(audit::audit_export(d, format, filter).await)
+        }
+        "keys_list" => json(keys::keys_list(d).await),
+        "key_create" => {
+            let (label,) = args!(args; label: String);
+            json(keys::key_create(d, label).await)
+        }
+        "key_import" => {
+            let (path, label) = args!(args; path: String, label: String);
+            json(keys::key_import(d, path, label).await)
+        }
+        "key_shred" => {
+            let (path,) = args!(args; path: String);
+            json(keys::key_shred(d, path).await)
+        }
+        "key_delete" => {
+            let (public, confirm) = args!(args; public: String, confirm: String);
+            json(keys::key_delete(d, public, confirm).await)
+        }
+        "settings_get" => json(setup::settings_get(d).await),
+        "settings_save" => {
+            let (settings,) = args!(args; settings: super::settings::Settings);
+            json(setup::settings_save(d, settings).await)
+        }
+        "app_restart" => json(setup::app_restart(d).await),
+        "autostart_set" => {
+            let (enabled,) = args!(args; enabled: bool);
+            json(setup::autostart_set(d, enabled).await)
+        }
+        "agent_user_plan" => {
+            let (user,) = args!(args; user: String);
+            json(setup::agent_user_plan(user).await)
+        }
+        "agent_user_apply" => {
+            let (user, shown) = args!(args; user: String, shown: Vec<String>);
+            json(setup::agent_user_apply(d, user, shown).await)
+        }
+        other => Err(format!("custody has no call {other:?}")),
+    }
+}
+
+/// Keychain and audit calls (a locked keychain may wait for an unlock prompt).
+const BLOCKING_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A decision: OS authentication (the human types a password, bounded by
+/// the engine), signing, the audit row, handing the token to the agent. The
+/// engine finishes a decision even when this wait gives up.
+const DECIDE_TIMEOUT: Duration = Duration::from_secs(crate::stepup::DEFAULT_TIMEOUT.as_secs() + 30);
+
+type R<T> = Result<T, String>;
+
+async fn blocking<T: Send + 'static>(
+    what: &'static str,
+    f: impl FnOnce() -> R<T> + Send + 'static,
+) -> R<T> {
+    match tokio::time::timeout(BLOCKING_TIMEOUT, tokio::task::spawn_blocking(f)).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => Err(format!("{what} failed: {e}")),
+        Err(_) => Err(format!(
+            "{what} did not finish within {} s (is the keychain locked and waiting for you?)",
+            BLOCKING_TIMEOUT.as_secs()
+        )),
+    }
+}
+
+async fn timed<T>(what: &'static str, f: impl Future<Output = T>) -> R<T> {
+    tokio::time::timeout(DECIDE_TIMEOUT, f).await.map_err(|_| {
+        format!(
+            "{what} did not finish within {} s",
+            DECIDE_TIMEOUT.as_secs()
+        )
+    })
+}
+
+fn request_id(id: &str) -> R<()> {
+    if valid_request_id(id) {
+        Ok(())
+    } else {
+        Err("not a request id".into())
+    }
+}
+
+fn pending(state: &Desktop, id: &str) -> R<PendingView> {
+    let core = state.core()?;
+    core.engine
+        .pending()
+        .into_iter()
+        .find(|p| p.id == id)
+        .map(|p| state.label(p))
+        .ok_or_else(|| {
+            "This request is no longer waiting: it was decided, expired, or the agent withdrew it."
+                .to_string()
+        })
+}

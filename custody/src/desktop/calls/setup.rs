@@ -1,0 +1,280 @@
+//! Settings, restarting the service, start at login, and letting another
+//! OS user's agents connect.
+
+use super::{blocking, R};
+use crate::desktop::autostart::Autostart;
+use crate::desktop::events::UiEvent;
+use crate::desktop::service::{Core, Desktop, PolicyView, SocketStatus};
+use crate::desktop::settings::Settings;
+use serde::Serialize;
+use std::time::Duration;
+
+/// The settings view.
+#[derive(Debug, Serialize)]
+pub struct SettingsView {
+    /// As saved.
+    pub settings: Settings,
+    /// Start at login (not in settings.json: the autostart entry is the truth).
+    pub autostart: AutostartView,
+    /// In force (the socket was started with these).
+    pub running: Option<Settings>,
+    /// Saved changes that wait for a restart.
+    pub restart_needed: Vec<&'static str>,
+    /// The data directory (settings.json is there).
+    pub data_dir: Option<String>,
+    /// The socket.
+    pub socket: Option<SocketStatus>,
+    /// The peer policy in force.
+    pub policy: Option<PolicyView>,
+}
+
+fn settings_view(state: &Desktop) -> SettingsView {
+    let settings = state.settings.lock().map(|s| s.clone()).unwrap_or_default();
+    let core = state.core.as_ref().ok();
+    SettingsView {
+        restart_needed: core
+            .map(|c| settings.restart_needed(&c.running))
+            .unwrap_or_default(),
+        running: core.map(|c| c.running.clone()),
+        data_dir: core.map(|c| c.data_dir.display().to_string()),
+        socket: core.map(|c| c.socket.clone()),
+        policy: core.map(|c| c.policy.clone()),
+        autostart: autostart_view(state),
+        settings,
+    }
+}
+
+/// The settings.
+pub async fn settings_get(state: &Desktop) -> R<SettingsView> {
+    Ok(settings_view(state))
+}
+
+/// Saves the settings; the view says which changes wait for a restart.
+pub async fn settings_save(state: &Desktop, settings: Settings) -> R<SettingsView> {
+    let core = state.core()?;
+    // Agent labels are changed one at a time (agent_label_set), never by a
+    // settings form that may have been open since before a label was added.
+    let mut settings = settings;
+    if let Ok(cur) = state.settings.lock() {
+        settings.agent_labels = cur.agent_labels.clone();
+        // Changed only by autostart_set, like the labels.
+        settings.autostart_offered = cur.autostart_offered;
+    }
+    settings.validate().map_err(|e| e.to_string())?;
+    persist(state, core, settings).await?;
+    state.hub.send(UiEvent::StatusChanged);
+    Ok(settings_view(state))
+}
+
+/// Restarts the custody service so that saved settings take effect
+/// (pending requests are dropped; their agents see the connection close and
+/// may ask again). The UI loses its channel and closes; the new service
+/// opens the settings view again.
+pub async fn app_restart(state: &Desktop) -> R<()> {
+    state.request_stop(true);
+    Ok(())
+}
+
+/// Start at login: whether it is on, whether the home window has offered it.
+#[derive(Debug, Clone, Serialize)]
+pub struct AutostartView {
+    /// The autostart entry exists and starts this binary hidden.
+    pub enabled: bool,
+    /// The human has answered the first-run offer (either way).
+    pub offered: bool,
+    /// Where the entry is (or why it cannot be made).
+    pub entry: String,
+    /// Why start-at-login cannot be offered here, if it cannot.
+    pub error: Option<String>,
+}
+
+pub(super) fn autostart_view(state: &Desktop) -> AutostartView {
+    let offered = state
+        .settings
+        .lock()
+        .map(|s| s.autostart_offered)
+        .unwrap_or(true);
+    match Autostart::for_this_app() {
+        Ok(a) => AutostartView {
+            enabled: a.is_enabled(),
+            offered,
+            entry: a.path().display().to_string(),
+            error: None,
+        },
+        Err(e) => AutostartView {
+            enabled: false,
+            offered,
+            entry: String::new(),
+            error: Some(e.to_string()),
+        },
+    }
+}
+
+/// Turns start-at-login on or off (the human's answer to the first-run
+/// offer too: either answer means it is not offered again).
+pub async fn autostart_set(state: &Desktop, enabled: bool) -> R<AutostartView> {
+    let core = state.core()?;
+    blocking("changing start at login", move || {
+        let a = Autostart::for_this_app().map_err(|e| e.to_string())?;
+        if enabled { a.enable() } else { a.disable() }.map_err(|e| e.to_string())
+    })
+    .await?;
+    let mut next = state
+        .settings
+        .lock()
+        .map(|s| s.clone())
+        .map_err(|_| "settings unavailable".to_string())?;
+    if !next.autostart_offered {
+        next.autostart_offered = true;
+        persist(state, core, next).await?;
+    }
+    state.hub.send(UiEvent::StatusChanged);
+    Ok(autostart_view(state))
+}
+
+/// What letting another OS user's agents connect would change, for the human
+/// to read before the administrator's password is asked.
+#[derive(Debug, Clone, Serialize)]
+pub struct AgentUserPlanView {
+    /// The agents' OS user, as checked.
+    pub user: String,
+    /// The agents group.
+    pub group: String,
+    /// Every change, one per line (or that nothing needs to change).
+    pub steps: Vec<String>,
+    /// The socket custody then listens on.
+    pub socket: String,
+}
+
+fn agent_user_plan_for(user: &str) -> R<crate::agent_access::Plan> {
+    use crate::agent_access::{self, Request};
+    let custody_user = nix::unistd::User::from_uid(nix::unistd::Uid::current())
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .ok_or_else(|| "cannot tell which OS user runs custody".to_string())?;
+    agent_access::plan(
+        Request {
+            agent_user: user.trim().to_string(),
+            custody_user,
+            group: agent_access::DEFAULT_GROUP.to_string(),
+            socket_dir: None,
+        },
+        None,
+    )
+    .map_err(|e| e.to_string())
+}
+
+fn plan_view(plan: &crate::agent_access::Plan) -> AgentUserPlanView {
+    AgentUserPlanView {
+        user: plan.request.agent_user.clone(),
+        group: plan.request.group.clone(),
+        steps: plan.describe().lines().map(str::to_string).collect(),
+        socket: plan.socket_path().display().to_string(),
+    }
+}
+
+/// Plans "let USER's agents connect" (no change yet).
+pub async fn agent_user_plan(user: String) -> R<AgentUserPlanView> {
+    blocking("planning", move || {
+        agent_user_plan_for(&user).map(|p| plan_view(&p))
+    })
+    .await
+}
+
+/// Carries it out: plans again (nothing the window sent is trusted beyond
+/// the user name), runs the privileged helper through polkit, then saves the
+/// agents group and the socket path; the view says a restart switches to it.
+pub async fn agent_user_apply(
+    state: &Desktop,
+    user: String,
+    shown: Vec<String>,
+) -> R<SettingsView> {
+    let core = state.core()?;
+    let plan = blocking("planning", move || agent_user_plan_for(&user)).await?;
+    if plan_view(&plan).steps != shown {
+        return Err("what would change is no longer what you were shown: read it again".into());
+    }
+    if !plan.steps.is_empty() {
+        let p = plan.clone();
+        blocking("waiting for the administrator's password", move || {
+            run_helper(&p)
+        })
+        .await?;
+    }
+    let mut next = state
+        .settings
+        .lock()
+        .map(|s| s.clone())
+        .map_err(|_| "settings unavailable".to_string())?;
+    next.agents_group = Some(plan.request.group.clone());
+    next.socket_path = Some(plan.socket_path().display().to_string());
+    persist(state, core, next).await?;
+    state.hub.send(UiEvent::StatusChanged);
+    Ok(settings_view(state))
+}
+
+/// How long the helper may wait at polkit's password dialog (within the
+/// command layer's own limit); then it is stopped and nothing more changes.
+const HELPER_WAIT: Duration = Duration::from_secs(120);
+
+fn run_helper(plan: &crate::agent_access::Plan) -> R<()> {
+    use std::io::Read;
+    let helper = crate::agent_access::helper_path();
+    let root = nix::unistd::Uid::effective().is_root();
+    let mut child = crate::agent_access::helper_command(plan, &helper, root)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("could not run {} through pkexec: {e}", helper.display()))?;
+    let started = std::time::Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if started.elapsed() < HELPER_WAIT => {
+                std::thread::sleep(Duration::from_millis(100))
+            }
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "no answer at the password dialog within {} s: nothing more was changed",
+                    HELPER_WAIT.as_secs()
+                ));
+            }
+            Err(e) => return Err(format!("waiting for the set-up helper failed: {e}")),
+        }
+    };
+    if status.success() {
+        return Ok(());
+    }
+    let mut said = String::new();
+    if let Some(mut err) = child.stderr.take() {
+        let _ = err.by_ref().take(4096).read_to_string(&mut said);
+    }
+    Err(match status.code() {
+        Some(126) => "the administrator's password was not given: nothing changed".to_string(),
+        Some(127) => "polkit refused (no authentication agent, or not authorized): nothing changed"
+            .to_string(),
+        _ => format!(
+            "the set-up helper failed: {}",
+            crate::display::bounded(said.trim(), 400)
+        ),
+    })
+}
+
+/// Saves the settings file (off the async threads) and then makes it the
+/// settings in force for the commands: the one way every command changes them.
+async fn persist(state: &Desktop, core: &Core, next: Settings) -> R<()> {
+    let dir = core.data_dir.clone();
+    let s = next.clone();
+    blocking("saving the settings", move || {
+        s.save(&dir).map_err(|e| e.to_string())
+    })
+    .await?;
+    if let Ok(mut cur) = state.settings.lock() {
+        *cur = next;
+    }
+    Ok(())
+}

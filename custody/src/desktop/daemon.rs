@@ -1,0 +1,155 @@
+//! The life of `parley-custodyd --approver desktop`: find out whether a
+//! service already runs, start one (engine and agents' socket, tray, UI
+//! channel), open what was asked for, wait for Quit or a signal, stop, and
+//! start again when the human asked for a restart.
+//!
+//! Order: UI channel bound first (it is how a second start finds this one),
+//! then the engine and the agents' socket ([`super::service::start`]), then
+//! the tray; the channel serves only once the state it dispatches to exists.
+
+use super::approver::DesktopApprover;
+use super::channel;
+use super::events::{OpenTarget, UiEvent, View};
+use super::hub::UiHub;
+use super::service::{self, Desktop, StartOptions};
+use super::tray::Tray;
+use super::ui_process::{self, Opener};
+use crate::ipc::socket::SocketError;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Set for the new service after a restart asked from Settings: it opens
+/// Settings again, where the human was.
+const REOPEN_ENV: &str = "PARLEY_CUSTODY_REOPEN";
+
+/// How the desktop service runs.
+#[derive(Debug, Clone, Default)]
+pub struct DesktopOptions {
+    /// The custody service's own options (socket, data, keychain namespace).
+    pub start: StartOptions,
+    /// `--ui-socket`: the UI channel.
+    pub ui_socket: Option<PathBuf>,
+    /// `--hidden`: open no window at start (start at login).
+    pub hidden: bool,
+    /// `--no-ui-spawn`: never start the UI process (a UI is started by other
+    /// means, as tauri-driver does in the end-to-end tests).
+    pub no_ui_spawn: bool,
+}
+
+/// What [`run`] ended with.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// Quit, or a signal.
+    Stopped,
+    /// Another service was running: it was asked to show its window.
+    HandedOver,
+    /// The human asked for a restart: start again (the caller re-executes).
+    Restart,
+}
+
+/// Runs the desktop service until it is stopped.
+pub async fn run(opts: DesktopOptions) -> Result<Ended, String> {
+    let ui_socket = channel::resolve_ui_socket(opts.ui_socket.as_deref());
+    let listener = match channel::bind(&ui_socket) {
+        Ok(l) => l,
+        Err(SocketError::AlreadyRunning(_)) => {
+            // One custody per user: show the running one's window.
+            if !opts.hidden {
+                hand_over(&ui_socket)?;
+            }
+            return Ok(Ended::HandedOver);
+        }
+        Err(e) => return Err(format!("the UI channel: {e}")),
+    };
+    tracing::info!(ui_socket = %ui_socket.display(), "UI channel listening");
+    let hub = UiHub::new();
+    let opener = Opener::new(hub.clone(), ui_socket.clone(), !opts.no_ui_spawn);
+    let approver = Arc::new(DesktopApprover::new(
+        tokio::runtime::Handle::current(),
+        hub.clone(),
+    ));
+    let desktop =
+        Arc::new(service::start(&opts.start, hub.clone(), opener, approver.clone()).await);
+    approver.attach(&desktop);
+    match &desktop.core {
+        Ok(core) => tracing::info!(
+            socket = %core.socket.path,
+            listening = core.socket.listening,
+            data = %core.data_dir.display(),
+            "Parley Custody started"
+        ),
+        Err(e) => tracing::error!("custody could not start: {e}"),
+    }
+    match Tray::spawn(&desktop).await {
+        Ok(t) => {
+            let _ = desktop.tray.set(t);
+            desktop.refresh_tray();
+        }
+        Err(e) => tracing::warn!("{e}; requests open their review window directly"),
+    }
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let served = tokio::spawn(channel::serve(listener, desktop.clone(), async {
+        let _ = stop_rx.await;
+    }));
+    let reopen = std::env::var(REOPEN_ENV).ok();
+    std::env::remove_var(REOPEN_ENV);
+    if reopen.as_deref() == Some("settings") {
+        desktop.opener.open(OpenTarget::Main {
+            view: View::Settings,
+            fragment: None,
+        });
+    } else if !opts.hidden {
+        desktop.opener.open(OpenTarget::Main {
+            view: View::Home,
+            fragment: None,
+        });
+    }
+    wait_for_stop(&desktop).await;
+    let restart = desktop.restart.load(std::sync::atomic::Ordering::SeqCst);
+    tracing::info!(restart, "Parley Custody stopping");
+    desktop.hub.send(UiEvent::Quit);
+    // A moment for the UIs to read Quit before the channel closes.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let _ = stop_tx.send(());
+    let _ = tokio::time::timeout(Duration::from_secs(2), served).await;
+    desktop.stop_socket().await;
+    if restart {
+        std::env::set_var(REOPEN_ENV, "settings");
+        return Ok(Ended::Restart);
+    }
+    Ok(Ended::Stopped)
+}
+
+async fn wait_for_stop(desktop: &Desktop) {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!("cannot watch SIGTERM: {e}");
+            desktop.stop.notified().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+        _ = desktop.stop.notified() => {}
+    }
+}
+
+/// Shows the main window of the service already running: starts the UI
+/// pointed at its channel (a UI that runs already takes the request over
+/// through its single-instance handover).
+fn hand_over(ui_socket: &std::path::Path) -> Result<(), String> {
+    let bin = ui_process::ui_binary().map_err(|e| e.to_string())?;
+    let status = std::process::Command::new(&bin)
+        .arg("--open")
+        .arg("main:home")
+        .env(ui_process::UI_SOCKET_ENV, ui_socket)
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| format!("{}: {e}", bin.display()))?;
+    // Not waited for: it runs for as long as its window is open.
+    drop(status);
+    Ok(())
+}

@@ -1,0 +1,246 @@
+//! A desktop notification per new request (`notify-rust`, the freedesktop
+//! notification service on Linux, spoken by this service over D-Bus):
+//! "‹agent› asks you to approve 58.30 USD at shop.example". Its click (the
+//! default action) or its Review button opens the review window. The
+//! notification closes when the request leaves the queue.
+//!
+//! With no notification daemon custody still works (tray and windows): the
+//! first failure is reported once (log and the home view), and from then
+//! on new requests open their review window directly so none goes unseen.
+
+use super::events::{OpenTarget, UiEvent};
+use super::service::Desktop;
+use crate::approver::PendingView;
+use crate::review::ReviewKind;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::oneshot;
+
+/// How long showing a notification may take before we give up on it.
+const SHOW_TIMEOUT: Duration = Duration::from_secs(5);
+/// Notifications stay at most this long (the request closes earlier).
+const MAX_LIFETIME: Duration = Duration::from_secs(600);
+/// Notifications waiting for a click at once; more are shown but not tracked.
+const MAX_TRACKED: usize = 32;
+
+const UNKNOWN: u8 = 0;
+const AVAILABLE: u8 = 1;
+const UNAVAILABLE: u8 = 2;
+
+/// Tracks shown notifications and whether a notification service exists.
+#[derive(Default)]
+pub struct Notifier {
+    state: AtomicU8,
+    reason: Mutex<Option<String>>,
+    open: Mutex<HashMap<String, oneshot::Sender<()>>>,
+}
+
+/// Whether notifications work, for the home window.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct NotifyStatus {
+    /// `None` until the first notification was tried.
+    pub available: Option<bool>,
+    /// Why not, when they do not.
+    pub message: Option<String>,
+}
+
+/// Notification markup (the body may be interpreted as a subset of HTML by
+/// the daemon): display-safe ([`crate::display`]; review text is so
+/// already, this only catches what is not), markup escaped, cut short.
+pub fn body_text(s: &str) -> String {
+    let s = &if crate::display::is_display_safe(s) {
+        s.to_string()
+    } else {
+        crate::display::safe(s)
+    };
+    let cut: String = if s.chars().count() > 240 {
+        format!("{}…", s.chars().take(239).collect::<String>())
+    } else {
+        s.to_string()
+    };
+    cut.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// The notification's sentence. Every part comes from the review, whose
+/// untrusted strings are display-safe already.
+pub fn sentence(p: &PendingView) -> String {
+    let r = &p.review;
+    let who = r
+        .agent
+        .label
+        .clone()
+        .unwrap_or_else(|| r.agent.short.clone());
+    match r.kind {
+        ReviewKind::Consent if r.cost_money.is_some() => {
+            format!("{who} asks you to approve {} at {}", r.cost, r.service)
+        }
+        ReviewKind::Consent => format!(
+            "{who} asks you to approve {} at {} ({})",
+            r.capability,
+            r.service,
+            // "free", or "not stated (an effect charges)": never "no cost" for a charge.
+            if r.cost == "free" { "no cost" } else { &r.cost }
+        ),
+        ReviewKind::Grant if r.service.is_empty() => {
+            format!("{who} asks for a grant at every service")
+        }
+        ReviewKind::Grant => format!("{who} asks for a grant at {}", r.service),
+    }
+}
+
+/// Which principal key would sign, on its own line of the notification so
+/// a long service id cannot push it out: "Signed with “household”
+/// (ed25519:iojj3XQJ8Z…)". Custody may hold several keys; the request picks one.
+pub fn principal_line(p: &PendingView) -> String {
+    let r = &p.review;
+    match r.principal_label.as_deref() {
+        Some(l) => format!(
+            "Signed with “{}” ({})",
+            l.chars().take(60).collect::<String>(),
+            r.principal_short
+        ),
+        None => format!("Signed with {}", r.principal_short),
+    }
+}
+
+impl Notifier {
+    /// The current status.
+    pub fn status(&self) -> NotifyStatus {
+        let available = match self.state.load(Ordering::SeqCst) {
+            UNKNOWN => None,
+            AVAILABLE => Some(true),
+            _ => Some(false),
+        };
+        NotifyStatus {
+            available,
+            message: self.reason.lock().ok().and_then(|r| r.clone()),
+        }
+    }
+
+    /// Whether the service was found missing.
+    pub fn unavailable(&self) -> bool {
+        self.state.load(Ordering::SeqCst) == UNAVAILABLE
+    }
+
+    fn failed(&self, d: &Desktop, why: String) {
+        if self.state.swap(UNAVAILABLE, Ordering::SeqCst) != UNAVAILABLE {
+            let msg = format!(
+                "Desktop notifications are not available ({why}). Parley Custody still works: \
+                 new requests appear in the tray and open their review window directly."
+            );
+            tracing::warn!("{msg}");
+            if let Ok(mut r) = self.reason.lock() {
+                *r = Some(msg);
+            }
+            d.hub.send(UiEvent::StatusChanged);
+        }
+    }
+
+    /// Shows a notification for a new request (returns at once).
+    pub fn show(self: &Arc<Self>, d: &Arc<Desktop>, p: &PendingView) {
+        let id = p.id.clone();
+        if self.unavailable() {
+            d.opener.open(OpenTarget::Review(id));
+            return;
+        }
+        let text = format!(
+            "{}\n{}",
+            body_text(&sentence(p)),
+            body_text(&principal_line(p))
+        );
+        let left = (p.closes_at - crate::engine::unix_now()).max(1) as u64;
+        let lifetime = Duration::from_secs(left).min(MAX_LIFETIME);
+        let (tx, rx) = oneshot::channel();
+        let tracked = match self.open.lock() {
+            Ok(mut open) if open.len() < MAX_TRACKED => {
+                open.insert(id.clone(), tx);
+                true
+            }
+            _ => false,
+        };
+        let d = d.clone();
+        let me = self.clone();
+        tokio::spawn(async move {
+            let mut n = notify_rust::Notification::new();
+            n.appname("Parley Custody")
+                .summary("Parley Custody: a request needs your decision")
+                .body(&text)
+                .action("default", "Review")
+                .action("review", "Review…")
+                .timeout(notify_rust::Timeout::Milliseconds(
+                    lifetime.as_millis().min(u32::MAX as u128) as u32,
+                ));
+            #[cfg(all(unix, not(target_os = "macos")))]
+            n.urgency(notify_rust::Urgency::Critical)
+                .hint(notify_rust::Hint::Category("im.received".into()));
+            let handle = match tokio::time::timeout(SHOW_TIMEOUT, n.show_async()).await {
+                Ok(Ok(h)) => h,
+                Ok(Err(e)) => return me.gave_up(&d, &id, e.to_string()),
+                Err(_) => return me.gave_up(&d, &id, "no answer in 5 s".into()),
+            };
+            me.state.store(AVAILABLE, Ordering::SeqCst);
+            if !tracked {
+                return;
+            }
+            let (act_tx, act_rx) = oneshot::channel::<bool>();
+            let wait = handle.wait_for_action_async(move |r| {
+                use notify_rust::NotificationResponse as R;
+                let _ = act_tx.send(matches!(r, R::Default | R::Action(_)));
+            });
+            tokio::select! {
+                _ = wait => {
+                    if act_rx.await.unwrap_or(false) {
+                        d.opener.open(OpenTarget::Review(id.clone()));
+                    }
+                }
+                _ = rx => {
+                    let _ = tokio::time::timeout(SHOW_TIMEOUT, handle.close_async()).await;
+                }
+                _ = tokio::time::sleep(lifetime) => {
+                    let _ = tokio::time::timeout(SHOW_TIMEOUT, handle.close_async()).await;
+                }
+            }
+            if let Ok(mut open) = me.open.lock() {
+                open.remove(&id);
+            }
+        });
+    }
+
+    fn gave_up(&self, d: &Desktop, id: &str, why: String) {
+        if let Ok(mut open) = self.open.lock() {
+            open.remove(id);
+        }
+        self.failed(d, why);
+        d.opener.open(OpenTarget::Review(id.to_string()));
+    }
+
+    /// The request left the queue: close its notification.
+    pub fn withdrawn(&self, id: &str) {
+        if let Some(tx) = self.open.lock().ok().and_then(|mut o| o.remove(id)) {
+            let _ = tx.send(());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn body_is_escaped_and_bounded() {
+        assert_eq!(
+            body_text("<b>x</b> & <a href=\"y\">"),
+            "&lt;b&gt;x&lt;/b&gt; &amp; &lt;a href=\"y\"&gt;"
+        );
+        let long = body_text(&"x".repeat(1000));
+        assert_eq!(long.chars().count(), 240);
+        assert_eq!(
+            body_text("pay\u{202e}\u{1b}[2K\n"),
+            "pay\\u{202e}\\u{1b}[2K\\u{a}"
+        );
+    }
+}

@@ -1,0 +1,333 @@
+//! Which window of the UI may make which call, and whether a window that
+//! signs is armed. Enforced here, in the service, for every call the UI
+//! forwards: the UI process is not trusted to keep its own capabilities
+//! (a bug in the browser engine could make any page call anything), so the
+//! table the Tauri capability files express is checked again by label.
+//!
+//! A window's label is reported by the UI process from Tauri's own window
+//! object, never by page script. A UI that lies about labels or focus gains
+//! no more than Deny, Approve needs a pointer gesture, the arming delay of
+//! a window this UI says is in front, and (for anything that commits) the
+//! OS authentication that runs in this service.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How long a review window or grant form must have been on screen, and
+/// focused, before Approve or Issue counts (anti-clickjacking; the UI reads
+/// the same value from `status` and shows it).
+pub const APPROVE_DELAY: Duration = Duration::from_millis(1500);
+
+/// Slack for the time between the UI's timer and ours.
+const DELAY_SLACK: Duration = Duration::from_millis(300);
+
+/// Windows one UI connection may report at once (the UI opens one per
+/// request at most; more is a UI gone wrong).
+const MAX_WINDOWS: usize = 256;
+
+/// Custody's request ids are `q` + digits; anything else is refused before
+/// it becomes part of a label.
+pub fn valid_request_id(id: &str) -> bool {
+    id.len() <= 24
+        && id.len() > 1
+        && id.starts_with('q')
+        && id[1..].bytes().all(|b| b.is_ascii_digit())
+}
+
+/// The label of request `id`'s review window.
+pub fn review_label(id: &str) -> String {
+    format!("review-{id}")
+}
+
+/// Whether `label` is a grant form (`grant`, or `grant-<id>` for a request).
+pub fn is_grant_form(label: &str) -> bool {
+    label == "grant" || label.strip_prefix("grant-").is_some_and(valid_request_id)
+}
+
+/// The kind of window a label names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WindowKind {
+    /// The home window (`main`).
+    Home,
+    /// A review window, with its request id.
+    Review(String),
+    /// A grant form.
+    Grant,
+    /// The audit view.
+    Audit,
+    /// Settings.
+    Settings,
+}
+
+impl WindowKind {
+    /// What `label` is; `None` for a label no window of ours has.
+    pub fn of(label: &str) -> Option<WindowKind> {
+        match label {
+            "main" => Some(WindowKind::Home),
+            "audit" => Some(WindowKind::Audit),
+            "settings" => Some(WindowKind::Settings),
+            l if is_grant_form(l) => Some(WindowKind::Grant),
+            l => l
+                .strip_prefix("review-")
+                .filter(|id| valid_request_id(id))
+                .map(|id| WindowKind::Review(id.to_string())),
+        }
+    }
+
+    /// The calls this kind of window may make (the former capability files).
+    fn allowed(&self) -> &'static [&'static str] {
+        match self {
+            WindowKind::Home => &[
+                "status",
+                "pending_list",
+                "open_window",
+                "key_create",
+                "app_restart",
+                "autostart_set",
+            ],
+            WindowKind::Review(_) => &[
+                "status",
+                "review_get",
+                "review_decide",
+                "review_deny_and_pause",
+                "review_alike",
+                "review_deny_alike",
+                "agent_label_set",
+                "open_window",
+            ],
+            WindowKind::Grant => &[
+                "status",
+                "grant_context",
+                "grant_preview",
+                "grant_issue",
+                "agent_label_set",
+                "open_window",
+            ],
+            WindowKind::Audit => &[
+                "status",
+                "audit_query",
+                "audit_export",
+                "agent_pauses",
+                "agent_pause",
+                "agent_resume",
+                "open_window",
+            ],
+            WindowKind::Settings => &[
+                "status",
+                "settings_get",
+                "settings_save",
+                "keys_list",
+                "key_create",
+                "key_import",
+                "key_shred",
+                "key_delete",
+                "agent_label_set",
+                "agent_pauses",
+                "app_restart",
+                "autostart_set",
+                "agent_user_plan",
+                "agent_user_apply",
+                "open_window",
+            ],
+        }
+    }
+}
+
+/// Refuses a call `label` may not make. `args` are checked where the table
+/// depends on them: a review window acts on its own request only, and may
+/// open only the grant form of that request.
+pub fn check(label: &str, call: &str, args: &serde_json::Value) -> Result<WindowKind, String> {
+    let Some(kind) = WindowKind::of(label) else {
+        return Err("This window is not one of Parley Custody's.".into());
+    };
+    if !kind.allowed().contains(&call) {
+        return Err(format!("This window may not do that ({call})."));
+    }
+    if let WindowKind::Review(own) = &kind {
+        let id = args.get("id").and_then(|v| v.as_str());
+        let acts_on_request = call.starts_with("review_");
+        if acts_on_request && id != Some(own.as_str()) {
+            return Err("A review window acts on its own request only.".into());
+        }
+        if call == "open_window"
+            && (args.get("kind").and_then(|v| v.as_str()) != Some("grant")
+                || id != Some(own.as_str()))
+        {
+            return Err("A review window opens only the grant form of its own request.".into());
+        }
+    }
+    Ok(kind)
+}
+
+/// What the UI said about one window.
+#[derive(Debug, Clone, Copy)]
+struct WindowState {
+    /// When it last appeared or came to the front; `None` while in the back.
+    armed_at: Option<Instant>,
+}
+
+/// The windows of one UI connection, as that UI reports them
+/// (`shown`, `focused`, `blurred`, `closed`).
+#[derive(Debug, Default)]
+pub struct Windows(Mutex<HashMap<String, WindowState>>);
+
+/// A window report from the UI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Note {
+    /// The window was created and shown (it has focus).
+    Shown,
+    /// It came to the front.
+    Focused,
+    /// It lost focus.
+    Blurred,
+    /// It was closed.
+    Closed,
+}
+
+impl Note {
+    /// The wire name (`shown`, `focused`, `blurred`, `closed`).
+    pub fn parse(s: &str) -> Option<Note> {
+        match s {
+            "shown" => Some(Note::Shown),
+            "focused" => Some(Note::Focused),
+            "blurred" => Some(Note::Blurred),
+            "closed" => Some(Note::Closed),
+            _ => None,
+        }
+    }
+}
+
+impl Windows {
+    /// Records a report. Reports for labels no window of ours has are ignored.
+    pub fn note(&self, label: &str, note: Note) {
+        if WindowKind::of(label).is_none() {
+            return;
+        }
+        let Ok(mut m) = self.0.lock() else {
+            return;
+        };
+        match note {
+            Note::Shown | Note::Focused => {
+                if m.len() < MAX_WINDOWS || m.contains_key(label) {
+                    m.insert(
+                        label.to_string(),
+                        WindowState {
+                            armed_at: Some(Instant::now()),
+                        },
+                    );
+                }
+            }
+            Note::Blurred => {
+                if let Some(w) = m.get_mut(label) {
+                    w.armed_at = None;
+                }
+            }
+            Note::Closed => {
+                m.remove(label);
+            }
+        }
+    }
+
+    /// Whether `label` is in front now.
+    pub fn focused(&self, label: &str) -> bool {
+        self.armed_since(label).is_some()
+    }
+
+    /// Whether `label` has been in front for [`APPROVE_DELAY`].
+    pub fn ready(&self, label: &str) -> bool {
+        self.armed_since(label)
+            .is_some_and(|t| t.elapsed() + DELAY_SLACK >= APPROVE_DELAY)
+    }
+
+    fn armed_since(&self, label: &str) -> Option<Instant> {
+        self.0
+            .lock()
+            .ok()
+            .and_then(|m| m.get(label).and_then(|w| w.armed_at))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn request_ids_and_labels() {
+        assert!(valid_request_id("q1") && valid_request_id("q123"));
+        for bad in [
+            "",
+            "q",
+            "1",
+            "q1a",
+            "q-1",
+            "q../x",
+            &format!("q{}", "1".repeat(30)),
+        ] {
+            assert!(!valid_request_id(bad), "{bad}");
+        }
+        assert!(is_grant_form("grant") && is_grant_form("grant-q3"));
+        assert!(!is_grant_form("grant-") && !is_grant_form("grant-x") && !is_grant_form("grants"));
+        assert_eq!(
+            WindowKind::of("review-q7"),
+            Some(WindowKind::Review("q7".into()))
+        );
+        assert_eq!(WindowKind::of("review-7"), None);
+        assert_eq!(WindowKind::of("evil"), None);
+    }
+
+    #[test]
+    fn each_window_makes_only_the_calls_its_table_lists() {
+        let none = json!({});
+        assert!(check("main", "status", &none).is_ok());
+        assert!(check("main", "review_decide", &none).is_err());
+        assert!(check("main", "grant_issue", &none).is_err());
+        assert!(check("audit", "key_delete", &none).is_err());
+        assert!(check("settings", "key_delete", &none).is_ok());
+        assert!(check("grant-q2", "grant_issue", &none).is_ok());
+        assert!(check("nowhere", "status", &none).is_err());
+        assert!(check("main", "no_such_call", &none).is_err());
+    }
+
+    #[test]
+    fn a_review_window_acts_on_its_own_request_only() {
+        assert!(check("review-q3", "review_decide", &json!({"id": "q3"})).is_ok());
+        assert!(check("review-q3", "review_decide", &json!({"id": "q4"})).is_err());
+        assert!(check("review-q3", "review_decide", &json!({})).is_err());
+        assert!(check("review-q3", "review_deny_alike", &json!({"id": "q4"})).is_err());
+        assert!(check(
+            "review-q3",
+            "open_window",
+            &json!({"kind": "grant", "id": "q3"})
+        )
+        .is_ok());
+        assert!(check(
+            "review-q3",
+            "open_window",
+            &json!({"kind": "grant", "id": "q4"})
+        )
+        .is_err());
+        assert!(check("review-q3", "open_window", &json!({"kind": "settings"})).is_err());
+        assert!(check("review-q3", "key_delete", &json!({})).is_err());
+    }
+
+    #[test]
+    fn a_window_is_ready_only_after_the_delay_in_front_and_not_after_blur() {
+        let w = Windows::default();
+        assert!(!w.focused("review-q1") && !w.ready("review-q1"));
+        w.note("review-q1", Note::Shown);
+        assert!(w.focused("review-q1"));
+        assert!(!w.ready("review-q1"), "too soon");
+        std::thread::sleep(APPROVE_DELAY - DELAY_SLACK + Duration::from_millis(50));
+        assert!(w.ready("review-q1"));
+        w.note("review-q1", Note::Blurred);
+        assert!(!w.ready("review-q1") && !w.focused("review-q1"));
+        w.note("review-q1", Note::Focused);
+        assert!(!w.ready("review-q1"), "re-armed from the new focus");
+        w.note("review-q1", Note::Closed);
+        assert!(!w.focused("review-q1"));
+        w.note("bogus", Note::Shown);
+        assert!(!w.focused("bogus"));
+    }
+}

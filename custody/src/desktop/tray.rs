@@ -1,0 +1,380 @@
+//! The tray icon, a StatusNotifierItem on the session bus (`ksni`, no GTK):
+//! the number of pending requests (a badge on the icon, the title and the
+//! tooltip), and a menu listing them, a "Pause <agent>" line per agent
+//! asking now (its requests are then refused unseen until resumed in the
+//! audit view), then Open, Issue a grant…, Audit log, Settings, Quit.
+//!
+//! With no tray host (a bare X server, GNOME without the AppIndicator
+//! extension) the item still exists on the bus, [`Tray::available`] says
+//! there is no host, and requests open their review window themselves.
+
+use super::badge::badge;
+use super::events::{OpenTarget, UiEvent, View};
+use super::service::Desktop;
+use crate::approver::PendingView;
+use crate::display;
+use crate::review::ReviewKind;
+use ksni::menu::StandardItem;
+use ksni::{MenuItem, TrayMethods};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+
+/// Pending requests listed in the menu; the rest are "… and N more".
+const MENU_MAX: usize = 8;
+
+const ICON_32: &[u8] = include_bytes!("../../assets/tray-32.png");
+const ICON_128: &[u8] = include_bytes!("../../assets/tray-128.png");
+
+/// A decoded icon, RGBA.
+#[derive(Clone)]
+struct Rgba {
+    w: u32,
+    h: u32,
+    px: Vec<u8>,
+}
+
+fn decode(png_bytes: &[u8]) -> Option<Rgba> {
+    let mut dec = png::Decoder::new(std::io::Cursor::new(png_bytes));
+    dec.set_transformations(png::Transformations::EXPAND | png::Transformations::ALPHA);
+    let mut reader = dec.read_info().ok()?;
+    let mut buf = vec![0; reader.output_buffer_size()?];
+    let info = reader.next_frame(&mut buf).ok()?;
+    if info.color_type != png::ColorType::Rgba || info.bit_depth != png::BitDepth::Eight {
+        return None;
+    }
+    buf.truncate(info.buffer_size());
+    Some(Rgba {
+        w: info.width,
+        h: info.height,
+        px: buf,
+    })
+}
+
+/// RGBA to the StatusNotifierItem's ARGB32 in network byte order.
+fn argb(img: &Rgba, count: usize) -> ksni::Icon {
+    let (px, w, h) = badge(&img.px, img.w, img.h, count);
+    let data = px
+        .chunks_exact(4)
+        .flat_map(|p| [p[3], p[0], p[1], p[2]])
+        .collect();
+    ksni::Icon {
+        width: w as i32,
+        height: h as i32,
+        data,
+    }
+}
+
+/// A menu label: the display rule, and ksni's mnemonic underscores escaped
+/// (an agent's `a_b` must not become "ab" with an access key).
+fn menu_text(s: &str) -> String {
+    display::menu_label(s).replace('_', "__")
+}
+
+/// Who asks, in a menu line: the human's label, else the key's short form.
+fn who(p: &PendingView) -> String {
+    let a = &p.review.agent;
+    a.label.clone().unwrap_or_else(|| a.short.clone())
+}
+
+/// One menu line for a pending request: who asks, for what.
+pub fn describe(p: &PendingView) -> String {
+    let r = &p.review;
+    let what = match r.kind {
+        ReviewKind::Consent => format!("{} at {}", r.cost, r.service),
+        ReviewKind::Grant => format!("a grant at {}", r.service),
+    };
+    let line = format!("{}: {what}", who(p));
+    if line.chars().count() > 80 {
+        format!("{}…", line.chars().take(79).collect::<String>())
+    } else {
+        line
+    }
+}
+
+/// What the menu shows for the queue: `(action, label)` per line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Line {
+    Review(String),
+    More,
+    Pause(String),
+}
+
+fn lines(pending: &[PendingView]) -> Vec<(Line, String)> {
+    let mut out: Vec<(Line, String)> = pending
+        .iter()
+        .take(MENU_MAX)
+        .map(|p| {
+            (
+                Line::Review(p.id.clone()),
+                menu_text(&format!("Review — {}", describe(p))),
+            )
+        })
+        .collect();
+    if pending.len() > MENU_MAX {
+        out.push((
+            Line::More,
+            format!("… and {} more", pending.len() - MENU_MAX),
+        ));
+    }
+    let mut seen: Vec<&str> = Vec::new();
+    for p in pending {
+        let key = p.review.agent.key.as_str();
+        if seen.contains(&key) || seen.len() == MENU_MAX {
+            continue;
+        }
+        seen.push(key);
+        out.push((
+            Line::Pause(key.to_string()),
+            menu_text(&format!("Pause {} (refuse its requests unseen)", who(p))),
+        ));
+    }
+    out
+}
+
+/// The item ksni serves.
+struct Item {
+    desktop: Weak<Desktop>,
+    rt: tokio::runtime::Handle,
+    icons: Vec<Rgba>,
+    count: usize,
+    lines: Vec<(Line, String)>,
+    online: Arc<AtomicBool>,
+}
+
+impl Item {
+    fn open(&self, target: OpenTarget) {
+        if let Some(d) = self.desktop.upgrade() {
+            d.opener.open(target);
+        }
+    }
+
+    fn main(&self, view: View) {
+        self.open(OpenTarget::Main {
+            view,
+            fragment: None,
+        });
+    }
+
+    /// Pauses `agent` (until resumed in the audit view); its pending
+    /// requests are denied, told why. Off the D-Bus task: the audit log is
+    /// written first.
+    fn pause(&self, agent: String) {
+        let Some(d) = self.desktop.upgrade() else {
+            return;
+        };
+        self.rt.spawn_blocking(move || {
+            let Ok(core) = d.core() else {
+                return;
+            };
+            match core
+                .engine
+                .pause_agent(&agent, None, "paused by the human from the tray")
+            {
+                Ok(_) => {
+                    d.hub.send(UiEvent::PendingChanged);
+                    d.hub.send(UiEvent::PausesChanged);
+                    d.refresh_tray();
+                }
+                Err(e) => tracing::warn!("tray menu: the agent was not paused: {e}"),
+            }
+        });
+    }
+}
+
+fn item(
+    label: String,
+    enabled: bool,
+    act: impl Fn(&mut Item) + Send + Sync + 'static,
+) -> MenuItem<Item> {
+    StandardItem {
+        label,
+        enabled,
+        activate: Box::new(act),
+        ..Default::default()
+    }
+    .into()
+}
+
+impl ksni::Tray for Item {
+    fn id(&self) -> String {
+        "parley-custody".into()
+    }
+
+    fn title(&self) -> String {
+        match self.count {
+            0 => "Parley Custody".into(),
+            n => format!("Parley Custody ({n})"),
+        }
+    }
+
+    fn icon_name(&self) -> String {
+        "parley-custody".into()
+    }
+
+    fn icon_pixmap(&self) -> Vec<ksni::Icon> {
+        self.icons.iter().map(|i| argb(i, self.count)).collect()
+    }
+
+    fn status(&self) -> ksni::Status {
+        if self.count == 0 {
+            ksni::Status::Active
+        } else {
+            ksni::Status::NeedsAttention
+        }
+    }
+
+    fn tool_tip(&self) -> ksni::ToolTip {
+        ksni::ToolTip {
+            title: "Parley Custody".into(),
+            description: match self.count {
+                0 => "No pending requests".into(),
+                1 => "1 pending request".into(),
+                n => format!("{n} pending requests"),
+            },
+            ..Default::default()
+        }
+    }
+
+    fn activate(&mut self, _x: i32, _y: i32) {
+        self.main(View::Home);
+    }
+
+    fn menu(&self) -> Vec<MenuItem<Self>> {
+        let header = match self.count {
+            0 => "No pending requests".to_string(),
+            1 => "1 pending request".to_string(),
+            n => format!("{n} pending requests"),
+        };
+        let mut menu = vec![item(header, false, |_| {}), MenuItem::Separator];
+        for (line, text) in &self.lines {
+            let line = line.clone();
+            menu.push(item(text.clone(), true, move |m: &mut Item| match &line {
+                Line::Review(id) => m.open(OpenTarget::Review(id.clone())),
+                Line::More => m.main(View::Home),
+                Line::Pause(agent) => m.pause(agent.clone()),
+            }));
+        }
+        if !self.lines.is_empty() {
+            menu.push(MenuItem::Separator);
+        }
+        menu.push(item("Open Parley Custody".into(), true, |m: &mut Item| {
+            m.main(View::Home)
+        }));
+        menu.push(item("Issue a grant…".into(), true, |m: &mut Item| {
+            m.main(View::Grant)
+        }));
+        menu.push(item("Audit log".into(), true, |m: &mut Item| {
+            m.main(View::Audit)
+        }));
+        menu.push(item("Settings".into(), true, |m: &mut Item| {
+            m.main(View::Settings)
+        }));
+        menu.push(MenuItem::Separator);
+        menu.push(item("Quit Parley Custody".into(), true, |m: &mut Item| {
+            if let Some(d) = m.desktop.upgrade() {
+                d.request_stop(false);
+            }
+        }));
+        menu
+    }
+
+    fn watcher_online(&self) {
+        self.online.store(true, Ordering::SeqCst);
+        tracing::info!("a tray host appeared: the tray icon is shown");
+    }
+
+    fn watcher_offline(&self, reason: ksni::OfflineReason) -> bool {
+        self.online.store(false, Ordering::SeqCst);
+        tracing::warn!("the tray host went away ({reason:?}); requests open their review window");
+        // Keep the item: a host that comes back shows it again.
+        true
+    }
+}
+
+/// The running tray icon.
+pub struct Tray {
+    handle: ksni::Handle<Item>,
+    online: Arc<AtomicBool>,
+    rt: tokio::runtime::Handle,
+}
+
+impl Tray {
+    /// Puts the icon on the session bus. `Err` only when there is no
+    /// session bus at all; no tray host is [`Tray::available`] `false`.
+    pub async fn spawn(desktop: &Arc<Desktop>) -> Result<Tray, String> {
+        let rt = tokio::runtime::Handle::current();
+        let icons: Vec<Rgba> = [ICON_32, ICON_128]
+            .iter()
+            .filter_map(|b| decode(b))
+            .collect();
+        let online = Arc::new(AtomicBool::new(true));
+        let make = || Item {
+            desktop: Arc::downgrade(desktop),
+            rt: rt.clone(),
+            icons: icons.clone(),
+            count: 0,
+            lines: Vec::new(),
+            online: online.clone(),
+        };
+        let handle = match make().spawn().await {
+            Ok(h) => h,
+            Err(ksni::Error::Watcher(e)) => {
+                online.store(false, Ordering::SeqCst);
+                tracing::warn!(
+                    "no tray host on this desktop ({e}): new requests open their review window directly"
+                );
+                // Still served, so a host that starts later shows it.
+                make()
+                    .assume_sni_available(true)
+                    .spawn()
+                    .await
+                    .map_err(|e| format!("no tray icon: {e:?}"))?
+            }
+            Err(e) => return Err(format!("no tray icon: {e:?}")),
+        };
+        Ok(Tray { handle, online, rt })
+    }
+
+    /// Whether a tray host shows the icon.
+    pub fn available(&self) -> bool {
+        self.online.load(Ordering::SeqCst) && !self.handle.is_closed()
+    }
+
+    /// Shows `pending` (count, badge, menu lines); returns at once.
+    pub fn show(&self, pending: &[PendingView]) {
+        let count = pending.len();
+        let new_lines = lines(pending);
+        let handle = self.handle.clone();
+        self.rt.spawn(async move {
+            handle
+                .update(move |m| {
+                    m.count = count;
+                    m.lines = new_lines;
+                })
+                .await;
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_icon_decodes_and_converts_to_argb() {
+        let img = decode(ICON_32).expect("the tray icon is a PNG");
+        assert_eq!((img.w, img.h), (32, 32));
+        let icon = argb(&img, 0);
+        assert_eq!(icon.data.len(), 32 * 32 * 4);
+        // The first pixel, RGBA → ARGB.
+        assert_eq!(icon.data[..4], [img.px[3], img.px[0], img.px[1], img.px[2]]);
+        assert_ne!(argb(&img, 3).data, icon.data, "the badge shows");
+    }
+
+    #[test]
+    fn menu_text_is_display_safe_and_never_a_mnemonic() {
+        let t = menu_text("Pause shop_bot\u{202e}x");
+        assert!(t.contains("shop__bot"), "{t}");
+        assert!(!t.contains('\u{202e}'), "{t}");
+    }
+}

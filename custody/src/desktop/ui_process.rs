@@ -1,0 +1,160 @@
+//! Showing a window: over the channel when a UI is connected, else by
+//! starting the UI process (`parley-custody --open <target>`), at most one at
+//! a time. The UI holds no key: starting it costs memory only while a window
+//! is open, and it exits with its last window.
+
+use super::events::{OpenTarget, UiEvent};
+use super::hub::UiHub;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The environment variable naming the UI binary (tests, unusual installs).
+pub const UI_BIN_ENV: &str = "PARLEY_CUSTODY_UI";
+/// The environment variable that tells the UI where the channel is.
+pub const UI_SOCKET_ENV: &str = "PARLEY_CUSTODY_UI_SOCKET";
+/// How long a UI that was started may take to say hello before another is tried.
+const START_GRACE: Duration = Duration::from_secs(15);
+/// Targets kept for a UI that is starting (more: the oldest are dropped,
+/// they are all in the pending list anyway).
+const MAX_QUEUED: usize = 32;
+
+/// The UI binary: `$PARLEY_CUSTODY_UI`, else `parley-custody` next to this
+/// service's executable, else `/usr/bin/parley-custody`.
+pub fn ui_binary() -> std::io::Result<PathBuf> {
+    if let Some(p) = std::env::var_os(UI_BIN_ENV).filter(|p| !p.is_empty()) {
+        return Ok(PathBuf::from(p));
+    }
+    let me = std::env::current_exe()?;
+    if let Some(dir) = me.parent() {
+        let sibling = dir.join("parley-custody");
+        if sibling.is_file() {
+            return Ok(sibling);
+        }
+    }
+    let installed = PathBuf::from("/usr/bin/parley-custody");
+    if installed.is_file() {
+        return Ok(installed);
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::NotFound,
+        format!(
+            "the app (parley-custody) is not next to {} nor in /usr/bin",
+            me.display()
+        ),
+    ))
+}
+
+#[derive(Default)]
+struct Starting {
+    /// The UI process started last, while it runs.
+    pid: Option<u32>,
+    /// When it was started.
+    at: Option<Instant>,
+    /// What it should show besides its `--open`, once it says hello.
+    queued: Vec<OpenTarget>,
+}
+
+/// Opens windows (cheap to clone).
+#[derive(Clone)]
+pub struct Opener {
+    hub: UiHub,
+    socket: PathBuf,
+    /// `false`: never start a UI (`--no-ui-spawn`; a UI is started by other means).
+    spawn: bool,
+    starting: Arc<Mutex<Starting>>,
+}
+
+impl Opener {
+    /// An opener that tells the UIs on `hub`, and starts a UI pointed at
+    /// `socket` when none is connected (unless `spawn` is false).
+    pub fn new(hub: UiHub, socket: PathBuf, spawn: bool) -> Opener {
+        Opener {
+            hub,
+            socket,
+            spawn,
+            starting: Arc::new(Mutex::new(Starting::default())),
+        }
+    }
+
+    /// Shows `target`; never blocks and never fails (a UI that cannot be
+    /// started is logged; the tray and the notification still show the request).
+    pub fn open(&self, target: OpenTarget) {
+        if self.hub.connected() {
+            self.hub.send(UiEvent::Open(target));
+            return;
+        }
+        if !self.spawn {
+            tracing::info!(
+                window = %target.as_arg(),
+                "no UI connected, and starting one is off: the window opens when a UI connects"
+            );
+            self.queue(target);
+            return;
+        }
+        let Ok(mut s) = self.starting.lock() else {
+            return;
+        };
+        let alive = s.pid.is_some() && s.at.is_some_and(|t| t.elapsed() < START_GRACE);
+        if alive {
+            if s.queued.len() == MAX_QUEUED {
+                s.queued.remove(0);
+            }
+            s.queued.push(target);
+            return;
+        }
+        match self.start(&target) {
+            Ok(pid) => {
+                s.pid = Some(pid);
+                s.at = Some(Instant::now());
+            }
+            Err(e) => tracing::error!("cannot start the Parley Custody window: {e}"),
+        }
+    }
+
+    fn queue(&self, target: OpenTarget) {
+        if let Ok(mut s) = self.starting.lock() {
+            if s.queued.len() == MAX_QUEUED {
+                s.queued.remove(0);
+            }
+            s.queued.push(target);
+        }
+    }
+
+    /// For the channel, when a UI said hello: what it should also show.
+    pub fn take_queued(&self) -> Vec<OpenTarget> {
+        self.starting
+            .lock()
+            .map(|mut s| std::mem::take(&mut s.queued))
+            .unwrap_or_default()
+    }
+
+    fn start(&self, target: &OpenTarget) -> std::io::Result<u32> {
+        let bin = ui_binary()?;
+        let mut child = Command::new(&bin)
+            .arg("--open")
+            .arg(target.as_arg())
+            .env(UI_SOCKET_ENV, &self.socket)
+            .stdin(Stdio::null())
+            .spawn()
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", bin.display())))?;
+        let pid = child.id();
+        tracing::info!(pid, window = %target.as_arg(), "started the UI");
+        let starting = self.starting.clone();
+        // Reaped on its own thread; the slot frees when it exits.
+        let _ = std::thread::Builder::new()
+            .name("ui-process".into())
+            .spawn(move || {
+                let status = child.wait();
+                tracing::info!(pid, ?status, "the UI exited");
+                if let Ok(mut s) = starting.lock() {
+                    if s.pid == Some(pid) {
+                        s.pid = None;
+                        s.at = None;
+                    }
+                }
+            });
+        Ok(pid)
+    }
+}
