@@ -84,6 +84,7 @@ cat >"$stage/deb.conf.json" <<JSON
           "/usr/bin/parley-custody-setup": "$stage/bin/parley-custody-setup",
           "/usr/share/polkit-1/actions/org.parley.custody.policy": "$root/packaging/polkit/org.parley.custody.policy",
           "/usr/share/polkit-1/actions/org.parley.custody.setup.policy": "$root/packaging/polkit/org.parley.custody.setup.policy",
+          "/usr/lib/systemd/user/parley-custodyd.service": "$root/packaging/systemd/parley-custodyd.service",
           "/usr/share/man/man1": "$stage/man/",
           "/usr/share/bash-completion/completions/parley": "$stage/completions/parley",
           "/usr/share/zsh/vendor-completions/_parley": "$stage/completions/_parley",

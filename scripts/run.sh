@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Sets up and runs Parley Custody with the playground beside it.
 #
-# With a display: the desktop app `parley-custody` (tray, notifications,
-# review windows, grant form, audit view). Without one: the headless daemon
-# `parley-custodyd`, which asks you in this terminal before signing anything.
+# One custody service, `parley-custodyd`, with the approver that fits:
+# with a display, `--approver desktop` (tray, notifications, and the windows
+# as a separate, keyless UI process, `parley-custody`, started when one is
+# needed); without one, `--approver terminal`, which asks you in this
+# terminal before signing anything.
 # Either way the playground (a local shop and calendar with a scripted agent)
 # starts once custody holds a principal key, and asks you for a grant, then
 # for a consent to an order over the limit.
@@ -19,15 +21,15 @@ if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
   gui=1
   echo "Building the desktop app (the first build takes several minutes)…"
   (cd ui && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent)
-  cargo build --profile app --locked -q -p parley-custody-app -p parley-cli -p parley-playground
+  cargo build --profile app --locked -q -p parley-custody -p parley-custody-app -p parley-cli -p parley-playground
   bin="$PWD/target/app"
-  main=("$bin/parley-custody")
+  main=("$bin/parley-custodyd" --approver desktop)
 else
   echo "No display found (neither DISPLAY nor WAYLAND_DISPLAY is set): running the headless custody"
   echo "daemon, which asks you in this terminal. Run this again on a desktop for the app."
   cargo build --release --locked -q -p parley-cli -p parley-custody -p parley-playground
   bin="$PWD/target/release"
-  main=("$bin/parley-custodyd")
+  main=("$bin/parley-custodyd" --approver terminal)
 fi
 export PATH="$bin:$PATH"
 
@@ -36,9 +38,10 @@ mkdir -p "$sock_dir" && chmod 700 "$sock_dir"
 export PARLEY_CUSTODY_SOCKET="$sock_dir/custody.sock"
 echo
 if [ "$gui" = 1 ]; then
-  echo "Parley Custody opens in a window and in the tray. Create your principal key there (first run)."
+  echo "Parley Custody runs as a service with a tray icon (parley-custodyd --approver desktop); its window"
+  echo "opens as a separate process that holds no key. Create your principal key there (first run)."
 else
-  echo "Parley Custody runs in this terminal. Create your principal key at its prompt (first run)."
+  echo "Parley Custody runs in this terminal (parley-custodyd --approver terminal). Create your principal key at its prompt (first run)."
 fi
 echo "The playground (a shop and a calendar) then starts; its scripted agent asks you for a grant,"
 echo "then for a consent to an order over the limit. Ctrl-C stops everything."

@@ -2,8 +2,10 @@
 # Tests the desktop app (src-tauri + ui):
 #  1. the UI logic in headless Chromium (playwright-core + Debian's chromium),
 #     against the built ui/dist with the Tauri IPC mocked;
-#  2. end to end through the real app binary under Xvfb, driven by
-#     tauri-driver + WebKitWebDriver, with a private D-Bus session, an unlocked
+#  2. end to end through the real windows under Xvfb: the custody service
+#     (parley-custodyd --approver desktop) in one process, the keyless UI
+#     (parley-custody) started by tauri-driver + WebKitWebDriver and connected
+#     to it over the UI channel, with a private D-Bus session, an unlocked
 #     gnome-keyring, dunst as the notification daemon, temporary HOME/XDG
 #     dirs, a real agent on the real socket and `parley verify` on the tokens.
 #     Screenshots land in target/screenshots/; with UPDATE_SCREENSHOTS=1 they
@@ -39,8 +41,8 @@ if [ "$run_ui" = 1 ]; then
 fi
 [ "$run_e2e" = 1 ] || { echo "test-app: UI tests passed in $(( $(date +%s) - started )) s"; exit 0; }
 
-step "cargo build (app, parley CLI)"
-cargo build --locked -q -p parley-custody-app -p parley-cli -p parley-playground
+step "cargo build (custody service, app UI, parley CLI, playground)"
+cargo build --locked -q -p parley-custody -p parley-custody-app -p parley-cli -p parley-playground
 
 if [ ! -x target/tools/bin/tauri-driver ]; then
   step "cargo install tauri-driver (into target/tools)"
@@ -61,6 +63,7 @@ cleanup() {
 }
 trap cleanup EXIT
 export PARLEY_APP="${PARLEY_APP:-$repo/target/debug/parley-custody}" PARLEY_CLI="$repo/target/debug/parley"
+export CUSTODY_SERVICE="${CUSTODY_SERVICE:-$repo/target/debug/parley-custodyd}"
 if [ "${UPDATE_SCREENSHOTS:-}" = 1 ]; then
   export SCREENSHOTS="$repo/docs/screenshots"
 else
@@ -126,12 +129,25 @@ print(a.getsockname()[1], b.getsockname()[1])')
         dunst >"$T/dunst.log" 2>&1 &
         wait_for org.freedesktop.Notifications
       fi
-      # What the app asks the notification daemon to show, for the test to read.
+      # What the service asks the notification daemon to show, for the test to read.
       dbus-monitor --session "$NOTIFY_MATCH" >"$NOTIFY_LOG" 2>&1 &
+      service=
+      if [ "$KIND" != installed ]; then
+        # The custody service (key, engine, tray, notifications) in its own
+        # process; tauri-driver then starts the keyless UI, which connects to it.
+        # (The installed session starts the app alone: it starts the service.)
+        "$CUSTODY_SERVICE" --approver desktop --hidden >"$T/service.log" 2>&1 &
+        service=$!
+        i=0
+        until [ -S "$XDG_RUNTIME_DIR/parley-custody-ui/ui.sock" ]; do
+          i=$((i+1)); [ "$i" -gt 150 ] && { echo "the custody service did not start" >&2; cat "$T/service.log" >&2; exit 1; }
+          sleep 0.1
+        done
+      fi
       "$TAURI_DRIVER" --port "$DRIVER_PORT" --native-port "$NATIVE_PORT" \
         --native-driver /usr/bin/WebKitWebDriver >"$T/tauri-driver.log" 2>&1 &
       driver=$!
-      trap "kill $driver 2>/dev/null || true" EXIT
+      trap "kill $driver $service 2>/dev/null || true" EXIT
       node --test --test-concurrency=1 "$FILE"
     '
   )

@@ -94,6 +94,11 @@ desktop=$(grep -l '^Exec=parley-custody' /usr/share/applications/*.desktop | hea
 desktop-file-validate "$desktop" || fail "$desktop is not a valid desktop entry"
 ok "desktop entry $desktop is valid"
 ls /usr/share/icons/hicolor/*/apps/parley-custody.png >/dev/null || fail "no icon installed"
+unit=/usr/lib/systemd/user/parley-custodyd.service
+[ -f "$unit" ] || fail "no systemd user unit for parley-custodyd"
+systemd-analyze verify "$unit" || fail "systemd-analyze does not accept $unit"
+grep -q '^ExecStart=/usr/bin/parley-custodyd --approver desktop --hidden$' "$unit" || fail "$unit does not start the desktop service hidden"
+ok "systemd user unit $unit: systemd-analyze verify accepts it"
 
 scripts/start-polkit.sh >/dev/null
 for a in org.parley.custody.sign org.parley.custody.setup-agent-user; do
@@ -144,7 +149,7 @@ ok "the installed app's window, the first-run autostart offer, the entry startin
 
 echo "== apt purge"
 DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq parley-custody >/dev/null
-for f in /usr/bin/parley /usr/bin/parley-custody /usr/bin/parley-custodyd /usr/share/polkit-1/actions/org.parley.custody.policy; do
+for f in /usr/bin/parley /usr/bin/parley-custody /usr/bin/parley-custodyd /usr/share/polkit-1/actions/org.parley.custody.policy /usr/lib/systemd/user/parley-custodyd.service; do
   [ ! -e "$f" ] || fail "$f is left after purge"
 done
 ok "purged; nothing of it is left in /usr"

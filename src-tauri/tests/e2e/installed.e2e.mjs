@@ -8,9 +8,10 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn, spawnSync } from 'node:child_process'
-import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs'
+import { existsSync, readFileSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { WebDriver } from './webdriver.mjs'
+import { trayCount } from './tray.mjs'
 
 const APP = process.env.PARLEY_APP
 const PARLEY = process.env.PARLEY_CLI
@@ -31,14 +32,15 @@ function whoami() {
   }
 }
 
-/** Stops the apps of this session (the tray keeps an app alive after its
- *  last window and after the WebDriver session): those whose environment
- *  names this session's socket, so nothing else on the machine is touched. */
+/** Stops the custody service and the UI of this session (the service stays
+ *  in the tray after the last window and after the WebDriver session):
+ *  those whose environment names this session's socket, so nothing else on
+ *  the machine is touched. */
 function stopOurApps() {
   for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
     try {
       const exe = readFileSync(`/proc/${pid}/comm`, 'utf8').trim()
-      if (exe !== 'parley-custody') continue
+      if (exe !== 'parley-custody' && exe !== 'parley-custodyd') continue
       const env = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')
       if (env.includes(`PARLEY_CUSTODY_SOCKET=${SOCKET}`)) process.kill(Number(pid), 'SIGTERM')
     } catch {
@@ -83,12 +85,8 @@ test("the autostart entry's Exec line starts the installed app hidden, and it se
   const child = spawn(bin, args, { stdio: 'ignore' })
   try {
     // A figure, not a limit: from the entry's command to its tray icon (the
-    // tray-icon crate writes the icon it hands the tray host under $XDG_RUNTIME_DIR).
-    const icons = join(process.env.XDG_RUNTIME_DIR, 'tray-icon')
-    const iconAt = await wd.until(() => {
-      const fresh = existsSync(icons) && readdirSync(icons).some((f) => f.startsWith('tray-icon-parley-custody') && statSync(join(icons, f)).mtimeMs >= started)
-      return fresh ? Date.now() : null
-    }, 'the tray icon of the autostarted app', 60_000)
+    // service's StatusNotifierItem on the session bus).
+    const iconAt = await wd.until(() => (trayCount() !== null ? Date.now() : null), 'the tray icon of the autostarted app', 60_000)
     console.log(`figure: autostart Exec line to tray icon ${iconAt - started} ms`)
     const who = await wd.until(() => whoami(), 'the autostarted app to answer on its socket', 60_000)
     console.log(`figure: autostart Exec line to custody answering ${Date.now() - started} ms`)

@@ -4,8 +4,8 @@
 
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { execFileSync, spawn } from 'node:child_process'
+import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { WebDriver, until, KEY } from './webdriver.mjs'
@@ -89,7 +89,7 @@ test('tab_and_space_in_the_review_window_do_not_approve', async () => {
   // The backend refuses an approval that no pointer made, even from this window.
   const id = 'q3'
   const refused = await wd.exec(
-    `return window.__TAURI_INTERNALS__.invoke('review_decide', { id: arguments[0], approve: true, confirmed: false, gesture: null, reason: null }).then(() => 'accepted', (e) => String(e))`,
+    `return window.__TAURI_INTERNALS__.invoke('call', { name: 'review_decide', args: { id: arguments[0], approve: true, confirmed: false, gesture: null, reason: null } }).then(() => 'accepted', (e) => String(e))`,
     id,
   )
   assert.match(refused, /keyboard alone cannot approve/, refused)
@@ -98,6 +98,39 @@ test('tab_and_space_in_the_review_window_do_not_approve', async () => {
   // A pointer click does approve.
   await wd.click(tid('approve'))
   const fin = await agent.final('c3')
+  assert.equal(fin.kind, 'APPROVED', JSON.stringify(fin))
+  await wd.switchTo(main)
+})
+
+// The split: the windows are a separate, keyless process. Killed mid-review
+// (as a crash of the browser engine would), it takes nothing with it:
+// nothing is signed, the request still waits in the service, and a new UI
+// picks it up and can decide it.
+test('the UI process killed mid-review signs nothing, and a new UI picks the request up', async () => {
+  const me = agentKey()
+  const p = proposal(PARLEY, { id: 'p_kill', amount: 1234 })
+  agent.send(consentRequest('ck', { proposal: p, principal, agent: me }))
+  await agent.next((f) => f.re === 'ck' && f.kind === 'PENDING')
+  await wd.switchToWindow(/review\.html#q\d+$/, 20_000)
+  const id = (await wd.url()).split('#')[1]
+  await wd.until(async () => (await wd.prop(tid('approve'), 'disabled')) === false, 'Approve armed')
+  const ui = execFileSync('pgrep', ['-n', '-u', String(process.getuid()), '-x', 'parley-custody'], { encoding: 'utf8' }).trim()
+  const service = execFileSync('pgrep', ['-n', '-u', String(process.getuid()), '-x', 'parley-custodyd'], { encoding: 'utf8' }).trim()
+  assert.notEqual(ui, service)
+  process.kill(Number(ui), 'SIGKILL')
+  await until(() => !existsSync(`/proc/${ui}`) || /State:\s+Z/.test(readFileSync(`/proc/${ui}/status`, 'utf8')), 'the UI process gone')
+  await new Promise((r) => setTimeout(r, 1500))
+  assert.equal(agent.frames.find((f) => f.re === 'ck' && f.kind !== 'PENDING'), undefined, 'nothing decided')
+  assert.ok(existsSync(`/proc/${service}`), 'the service runs on')
+  await wd.quit().catch(() => {})
+  await wd.start(APP)
+  main = await wd.handle()
+  await wd.click(tid(`review-${id}`))
+  await wd.switchToWindow(new RegExp(`review\\.html#${id}$`))
+  assert.equal(await wd.text(tid('cost')), '12.34 USD')
+  await wd.until(async () => (await wd.prop(tid('approve'), 'disabled')) === false, 'Approve armed in the new UI')
+  await wd.click(tid('approve'))
+  const fin = await agent.final('ck')
   assert.equal(fin.kind, 'APPROVED', JSON.stringify(fin))
   await wd.switchTo(main)
 })

@@ -93,7 +93,8 @@ before(async () => {
     return /^ed25519:[A-Za-z0-9_-]{43}$/.test(t) ? t : null
   }, 'the new principal key')
   agent = await Agent.connect(SOCKET)
-  const pid = execFileSync('pgrep', ['-n', '-u', String(process.getuid()), '-x', 'parley-custody'], { encoding: 'utf8' }).trim()
+  // The OS asks on behalf of the custody service (the polkit subject), never the UI.
+  const pid = execFileSync('pgrep', ['-n', '-u', String(process.getuid()), '-x', 'parley-custodyd'], { encoding: 'utf8' }).trim()
   polkitAgent = await startTextAgent(pid)
 })
 

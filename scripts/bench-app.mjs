@@ -1,0 +1,142 @@
+// The desktop split's figures (scripts/bench-app.sh runs this inside a
+// private X server, session bus and unlocked keyring): the custody
+// service's start to its tray icon, its idle memory with no window, the
+// time from a consent request on the custody socket to its review window
+// on screen (the UI process started for it included), and the memory of
+// the service with one review window open (the UI process and its WebKit
+// processes included). Figures, not limits: printed with the goals of
+// issue 16 next to them; this script fails only when it cannot measure.
+
+import { spawn, execFileSync, spawnSync } from 'node:child_process'
+import { readFileSync, readdirSync, existsSync, mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { Agent, agentKey, proposal, consentRequest } from '../src-tauri/tests/e2e/agent.mjs'
+import { trayNames } from '../src-tauri/tests/e2e/tray.mjs'
+
+const SERVICE = process.env.CUSTODY_SERVICE
+const PARLEY = process.env.PARLEY_CLI
+const RUNS = Number(process.env.BENCH_RUNS ?? 20)
+const RUN = process.env.XDG_RUNTIME_DIR
+const UI_SOCK = join(RUN, 'parley-custody-ui', 'ui.sock')
+const SOCK = process.env.PARLEY_CUSTODY_SOCKET
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+
+async function until(f, what, timeout = 30_000) {
+  const end = Date.now() + timeout
+  for (;;) {
+    const v = await f()
+    if (v) return v
+    if (Date.now() > end) throw new Error(`bench: timed out waiting for ${what}`)
+    await sleep(5)
+  }
+}
+
+/** Resident and proportional set size of `pid` in KiB (0, 0 if gone). */
+function mem(pid) {
+  try {
+    const rss = Number(readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/)?.[1] ?? 0)
+    const pss = Number(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8').match(/Pss:\s+(\d+)/)?.[1] ?? 0)
+    return { rss, pss }
+  } catch {
+    return { rss: 0, pss: 0 }
+  }
+}
+
+/** `pid` and every process below it. */
+function tree(pid) {
+  const kids = new Map()
+  for (const d of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      const ppid = Number(readFileSync(`/proc/${d}/stat`, 'utf8').split(') ')[1].split(' ')[1])
+      kids.set(ppid, [...(kids.get(ppid) ?? []), Number(d)])
+    } catch {}
+  }
+  const out = []
+  const walk = (p) => {
+    out.push(p)
+    for (const k of kids.get(p) ?? []) walk(k)
+  }
+  walk(pid)
+  return out
+}
+
+function uiPid(service) {
+  return tree(service).find((p) => {
+    try {
+      return readFileSync(`/proc/${p}/comm`, 'utf8').trim() === 'parley-custody'
+    } catch {
+      return false
+    }
+  })
+}
+
+function reviewShown() {
+  const r = spawnSync('xdotool', ['search', '--onlyvisible', '--name', 'Review request'], { encoding: 'utf8' })
+  return r.status === 0 && r.stdout.trim() !== ''
+}
+
+const mb = (kib) => (kib / 1024).toFixed(1)
+const pct = (xs, p) => {
+  const s = [...xs].sort((a, b) => a - b)
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]
+}
+
+const t0 = performance.now()
+const svc = spawn(SERVICE, ['--approver', 'desktop', '--hidden'], { stdio: ['ignore', 'ignore', 'inherit'] })
+await until(() => trayNames().length > 0, 'the tray icon on the session bus')
+const toTray = performance.now() - t0
+await until(() => existsSync(UI_SOCK) && existsSync(SOCK), 'the sockets')
+const toSockets = performance.now() - t0
+
+// A principal key, made over the UI channel as the home window would.
+const ui = await Agent.connect(UI_SOCK)
+ui.send({ hello: { ui: 'parley-custody-ui', version: '0.1.0', pid: process.pid } })
+await ui.next((f) => f.hello)
+ui.send({ id: 1, window: 'main', call: 'key_create', args: { label: 'bench' } })
+const created = await ui.next((f) => f.id === 1)
+const principal = created.ok?.public
+if (!principal) throw new Error(`bench: no key: ${JSON.stringify(created)}`)
+ui.sock.destroy()
+
+await sleep(3000)
+const idle = mem(svc.pid)
+
+const times = []
+let withReview = null
+const me = agentKey()
+for (let i = 1; i <= RUNS; i++) {
+  const agent = await Agent.connect(SOCK)
+  const p = proposal(PARLEY, { id: `p_b${i}`, amount: 1000 + i })
+  const sent = performance.now()
+  agent.send(consentRequest(`b${i}`, { proposal: p, principal, agent: me }))
+  await until(() => reviewShown(), `review window ${i}`, 60_000)
+  times.push(performance.now() - sent)
+  if (withReview === null) {
+    await sleep(2000)
+    const procs = tree(svc.pid)
+    withReview = procs.map(mem).reduce((a, b) => ({ rss: a.rss + b.rss, pss: a.pss + b.pss }), { rss: 0, pss: 0 })
+    withReview.procs = procs.length
+  }
+  // Next run starts with no UI process: the agent withdraws, the UI exits.
+  const pid = uiPid(svc.pid)
+  agent.close()
+  if (pid) {
+    process.kill(pid, 'SIGTERM')
+    await until(() => !existsSync(`/proc/${pid}`) || /State:\s+Z/.test(readFileSync(`/proc/${pid}/status`, 'utf8')), 'the UI to exit', 20_000)
+  }
+  await until(() => !reviewShown(), 'the review window to close', 20_000)
+}
+svc.kill('SIGTERM')
+
+const lines = [
+  `service start → tray icon on the bus: ${toTray.toFixed(0)} ms (goal < 1000 ms; sockets ready at ${toSockets.toFixed(0)} ms)`,
+  `service idle, no window: RSS ${mb(idle.rss)} MiB, PSS ${mb(idle.pss)} MiB (goal < 30 MB)`,
+  `one review window, everything (${withReview.procs} processes: service, UI, WebKit): RSS ${mb(withReview.rss)} MiB, PSS ${mb(withReview.pss)} MiB (goal < 250 MB)`,
+  `consent request → review window on screen, UI process started each time, ${RUNS} runs: p50 ${pct(times, 50).toFixed(0)} ms, p95 ${pct(times, 95).toFixed(0)} ms, max ${Math.max(...times).toFixed(0)} ms (goal p95 < 400 ms)`,
+]
+for (const l of lines) console.log(`figure: ${l}`)
+if (process.env.BENCH_OUT) {
+  mkdirSync(join(process.env.BENCH_OUT, '..'), { recursive: true })
+  writeFileSync(process.env.BENCH_OUT, lines.join('\n') + '\n')
+}
+process.exit(0)

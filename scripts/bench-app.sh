@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The desktop split's figures (issue 16): the custody service's start to
+# its tray icon, its idle memory, request → review window p95 (the UI
+# process started each time) and the memory with one review window, under
+# Xvfb with a private session bus and an unlocked gnome-keyring, no
+# notification daemon (so the service opens the review itself). Release-like
+# build (the app profile). Prints figures; writes them to target/bench-app.txt.
+#   scripts/bench-app.sh            BENCH_RUNS=20 by default
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+scripts/setup.sh
+(cd ui && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent)
+cargo build --profile app --locked -q -p parley-custody -p parley-custody-app -p parley-cli
+T=$(mktemp -d /tmp/parley-bench-app.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+mkdir -p "$T/home" "$T/run" "$T/data" "$T/config"
+chmod 700 "$T/run"
+sed 's|<standard_session_servicedirs */>||' /usr/share/dbus-1/session.conf >"$T/session.conf"
+export HOME="$T/home" XDG_RUNTIME_DIR="$T/run" XDG_DATA_HOME="$T/data" XDG_CONFIG_HOME="$T/config" \
+  PARLEY_CUSTODY_NAMESPACE="bench-$$" PARLEY_CUSTODY_SOCKET="$T/run/custody.sock" PARLEY_CUSTODY_DATA="$T/custody" \
+  CUSTODY_SERVICE="$repo/target/app/parley-custodyd" PARLEY_CLI="$repo/target/app/parley" \
+  BENCH_OUT="$repo/target/bench-app.txt" RUST_LOG=warn
+mkdir -p "$PARLEY_CUSTODY_DATA" && chmod 700 "$PARLEY_CUSTODY_DATA"
+# The figures are about the windows, not OS authentication.
+printf '{"step_up": {"rule": "never"}}\n' >"$PARLEY_CUSTODY_DATA/settings.json"
+xvfb-run -a -s "-screen 0 1366x768x24" dbus-run-session --config-file="$T/session.conf" -- bash -c '
+  set -euo pipefail
+  printf "%s" "bench-keyring-password" | gnome-keyring-daemon --unlock --components=secrets >/dev/null
+  i=0
+  until dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+      org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null | grep -q "boolean true"; do
+    i=$((i+1)); [ "$i" -gt 100 ] && { echo "gnome-keyring did not start" >&2; exit 1; }; sleep 0.1
+  done
+  node scripts/bench-app.mjs
+'
