@@ -1,38 +1,11 @@
-//! Tauri's build step. Every app command gets an `allow-<command>`
-//! permission, and only the capabilities in `capabilities/` grant them: a
-//! window can call exactly the commands its capability lists.
+//! Tauri's build step. The app has two commands: `call`, which forwards a
+//! page's call to the custody service over the UI channel (the service
+//! checks every call against the calling window's label, which this process
+//! fills in from Tauri's `Window`), and `window_close`, which closes the
+//! calling window. Each gets an `allow-<command>` permission, and only the
+//! capabilities in `capabilities/` grant them.
 
-const COMMANDS: &[&str] = &[
-    "status",
-    "pending_list",
-    "review_get",
-    "review_decide",
-    "review_deny_and_pause",
-    "review_alike",
-    "review_deny_alike",
-    "agent_pause",
-    "agent_resume",
-    "agent_pauses",
-    "open_window",
-    "window_close",
-    "grant_context",
-    "grant_preview",
-    "grant_issue",
-    "audit_query",
-    "audit_export",
-    "keys_list",
-    "key_create",
-    "key_import",
-    "key_shred",
-    "key_delete",
-    "settings_get",
-    "settings_save",
-    "agent_label_set",
-    "app_restart",
-    "autostart_set",
-    "agent_user_plan",
-    "agent_user_apply",
-];
+const COMMANDS: &[&str] = &["call", "window_close"];
 
 /// The UI is built by `npm run build` in `ui/` (scripts/test-app.sh and
 /// scripts/run.sh do it first). So that `cargo build --workspace` and

@@ -1,55 +1,73 @@
-//! `parley-custody`: Parley Custody, the desktop app. It runs the custody
-//! engine in-process (the same keychain, socket, queue and audit log as the
-//! headless `parley-custodyd`) with the GUI as the approver: a tray icon
-//! with the number of pending requests, a notification per request, a
-//! review window per request, the grant form, the audit view and settings.
+//! `parley-custody`: Parley Custody's windows. A UI process that holds no
+//! key and links no key store, audit log or signer: the custody service
+//! (`parley-custodyd --approver desktop`) runs the engine, the tray and the
+//! notifications, and this process asks it, over the private UI channel
+//! (docs/ui-channel.md), for everything a window shows or does. It starts
+//! the service when none is running, and exits with its last window or when
+//! the service goes away.
 //!
-//! Threat model (ARCHITECTURE.md): the agent and the service are untrusted;
-//! the GUI shows what the engine re-verified and decides nothing itself.
-//! The web view gets no key material, renders untrusted text as text only,
-//! loads nothing remote (strict CSP), and each window may call only the
-//! commands its capability lists.
+//! Threat model (ARCHITECTURE.md): the agent and the service it pays are
+//! untrusted; a bug in the web view or the web UI lands in a process with
+//! nothing to steal, whose every call the service checks again against the
+//! calling window's label (which this process takes from Tauri, never from a
+//! page). The web view renders untrusted text as text only and loads nothing
+//! remote (strict CSP).
 #![forbid(unsafe_code)]
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
-mod autostart;
-mod commands;
-mod notify;
-mod settings;
-mod state;
-mod tray;
-mod views;
+mod bridge;
+mod channel;
+mod protocol;
+mod service;
 mod windows;
 
 use clap::Parser;
 use std::path::PathBuf;
-use tauri::{Manager, RunEvent};
+use tauri::RunEvent;
+use windows::OpenTarget;
 
 /// Parley Custody: approve your agents' purchases and grants, in a window.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "parley-custody", version)]
 pub struct Args {
-    /// Socket path (default: $PARLEY_CUSTODY_SOCKET, else the settings, else
-    /// $XDG_RUNTIME_DIR/parley-custody/custody.sock).
-    #[arg(long)]
-    pub socket: Option<PathBuf>,
-    /// Data directory: audit log and settings (default: $PARLEY_CUSTODY_DATA,
-    /// else $XDG_DATA_HOME/parley-custody).
-    #[arg(long = "data-dir")]
-    pub data_dir: Option<PathBuf>,
-    /// The group whose members (agents running as other users) may connect
-    /// (overrides the settings).
-    #[arg(long = "agents-group", value_name = "GROUP")]
-    pub agents_group: Option<String>,
-    /// Another uid allowed to connect (repeatable; added to the settings' users).
-    #[arg(long = "allow-uid", value_name = "UID")]
-    pub allow_uid: Vec<u32>,
-    /// Keychain namespace (default: $PARLEY_CUSTODY_NAMESPACE; separates profiles and test runs).
-    #[arg(long)]
-    pub namespace: Option<String>,
-    /// Start in the tray only, without opening the home window.
+    /// The custody service's UI socket (default: $PARLEY_CUSTODY_UI_SOCKET,
+    /// else $XDG_RUNTIME_DIR/parley-custody-ui/ui.sock).
+    #[arg(long = "ui-socket", value_name = "PATH")]
+    pub ui_socket: Option<PathBuf>,
+    /// The window to open: main:<view>[#fragment] (view home, grant, audit or
+    /// settings) or review-<id>.
+    #[arg(long, value_name = "TARGET", default_value = "main:home")]
+    pub open: OpenTarget,
+    /// Make sure the custody service runs, then exit without a window (autostart).
     #[arg(long)]
     pub hidden: bool,
+    /// For a service this starts: its custody socket.
+    #[arg(long)]
+    pub socket: Option<PathBuf>,
+    /// For a service this starts: its data directory.
+    #[arg(long = "data-dir")]
+    pub data_dir: Option<PathBuf>,
+    /// For a service this starts: the group whose members' agents may connect.
+    #[arg(long = "agents-group", value_name = "GROUP")]
+    pub agents_group: Option<String>,
+    /// For a service this starts: another uid allowed to connect (repeatable).
+    #[arg(long = "allow-uid", value_name = "UID")]
+    pub allow_uid: Vec<u32>,
+    /// For a service this starts: its keychain namespace.
+    #[arg(long)]
+    pub namespace: Option<String>,
+}
+
+impl Args {
+    fn passthrough(&self) -> service::Passthrough {
+        service::Passthrough {
+            socket: self.socket.clone(),
+            data_dir: self.data_dir.clone(),
+            agents_group: self.agents_group.clone(),
+            allow_uid: self.allow_uid.clone(),
+            namespace: self.namespace.clone(),
+        }
+    }
 }
 
 fn main() {
@@ -59,91 +77,106 @@ fn main() {
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| "info,tao=warn,wry=warn".into()),
         )
-        // Every line display-safe and bounded (custody's log writer).
         .with_ansi(false)
-        .with_writer(parley_custody::logging::Sink::stderr())
+        .with_writer(std::io::stderr)
         .init();
-    let setup_args = args.clone();
+    std::process::exit(run(args));
+}
+
+/// Connects (starting the service if needed), then runs the windows.
+/// Returns the exit code.
+fn run(args: Args) -> i32 {
+    let connected = service::socket_path(args.ui_socket.as_deref(), |k| std::env::var_os(k))
+        .and_then(|path| service::connect_or_start(&path, &args.passthrough()));
+    let stream = match connected {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("parley-custody: {e}");
+            return 1;
+        }
+    };
+    let (channel, reader, service_version) =
+        match channel::Channel::handshake(stream, env!("CARGO_PKG_VERSION")) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("parley-custody: {e}");
+                return 1;
+            }
+        };
+    tracing::info!(service = %service_version, "connected to custody");
+    if args.hidden {
+        // Autostart: the service runs (it has its tray); no window now.
+        return 0;
+    }
+    let first = args.open.clone();
     let app = tauri::Builder::default()
-        // First: a second start focuses this instance instead (one custody per user).
-        .plugin(tauri_plugin_single_instance::init(|app, _argv, _cwd| {
-            if let Err(e) = windows::open_main(app) {
+        // First: a second start opens its window here instead (one UI per user).
+        .plugin(tauri_plugin_single_instance::init(|app, argv, _cwd| {
+            let target = Args::try_parse_from(&argv)
+                .map(|a| a.open)
+                .unwrap_or(OpenTarget::Home);
+            if let Err(e) = bridge::open(app, &target) {
                 tracing::warn!("{e}");
             }
         }))
-        .invoke_handler(tauri::generate_handler![
-            commands::status,
-            commands::pending_list,
-            commands::review_get,
-            commands::review_decide,
-            commands::review_deny_and_pause,
-            commands::review_alike,
-            commands::review_deny_alike,
-            commands::agent_pause,
-            commands::agent_resume,
-            commands::agent_pauses,
-            commands::open_window,
-            commands::window_close,
-            commands::grant_context,
-            commands::grant_preview,
-            commands::grant_issue,
-            commands::audit_query,
-            commands::audit_export,
-            commands::keys_list,
-            commands::key_create,
-            commands::key_import,
-            commands::key_shred,
-            commands::key_delete,
-            commands::settings_get,
-            commands::settings_save,
-            commands::agent_label_set,
-            commands::app_restart,
-            commands::autostart_set,
-            commands::agent_user_plan,
-            commands::agent_user_apply,
-        ])
+        .manage(channel)
+        .invoke_handler(tauri::generate_handler![bridge::call, bridge::window_close])
+        .on_window_event(bridge::on_window_event)
         .setup(move |app| {
             let handle = app.handle().clone();
-            let state = state::start(&handle, &setup_args);
-            if let Ok(core) = &state.core {
-                tracing::info!(
-                    socket = %core.socket.path,
-                    listening = core.socket.listening,
-                    data = %core.data_dir.display(),
-                    "Parley Custody started"
-                );
-            }
-            app.manage(state);
-            match tray::build(&handle) {
-                Ok(t) => {
-                    if let Ok(mut slot) = app.state::<state::AppState>().tray.lock() {
-                        *slot = Some(t);
-                    }
-                    tray::refresh(&handle);
-                }
-                Err(e) => tracing::warn!("no tray icon: {e}"),
-            }
-            if !setup_args.hidden {
-                windows::open_main(&handle)?;
-            }
+            bridge::start_reader(handle.clone(), reader)?;
+            bridge::open(&handle, &first)?;
             Ok(())
         })
-        .build(tauri::generate_context!())
-        .unwrap_or_else(|e| {
+        .build(tauri::generate_context!());
+    let app = match app {
+        Ok(a) => a,
+        Err(e) => {
             eprintln!("parley-custody: cannot start: {e}");
-            std::process::exit(2);
-        });
-    app.run(|app, event| match event {
-        // Closing the last window keeps custody running in the tray; only
-        // Quit (or a restart) ends it.
-        RunEvent::ExitRequested {
-            code: None, api, ..
-        } => api.prevent_exit(),
-        RunEvent::Exit => {
-            if let Some(state) = app.try_state::<state::AppState>() {
-                state.stop_blocking();
-            }
+            return 2;
         }
-        _ => {}
+    };
+    // Closing the last window ends this process (the tray and the engine
+    // live in the service); the service's `quit`, or its going away, too.
+    let code = app.run_return(|_, event| {
+        if let RunEvent::ExitRequested { code, .. } = event {
+            tracing::debug!(?code, "the windows are closing");
+        }
     });
+    code.max(bridge::exit_code())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn args() {
+        let a = Args::try_parse_from(["parley-custody"]).unwrap();
+        assert_eq!(a.open, OpenTarget::Home);
+        assert!(!a.hidden);
+        assert_eq!(a.passthrough(), service::Passthrough::default());
+        let a = Args::try_parse_from([
+            "parley-custody",
+            "--open",
+            "review-q7",
+            "--ui-socket",
+            "/tmp/ui.sock",
+            "--allow-uid",
+            "1001",
+            "--allow-uid",
+            "1002",
+            "--namespace",
+            "t",
+            "--hidden",
+        ])
+        .unwrap();
+        assert_eq!(a.open, OpenTarget::Review("q7".into()));
+        assert_eq!(a.ui_socket, Some(PathBuf::from("/tmp/ui.sock")));
+        assert!(a.hidden);
+        assert_eq!(a.passthrough().allow_uid, vec![1001, 1002]);
+        assert_eq!(a.passthrough().namespace.as_deref(), Some("t"));
+        assert!(Args::try_parse_from(["parley-custody", "--open", "review-x"]).is_err());
+        assert!(Args::try_parse_from(["parley-custody", "--open", "main:nope"]).is_err());
+    }
 }

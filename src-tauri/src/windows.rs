@@ -1,6 +1,8 @@
-//! The app's windows. Each kind is its own page of the UI bundle with its
-//! own capability (`capabilities/*.json`): a review window can decide its own
-//! request and nothing else, the audit view can read the log but not sign.
+//! The app's windows: which ones exist, their labels, pages and sizes, and
+//! opening or focusing them. Each kind is its own page of the UI bundle; the
+//! custody service decides what each may call by its label (a review window
+//! can decide its own request and nothing else, the audit view can read the
+//! log but not sign), so labels are built here only from checked ids.
 //!
 //! | window | label | page |
 //! |---|---|---|
@@ -10,17 +12,8 @@
 //! | audit view | `audit` | `audit.html` |
 //! | settings | `settings` | `settings.html` |
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
-use tauri::{AppHandle, Manager, WebviewUrl, WebviewWindowBuilder, WindowEvent};
-
-/// How long a review window must have been on screen, and focused, before
-/// Approve counts (anti-clickjacking; the UI shows the same delay).
-pub const APPROVE_DELAY: Duration = Duration::from_millis(1500);
-
-/// Slack for the time between the UI's timer and ours.
-const DELAY_SLACK: Duration = Duration::from_millis(300);
+use std::str::FromStr;
+use tauri::{AppHandle, Manager, Runtime, WebviewUrl, WebviewWindowBuilder};
 
 /// A window label for request `id`.
 pub fn review_label(id: &str) -> String {
@@ -36,29 +29,133 @@ pub fn valid_request_id(id: &str) -> bool {
         && id[1..].bytes().all(|b| b.is_ascii_digit())
 }
 
-/// When each review window or grant form last appeared or regained focus;
-/// approvals that come sooner than [`APPROVE_DELAY`] after it are refused.
-#[derive(Default)]
-pub struct Armed(Mutex<HashMap<String, Instant>>);
+/// The shape of an agent key (`ed25519:` and 43 characters of unpadded
+/// URL-safe base64). This process links no key code: the service checks the
+/// key itself; here it only has to be safe inside a URL fragment.
+pub fn plausible_agent_key(key: &str) -> bool {
+    key.strip_prefix("ed25519:").is_some_and(|b64| {
+        b64.len() == 43
+            && b64
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    })
+}
 
-impl Armed {
-    fn arm(&self, label: &str) {
-        if let Ok(mut m) = self.0.lock() {
-            m.insert(label.to_string(), Instant::now());
+/// What the grant form is opened for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GrantFor {
+    /// The human's own form (label `grant`).
+    New,
+    /// A pending grant request (label `grant-<id>`, `#request=<id>`).
+    Request(String),
+    /// The human's own form with an agent key filled in (label `grant`, `#agent=<key>`).
+    Agent(String),
+}
+
+/// A window to open or bring to the front: the main window in one of its
+/// views, or the review window of one request. Both `--open` and the
+/// service's `open` events name one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpenTarget {
+    /// Home (`main`, `index.html`).
+    Home,
+    /// The grant form.
+    Grant(GrantFor),
+    /// The audit view (`audit`).
+    Audit,
+    /// The settings (`settings`).
+    Settings,
+    /// The review window of request `id` (`review-<id>`).
+    Review(String),
+}
+
+/// Why a window target was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TargetError {
+    /// Not `home`, `grant`, `audit` or `settings`.
+    #[error("unknown view (home, grant, audit or settings)")]
+    View,
+    /// A grant fragment other than `request=<id>` or `agent=<key>`.
+    #[error("the grant view takes request=<id> or agent=<key>")]
+    GrantFragment,
+    /// Not a request id (`q` and digits).
+    #[error("not a request id")]
+    RequestId,
+    /// Not an agent key.
+    #[error("not an agent key")]
+    AgentKey,
+    /// Neither `main…` nor `review-<id>`.
+    #[error("unknown window (main:<view>[#fragment] or review-<id>)")]
+    Window,
+}
+
+impl OpenTarget {
+    /// The main window's `view`, with its `fragment`. Only the grant view
+    /// reads a fragment; the others have none to show and ignore it.
+    pub fn main(view: &str, fragment: Option<&str>) -> Result<Self, TargetError> {
+        let fragment = fragment.unwrap_or("");
+        Ok(match view {
+            "home" => OpenTarget::Home,
+            "audit" => OpenTarget::Audit,
+            "settings" => OpenTarget::Settings,
+            "grant" => OpenTarget::Grant(if fragment.is_empty() {
+                GrantFor::New
+            } else if let Some(id) = fragment.strip_prefix("request=") {
+                if !valid_request_id(id) {
+                    return Err(TargetError::RequestId);
+                }
+                GrantFor::Request(id.to_string())
+            } else if let Some(key) = fragment.strip_prefix("agent=") {
+                if !plausible_agent_key(key) {
+                    return Err(TargetError::AgentKey);
+                }
+                GrantFor::Agent(key.to_string())
+            } else {
+                return Err(TargetError::GrantFragment);
+            }),
+            _ => return Err(TargetError::View),
+        })
+    }
+
+    /// The window `label` (`review-<id>`); `main` is the main window's home.
+    pub fn window(label: &str) -> Result<Self, TargetError> {
+        if label == "main" {
+            return Ok(OpenTarget::Home);
+        }
+        match label.strip_prefix("review-") {
+            Some(id) if valid_request_id(id) => Ok(OpenTarget::Review(id.to_string())),
+            Some(_) => Err(TargetError::RequestId),
+            None => Err(TargetError::Window),
         }
     }
-    fn disarm(&self, label: &str) {
-        if let Ok(mut m) = self.0.lock() {
-            m.remove(label);
+
+    /// The label of the window this target opens.
+    pub fn label(&self) -> String {
+        match self {
+            OpenTarget::Home => "main".into(),
+            OpenTarget::Grant(GrantFor::Request(id)) => format!("grant-{id}"),
+            OpenTarget::Grant(_) => "grant".into(),
+            OpenTarget::Audit => "audit".into(),
+            OpenTarget::Settings => "settings".into(),
+            OpenTarget::Review(id) => review_label(id),
         }
     }
-    /// Whether the window `label` has been shown long enough for an approval.
-    pub fn ready(&self, label: &str) -> bool {
-        self.0
-            .lock()
-            .ok()
-            .and_then(|m| m.get(label).copied())
-            .is_some_and(|t| t.elapsed() + DELAY_SLACK >= APPROVE_DELAY)
+}
+
+/// `--open`: `main`, `main:<view>[#fragment]` or `review-<id>`.
+impl FromStr for OpenTarget {
+    type Err = TargetError;
+    fn from_str(s: &str) -> Result<Self, TargetError> {
+        match s.strip_prefix("main:") {
+            Some(rest) => {
+                let (view, fragment) = match rest.split_once('#') {
+                    Some((v, f)) => (v, Some(f)),
+                    None => (rest, None),
+                };
+                OpenTarget::main(view, fragment)
+            }
+            None => OpenTarget::window(s),
+        }
     }
 }
 
@@ -71,7 +168,7 @@ const GRANT_SIZE: (f64, f64) = (720.0, 680.0);
 const AUDIT_SIZE: (f64, f64) = (1100.0, 680.0);
 const SETTINGS_SIZE: (f64, f64) = (780.0, 680.0);
 
-fn show(app: &AppHandle, label: &str) -> bool {
+fn show<R: Runtime>(app: &AppHandle<R>, label: &str) -> bool {
     match app.get_webview_window(label) {
         Some(w) => {
             let _ = w.unminimize();
@@ -83,15 +180,16 @@ fn show(app: &AppHandle, label: &str) -> bool {
     }
 }
 
-fn build(
-    app: &AppHandle,
+fn build<R: Runtime>(
+    app: &AppHandle<R>,
     label: &str,
     page: String,
     title: &str,
     size: (f64, f64),
-) -> Result<tauri::WebviewWindow, String> {
+) -> Result<tauri::WebviewWindow<R>, String> {
     WebviewWindowBuilder::new(app, label, WebviewUrl::App(page.into()))
-        .title(parley_custody::display::safe(title))
+        // Titles are fixed strings of ours: no agent text reaches them.
+        .title(title)
         .inner_size(size.0, size.1)
         .min_inner_size(420.0, 360.0)
         .center()
@@ -100,122 +198,46 @@ fn build(
         .map_err(|e| format!("cannot open the window: {e}"))
 }
 
-/// The home window.
-pub fn open_main(app: &AppHandle) -> Result<(), String> {
-    if show(app, "main") {
-        return Ok(());
-    }
-    build(
-        app,
-        "main",
-        "index.html".into(),
-        "Parley Custody",
-        MAIN_SIZE,
-    )
-    .map(|_| ())
-}
-
-/// The review window of request `id` (one per request).
-pub fn open_review(app: &AppHandle, id: &str) -> Result<(), String> {
-    if !valid_request_id(id) {
-        return Err("not a request id".into());
-    }
-    let label = review_label(id);
+/// Opens the window `target` names, or brings it to the front if it is
+/// open. Returns its label when it was created now (the caller reports it
+/// `shown` to the service), `None` when it was already open.
+pub fn open<R: Runtime>(app: &AppHandle<R>, target: &OpenTarget) -> Result<Option<String>, String> {
+    let label = target.label();
     if show(app, &label) {
-        return Ok(());
+        return Ok(None);
     }
-    let w = build(
-        app,
-        &label,
-        format!("review.html#{id}"),
-        "Review request — Parley Custody",
-        REVIEW_SIZE,
-    )?;
-    arm_while_focused(app, &w, &label);
-    Ok(())
-}
-
-/// Arms `label` now and whenever it regains focus, disarms it when it loses
-/// focus: the windows that sign (review, grant form) accept a decision only
-/// [`APPROVE_DELAY`] after they came to the front.
-fn arm_while_focused(app: &AppHandle, w: &tauri::WebviewWindow, label: &str) {
-    app.state::<crate::state::AppState>().armed.arm(label);
-    let handle = app.clone();
-    let l = label.to_string();
-    w.on_window_event(move |e| {
-        let armed = &handle.state::<crate::state::AppState>().armed;
-        match e {
-            WindowEvent::Focused(true) => armed.arm(&l),
-            WindowEvent::Focused(false) | WindowEvent::Destroyed => armed.disarm(&l),
-            _ => {}
+    let (page, title, size) = match target {
+        OpenTarget::Home => ("index.html".to_string(), "Parley Custody", MAIN_SIZE),
+        OpenTarget::Grant(g) => {
+            let fragment = match g {
+                GrantFor::New => String::new(),
+                GrantFor::Request(id) => format!("#request={id}"),
+                GrantFor::Agent(key) => format!("#agent={key}"),
+            };
+            (
+                format!("grant.html{fragment}"),
+                "Issue a grant — Parley Custody",
+                GRANT_SIZE,
+            )
         }
-    });
-}
-
-/// The grant form: `grant-<id>` answers pending grant request `id` (one
-/// window per request); `grant` is the human's own form, optionally with an
-/// agent key filled in.
-pub fn open_grant(
-    app: &AppHandle,
-    request: Option<&str>,
-    agent: Option<&str>,
-) -> Result<(), String> {
-    let (label, fragment) = match (request, agent) {
-        (Some(id), _) if valid_request_id(id) => (format!("grant-{id}"), format!("#request={id}")),
-        (Some(_), _) => return Err("not a request id".into()),
-        (None, Some(key)) if key.parse::<parley_core::PublicKey>().is_ok() => {
-            ("grant".to_string(), format!("#agent={key}"))
-        }
-        (None, Some(_)) => return Err("not an agent key".into()),
-        (None, None) => ("grant".to_string(), String::new()),
+        OpenTarget::Audit => (
+            "audit.html".to_string(),
+            "Audit log — Parley Custody",
+            AUDIT_SIZE,
+        ),
+        OpenTarget::Settings => (
+            "settings.html".to_string(),
+            "Settings — Parley Custody",
+            SETTINGS_SIZE,
+        ),
+        OpenTarget::Review(id) => (
+            format!("review.html#{id}"),
+            "Review request — Parley Custody",
+            REVIEW_SIZE,
+        ),
     };
-    if show(app, &label) {
-        return Ok(());
-    }
-    let w = build(
-        app,
-        &label,
-        format!("grant.html{fragment}"),
-        "Issue a grant — Parley Custody",
-        GRANT_SIZE,
-    )?;
-    arm_while_focused(app, &w, &label);
-    Ok(())
-}
-
-/// Whether `label` is a grant form window.
-pub fn is_grant_form(label: &str) -> bool {
-    label == "grant" || label.strip_prefix("grant-").is_some_and(valid_request_id)
-}
-
-/// The audit view.
-pub fn open_audit(app: &AppHandle) -> Result<(), String> {
-    if show(app, "audit") {
-        return Ok(());
-    }
-    build(
-        app,
-        "audit",
-        "audit.html".into(),
-        "Audit log — Parley Custody",
-        AUDIT_SIZE,
-    )
-    .map(|_| ())
-}
-
-/// The settings.
-pub fn open_settings(app: &AppHandle) -> Result<(), String> {
-    if show(app, "settings") {
-        return Ok(());
-    }
-    build(
-        app,
-        "settings",
-        "settings.html".into(),
-        "Settings — Parley Custody",
-        SETTINGS_SIZE,
-    )
-    .map(|_| ())
+    build(app, &label, page, title, size)?;
+    Ok(Some(label))
 }
 
 #[cfg(test)]
@@ -249,26 +271,100 @@ mod tests {
     }
 
     #[test]
-    fn grant_form_labels() {
-        assert!(is_grant_form("grant"));
-        assert!(is_grant_form("grant-q7"));
-        assert!(!is_grant_form("grant-x"));
-        assert!(!is_grant_form("review-q7"));
-        assert!(!is_grant_form("main"));
+    fn agent_keys() {
+        let key = format!("ed25519:{}", "A".repeat(42) + "_");
+        assert!(plausible_agent_key(&key));
+        for bad in [
+            "".to_string(),
+            "ed25519:".to_string(),
+            format!("ed25519:{}", "A".repeat(42)),
+            format!("ed25519:{}", "A".repeat(44)),
+            format!("ed25519:{}#x", "A".repeat(41)),
+            format!("ed25519:{}&", "A".repeat(42)),
+            format!("x25519:{}", "A".repeat(43)),
+        ] {
+            assert!(!plausible_agent_key(&bad), "{bad}");
+        }
     }
 
     #[test]
-    fn armed_windows_wait_for_the_delay() {
-        let a = Armed::default();
-        assert!(!a.ready("review-q1"), "never shown");
-        a.arm("review-q1");
-        assert!(!a.ready("review-q1"), "just shown");
-        a.0.lock().unwrap().insert(
-            "review-q1".into(),
-            Instant::now() - APPROVE_DELAY - Duration::from_millis(1),
+    fn open_targets_parse() {
+        let key = format!("ed25519:{}", "b".repeat(43));
+        for (arg, want) in [
+            ("main", OpenTarget::Home),
+            ("main:home", OpenTarget::Home),
+            ("main:audit", OpenTarget::Audit),
+            ("main:settings#anything", OpenTarget::Settings),
+            ("main:grant", OpenTarget::Grant(GrantFor::New)),
+            ("main:grant#", OpenTarget::Grant(GrantFor::New)),
+            (
+                "main:grant#request=q7",
+                OpenTarget::Grant(GrantFor::Request("q7".into())),
+            ),
+            ("review-q12", OpenTarget::Review("q12".into())),
+        ] {
+            assert_eq!(arg.parse::<OpenTarget>(), Ok(want), "{arg}");
+        }
+        assert_eq!(
+            format!("main:grant#agent={key}").parse::<OpenTarget>(),
+            Ok(OpenTarget::Grant(GrantFor::Agent(key.clone())))
         );
-        assert!(a.ready("review-q1"));
-        a.disarm("review-q1");
-        assert!(!a.ready("review-q1"));
+        for (arg, err) in [
+            ("main:", TargetError::View),
+            ("main:review", TargetError::View),
+            ("main:grant#request=7", TargetError::RequestId),
+            ("main:grant#agent=nope", TargetError::AgentKey),
+            ("main:grant#id=q7", TargetError::GrantFragment),
+            ("review-", TargetError::RequestId),
+            ("review-q7/../x", TargetError::RequestId),
+            ("audit", TargetError::Window),
+            ("", TargetError::Window),
+        ] {
+            assert_eq!(arg.parse::<OpenTarget>(), Err(err), "{arg}");
+        }
+    }
+
+    #[test]
+    fn labels_are_those_the_capabilities_and_the_service_know() {
+        assert_eq!(OpenTarget::Home.label(), "main");
+        assert_eq!(OpenTarget::Grant(GrantFor::New).label(), "grant");
+        assert_eq!(
+            OpenTarget::Grant(GrantFor::Agent("k".into())).label(),
+            "grant"
+        );
+        assert_eq!(
+            OpenTarget::Grant(GrantFor::Request("q3".into())).label(),
+            "grant-q3"
+        );
+        assert_eq!(OpenTarget::Audit.label(), "audit");
+        assert_eq!(OpenTarget::Settings.label(), "settings");
+        assert_eq!(OpenTarget::Review("q3".into()).label(), "review-q3");
+        // Every label matches exactly one capability's `windows`.
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("capabilities");
+        let mut patterns = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+            let cap: serde_json::Value = serde_json::from_str(&text).unwrap();
+            for w in cap["windows"].as_array().unwrap() {
+                patterns.push(w.as_str().unwrap().to_string());
+            }
+        }
+        for label in [
+            "main",
+            "grant",
+            "grant-q3",
+            "audit",
+            "settings",
+            "review-q3",
+        ] {
+            let n = patterns
+                .iter()
+                .filter(|p| match p.strip_suffix('*') {
+                    Some(prefix) => label.starts_with(prefix),
+                    None => p.as_str() == label,
+                })
+                .count();
+            assert_eq!(n, 1, "{label} in {patterns:?}");
+        }
     }
 }

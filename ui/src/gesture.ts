@@ -6,7 +6,7 @@
 //    and an empty `pointerType`; one a script made is not trusted), or
 //  - pressing and holding the pointer on the button for HOLD_MS.
 // The backend refuses an approval that names no gesture, and checks the
-// window's focus and arming delay itself (src-tauri/src/commands.rs).
+// window's focus and arming delay itself (custody/src/desktop/permissions.rs, in the service).
 
 import type { Gesture } from './ipc'
 

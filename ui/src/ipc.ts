@@ -1,4 +1,7 @@
-// The Tauri commands (src-tauri/src/commands.rs) and events, typed.
+// The custody service's calls and events, typed. Every call goes through the
+// UI process's one Tauri command, `call` (src-tauri/src/bridge.rs), to the
+// service (docs/ui-channel.md), which checks it against this window's label;
+// only `window_close` stays in the UI process.
 // Every call has a timeout here too: a window never waits forever.
 
 import { invoke } from '@tauri-apps/api/core'
@@ -123,7 +126,7 @@ export interface AgentUserPlanView {
   steps: string[]
   socket: string
 }
-/** Start at login (src-tauri/src/autostart.rs): the XDG autostart entry. */
+/** Start at login (the service's autostart, ported from the former src-tauri/src/autostart.rs): the XDG autostart entry. */
 export interface AutostartView {
   enabled: boolean
   offered: boolean
@@ -280,7 +283,7 @@ export interface SettingsView {
 /** How long a command may take before the window says so (the backend has its own limits). */
 export const CALL_TIMEOUT_MS = 90_000
 
-/** Calls a command, with a timeout; errors are the backend's sentence. */
+/** Calls custody (or, for `window_close`, the UI process), with a timeout; errors are the backend's sentence. */
 export async function call<T>(cmd: string, args: Record<string, unknown> = {}): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined
   const timeout = new Promise<never>((_, reject) => {
@@ -290,7 +293,8 @@ export async function call<T>(cmd: string, args: Record<string, unknown> = {}): 
     )
   })
   try {
-    return await Promise.race([invoke<T>(cmd, args), timeout])
+    const sent = cmd === 'window_close' ? invoke<T>('window_close') : invoke<T>('call', { name: cmd, args })
+    return await Promise.race([sent, timeout])
   } catch (e) {
     throw new Error(errorText(e))
   } finally {

@@ -1,4 +1,4 @@
-// Fixture data shaped like the backend's views (src-tauri/src/commands.rs).
+// Fixture data shaped like the backend's views (the service's calls, custody/src/desktop/calls.rs).
 
 export const now = () => Math.floor(Date.now() / 1000)
 

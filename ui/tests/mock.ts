@@ -20,7 +20,13 @@ declare global {
 window.__parleyCalls = []
 mockWindows(window.__PARLEY_WINDOW__ ?? 'main')
 mockIPC(
-  async (cmd, payload) => {
+  async (outer, outerPayload) => {
+    // Pages reach custody through one command, `call { name, args }`
+    // (src/ipc.ts); fixtures and recorded calls are keyed by the inner name.
+    const wrapped = outer === 'call'
+    const inner = (outerPayload ?? {}) as { name?: string; args?: unknown }
+    const cmd = wrapped ? String(inner.name) : outer
+    const payload = wrapped ? inner.args : outerPayload
     window.__parleyCalls.push([cmd, JSON.parse(JSON.stringify(payload ?? {}))])
     const f = (window.__PARLEY_FIXTURES__ ?? {})[cmd]
     if (f === undefined) throw `no fixture for ${cmd}`

@@ -1,0 +1,197 @@
+//! Between Tauri and the UI channel, both ways: the pages' one command
+//! (`call`, forwarded with the calling window's label), the service's events
+//! (Tauri events for the pages, windows to open or close, quit), and what
+//! happens to the windows (reported to the service, which times approvals
+//! from them). This process decides nothing: the service checks every call.
+
+use crate::channel::{Channel, Ending, Reader};
+use crate::protocol::{self, Event, Note};
+use crate::windows::{self, OpenTarget};
+use serde_json::Value;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
+use tauri::{AppHandle, Emitter, Manager, Runtime, State, Window, WindowEvent};
+
+/// A page's call, for the service: `name` and `args` exactly as the page
+/// sent them, with the label of the window that made the call (from Tauri,
+/// never from the page).
+#[tauri::command(rename_all = "snake_case")]
+pub async fn call(
+    window: Window,
+    channel: State<'_, Arc<Channel>>,
+    name: String,
+    args: Value,
+) -> Result<Value, String> {
+    channel.call(window.label(), &name, &args).await
+}
+
+/// Closes the calling window (nothing to ask the service).
+#[tauri::command(rename_all = "snake_case")]
+pub async fn window_close(window: Window) -> Result<(), String> {
+    window.close().map_err(|e| e.to_string())
+}
+
+/// Opens (or focuses) `target`; a window created now is reported `shown`.
+pub fn open<R: Runtime>(app: &AppHandle<R>, target: &OpenTarget) -> Result<(), String> {
+    if let Some(label) = windows::open(app, target)? {
+        if let Some(channel) = app.try_state::<Arc<Channel>>() {
+            channel.note(&label, Note::Shown);
+        }
+    }
+    Ok(())
+}
+
+/// The Tauri event a service event becomes, with its payload (`None`: none).
+fn page_event(e: &Event) -> Option<(&'static str, Option<&str>)> {
+    Some(match e {
+        Event::PendingChanged => ("pending-changed", None),
+        Event::PausesChanged => ("pauses-changed", None),
+        Event::StatusChanged => ("status-changed", None),
+        Event::PendingWithdrawn(id) => ("pending-withdrawn", Some(id.as_str())),
+        _ => return None,
+    })
+}
+
+/// What a window event means to the service, if anything.
+fn note_for(e: &WindowEvent) -> Option<Note> {
+    match e {
+        WindowEvent::Focused(true) => Some(Note::Focused),
+        WindowEvent::Focused(false) => Some(Note::Blurred),
+        WindowEvent::Destroyed => Some(Note::Closed),
+        _ => None,
+    }
+}
+
+/// Reports `event` of `window` to the service (`Builder::on_window_event`).
+pub fn on_window_event<R: Runtime>(window: &Window<R>, event: &WindowEvent) {
+    if let Some(note) = note_for(event) {
+        if let Some(channel) = window.try_state::<Arc<Channel>>() {
+            channel.note(window.label(), note);
+        }
+    }
+}
+
+/// Acts on one service event.
+fn handle<R: Runtime>(app: &AppHandle<R>, e: Event) {
+    if let Some((name, payload)) = page_event(&e) {
+        let sent = match payload {
+            Some(id) => app.emit(name, id),
+            None => app.emit(name, ()),
+        };
+        if let Err(err) = sent {
+            tracing::warn!("cannot pass {name} to the windows: {err}");
+        }
+        return;
+    }
+    match e {
+        Event::Open(target) => {
+            if let Err(err) = open(app, &target) {
+                tracing::warn!("cannot open {}: {err}", target.label());
+            }
+        }
+        Event::Close(label) => match app.get_webview_window(&label) {
+            Some(w) => {
+                if let Err(err) = w.close() {
+                    tracing::warn!("cannot close {}: {err}", protocol::echo(&label));
+                }
+            }
+            None => tracing::debug!("no window {} to close", protocol::echo(&label)),
+        },
+        Event::Quit => {
+            tracing::info!("custody asked the windows to quit");
+            shut_down(app, 0);
+        }
+        Event::Ignored(why) => tracing::warn!("ignored from custody: {why}"),
+        // Page events, handled above.
+        Event::PendingChanged
+        | Event::PausesChanged
+        | Event::StatusChanged
+        | Event::PendingWithdrawn(_) => {}
+    }
+}
+
+/// The exit code [`shut_down`] chose: closing the last window may end the
+/// event loop (with 0) before its exit request is read, so `main` asks here.
+static EXIT_CODE: AtomicI32 = AtomicI32::new(0);
+
+/// The exit code the service's `quit` or the channel's end chose (0 if neither).
+pub fn exit_code() -> i32 {
+    EXIT_CODE.load(Ordering::SeqCst)
+}
+
+/// Closes every window and exits with `code`.
+fn shut_down<R: Runtime>(app: &AppHandle<R>, code: i32) {
+    EXIT_CODE.store(code, Ordering::SeqCst);
+    for (_, w) in app.webview_windows() {
+        let _ = w.destroy();
+    }
+    app.exit(code);
+}
+
+/// Reads the service's events on a thread of its own until the channel
+/// ends, then closes every window and exits: without the service there is
+/// nothing this process could show and back up.
+pub fn start_reader<R: Runtime>(app: AppHandle<R>, reader: Reader) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("ui-channel".into())
+        .spawn(move || {
+            let ending = reader.run(|e| handle(&app, e));
+            let code = match ending {
+                Ending::Closed => {
+                    tracing::info!("custody closed the UI channel: closing the windows");
+                    0
+                }
+                Ending::Failed(e) => {
+                    tracing::error!("{e}: closing the windows");
+                    eprintln!("parley-custody: {e}; closing the windows");
+                    1
+                }
+            };
+            shut_down(&app, code);
+        })
+        .map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn service_events_become_the_page_events_the_app_always_sent() {
+        assert_eq!(
+            page_event(&Event::PendingChanged),
+            Some(("pending-changed", None))
+        );
+        assert_eq!(
+            page_event(&Event::PausesChanged),
+            Some(("pauses-changed", None))
+        );
+        assert_eq!(
+            page_event(&Event::StatusChanged),
+            Some(("status-changed", None))
+        );
+        assert_eq!(
+            page_event(&Event::PendingWithdrawn("q7".into())),
+            Some(("pending-withdrawn", Some("q7")))
+        );
+        for e in [
+            Event::Quit,
+            Event::Close("main".into()),
+            Event::Open(OpenTarget::Home),
+            Event::Ignored("x".into()),
+        ] {
+            assert_eq!(page_event(&e), None, "{e:?}");
+        }
+    }
+
+    #[test]
+    fn window_events_become_notes() {
+        assert_eq!(note_for(&WindowEvent::Focused(true)), Some(Note::Focused));
+        assert_eq!(note_for(&WindowEvent::Focused(false)), Some(Note::Blurred));
+        assert_eq!(note_for(&WindowEvent::Destroyed), Some(Note::Closed));
+        assert_eq!(
+            note_for(&WindowEvent::Moved(tauri::PhysicalPosition::new(0, 0))),
+            None
+        );
+    }
+}
