@@ -108,12 +108,14 @@ pub async fn run(opts: DesktopOptions) -> Result<Ended, String> {
     wait_for_stop(&desktop).await;
     let restart = desktop.restart.load(std::sync::atomic::Ordering::SeqCst);
     tracing::info!(restart, "Parley Custody stopping");
+    // Agents first: from now on nothing new is queued, and an agent that
+    // connects meanwhile reaches the next service, not this one going away.
+    desktop.stop_socket().await;
     desktop.hub.send(UiEvent::Quit);
     // A moment for the UIs to read Quit before the channel closes.
     tokio::time::sleep(Duration::from_millis(200)).await;
     let _ = stop_tx.send(());
     let _ = tokio::time::timeout(Duration::from_secs(2), served).await;
-    desktop.stop_socket().await;
     if restart {
         std::env::set_var(REOPEN_ENV, "settings");
         return Ok(Ended::Restart);

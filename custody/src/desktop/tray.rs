@@ -284,8 +284,9 @@ impl ksni::Tray for Item {
     }
 
     fn watcher_offline(&self, reason: ksni::OfflineReason) -> bool {
-        self.online.store(false, Ordering::SeqCst);
-        tracing::warn!("the tray host went away ({reason:?}); requests open their review window");
+        if self.online.swap(false, Ordering::SeqCst) {
+            tracing::warn!("the tray host went away ({reason:?})");
+        }
         // Keep the item: a host that comes back shows it again.
         true
     }

@@ -5,7 +5,7 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFileSync, spawn } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readFileSync, statSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { WebDriver, until, KEY } from './webdriver.mjs'
@@ -111,8 +111,9 @@ test('the UI process killed mid-review signs nothing, and a new UI picks the req
   const p = proposal(PARLEY, { id: 'p_kill', amount: 1234 })
   agent.send(consentRequest('ck', { proposal: p, principal, agent: me }))
   await agent.next((f) => f.re === 'ck' && f.kind === 'PENDING')
-  await wd.switchToWindow(/review\.html#q\d+$/, 20_000)
-  const id = (await wd.url()).split('#')[1]
+  // Custody numbers requests q1, q2, …: this file's fourth.
+  const id = 'q4'
+  await wd.switchToWindow(/review\.html#q4$/, 20_000)
   await wd.until(async () => (await wd.prop(tid('approve'), 'disabled')) === false, 'Approve armed')
   const ui = execFileSync('pgrep', ['-n', '-u', String(process.getuid()), '-x', 'parley-custody'], { encoding: 'utf8' }).trim()
   const service = execFileSync('pgrep', ['-n', '-u', String(process.getuid()), '-x', 'parley-custodyd'], { encoding: 'utf8' }).trim()
@@ -146,8 +147,11 @@ test('settings: a limit that needs a restart says so, Restart applies it, and a 
   const saved = JSON.parse(readFileSync(join(process.env.PARLEY_CUSTODY_DATA, 'settings.json'), 'utf8'))
   assert.equal(saved.rate_per_minute, 2)
   agent.close()
-  // The click ends this process (and with it the WebDriver session's window): an error is expected.
+  // The click restarts the custody service, and with it ends this UI (and the WebDriver session's
+  // window): an error is expected. The new service makes a new socket file.
+  const before = statSync(process.env.PARLEY_CUSTODY_SOCKET).ino
   await wd.click(tid('s-restart')).catch(() => {})
+  await until(() => existsSync(process.env.PARLEY_CUSTODY_SOCKET) && statSync(process.env.PARLEY_CUSTODY_SOCKET).ino !== before, 'the restarted service on a new socket', 30_000)
   // The app is now a new process (outside the WebDriver session): reach it over its socket.
   const fresh = await until(async () => {
     const a = await Agent.connect(process.env.PARLEY_CUSTODY_SOCKET)
