@@ -44,6 +44,13 @@ fi
 step "cargo build (custody service, app UI, parley CLI, playground)"
 cargo build --locked -q -p parley-custody -p parley-custody-app -p parley-cli -p parley-playground
 
+step "the UI process cannot hold a key: no custody, core, key store, SQLite or signature crate in its tree"
+if linked=$(cargo tree --locked -p parley-custody-app -e normal --prefix none |
+    grep -E '^(parley-custody|parley-core|keyring|rusqlite|ed25519-dalek|argon2|chacha20poly1305|zbus_polkit) v'); then
+  echo "test-app: the UI process links what only the service may: $linked" >&2
+  exit 1
+fi
+
 if [ ! -x target/tools/bin/tauri-driver ]; then
   step "cargo install tauri-driver (into target/tools)"
   cargo install tauri-driver --locked --root "$repo/target/tools"

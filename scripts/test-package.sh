@@ -23,13 +23,14 @@ echo "== control fields of $DEB"
 field() { dpkg-deb --field "$DEB" "$1"; }
 [ "$(field Package)" = parley-custody ] || fail "Package is '$(field Package)'"
 depends=$(field Depends)
-for need in libwebkit2gtk-4.1-0 libgtk-3-0 libayatana-appindicator3-1 polkitd; do
+for need in libwebkit2gtk-4.1-0 libgtk-3-0 polkitd libdbus-1-3; do
   [[ "$depends" == *"$need"* ]] || fail "Depends lacks $need: $depends"
 done
 ok "Depends: $depends"
 [[ "$(field Recommends)" == *gnome-keyring* ]] || fail "Recommends lacks a Secret Service provider: $(field Recommends)"
 ok "Recommends: $(field Recommends)"
-for unwanted in nodejs npm cargo rustc libwebkit2gtk-4.1-dev; do
+# The tray icon is the service's StatusNotifierItem over D-Bus (ksni): no AppIndicator library.
+for unwanted in nodejs npm cargo rustc libwebkit2gtk-4.1-dev libayatana-appindicator3-1 libappindicator3-1; do
   [[ " $depends " != *" $unwanted"* ]] || fail "Depends names $unwanted, which it does not need at run time"
 done
 
@@ -122,25 +123,27 @@ PARLEY_CUSTODY_NAMESPACE="pkg-$$" PARLEY_CUSTODY_SOCKET="$T/run/custody.sock" \
         org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null | grep -q true; do
       i=$((i+1)); [ "$i" -gt 100 ] && { echo "no keychain" >&2; exit 1; }; sleep 0.1
     done
-    /usr/bin/parley-custody --hidden >"$T/app.log" 2>&1 &
-    app=$!
+    # The app with --hidden starts the custody service (the tray only) and exits.
+    /usr/bin/parley-custody --hidden >"$T/app.log" 2>&1 || { cat "$T/app.log" >&2; echo "parley-custody --hidden failed" >&2; exit 1; }
+    service=$(pgrep -n -u "$(id -u)" -x parley-custodyd) || { echo "no custody service runs" >&2; exit 1; }
     i=0
     reachable() {
       /usr/bin/parley whoami --json --socket "$PARLEY_CUSTODY_SOCKET" >"$T/whoami.json" 2>"$T/whoami.err" &&
         python3 -c "import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))[\"custody\"][\"reachable\"] else 1)" "$T/whoami.json"
     }
     until reachable; do
-      i=$((i+1)); [ "$i" -gt 600 ] && { echo "the installed app never answered on its socket" >&2; cat "$T/whoami.err" >&2; exit 1; }
-      kill -0 "$app" 2>/dev/null || { echo "the installed app exited" >&2; exit 1; }
+      i=$((i+1)); [ "$i" -gt 600 ] && { echo "the installed service never answered on its socket" >&2; cat "$T/whoami.err" >&2; exit 1; }
+      kill -0 "$service" 2>/dev/null || { echo "the installed service exited" >&2; exit 1; }
       sleep 0.1
     done
+    [ "$(readlink "/proc/$service/exe")" = /usr/bin/parley-custodyd ] || { echo "the service is not the installed one" >&2; exit 1; }
     # Hidden: no window was opened.
     if command -v xdotool >/dev/null && xdotool search --name "Parley Custody" >/dev/null 2>&1; then
       echo "--hidden opened a window" >&2; exit 1
     fi
-    kill "$app"; wait "$app" 2>/dev/null || true
+    kill "$service"; while kill -0 "$service" 2>/dev/null; do sleep 0.1; done
   ' || fail "the installed app did not serve its socket (log: above)"
-ok "the installed app started hidden and answered the installed CLI on its socket"
+ok "the installed app started the installed service hidden, which answered the installed CLI on its socket"
 
 echo "== the installed app through WebDriver: its window, start at login, the entry's Exec line"
 PARLEY_APP=/usr/bin/parley-custody PARLEY_CLI=/usr/bin/parley E2E_ONLY=installed scripts/test-app.sh --e2e ||

@@ -58,6 +58,9 @@ function renderStatus(s: StatusView) {
   if (s.notifications.available === false && s.notifications.message) {
     items.push(h('p', { class: 'msg msg-warn', testid: 'no-notifications' }, s.notifications.message))
   }
+  if (s.tray?.available === false && s.tray.message) {
+    items.push(h('p', { class: 'msg msg-warn', testid: 'no-tray' }, s.tray.message))
+  }
   if (s.restart_needed.length) {
     items.push(
       h(

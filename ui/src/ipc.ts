@@ -114,6 +114,8 @@ export interface StatusView {
   keys_error: string | null
   pending: number
   notifications: { available: boolean | null; message: string | null }
+  /** Whether a tray host shows custody's icon (absent from an older service). */
+  tray?: { available: boolean; message: string | null }
   restart_needed: string[]
   version: string
   approve_delay_ms: number

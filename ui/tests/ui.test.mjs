@@ -774,7 +774,7 @@ test('home: start at login is offered once, after the key exists, and either ans
 test('home: pending requests as text, with their review buttons; states are said', async () => {
   const hostile = consent({ review: { service: '<b>evil</b>\u202e', agent: { key: AGENT, short: 'ed25519:gTl3Dqh9F1…', label: 'bot', known: true } } })
   const page = await open('index.html', {
-    status: status({ notifications: { available: false, message: 'Desktop notifications are not available (no daemon).' }, restart_needed: ['queue_size'] }),
+    status: status({ notifications: { available: false, message: 'Desktop notifications are not available (no daemon).' }, tray: { available: false, message: 'No tray icon: this desktop has no tray host.' }, restart_needed: ['queue_size'] }),
     pending_list: [hostile],
     open_window: null,
   })
@@ -784,6 +784,7 @@ test('home: pending requests as text, with their review buttons; states are said
   await page.locator(tid('review-q1')).click()
   assert.deepEqual(await calls(page, 'open_window'), [{ kind: 'review', id: 'q1', agent: null }])
   assert.match(await text(page, 'no-notifications'), /not available/)
+  assert.match(await text(page, 'no-tray'), /no tray host/)
   assert.match(await text(page, 'restart-needed'), /queue_size/)
   await page.evaluate(() => (window.__PARLEY_FIXTURES__.pending_list = []))
   await page.evaluate(() => window.__parleyEmit('pending-changed'))

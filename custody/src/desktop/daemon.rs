@@ -111,11 +111,13 @@ pub async fn run(opts: DesktopOptions) -> Result<Ended, String> {
     // Agents first: from now on nothing new is queued, and an agent that
     // connects meanwhile reaches the next service, not this one going away.
     desktop.stop_socket().await;
-    desktop.hub.send(UiEvent::Quit);
-    // A moment for the UIs to read Quit before the channel closes.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Then the UI channel's listener, so that a UI starting now finds no
+    // service and starts the next one; the connected UIs still read Quit.
     let _ = stop_tx.send(());
     let _ = tokio::time::timeout(Duration::from_secs(2), served).await;
+    desktop.hub.send(UiEvent::Quit);
+    // A moment for the UIs to read Quit before the process ends.
+    tokio::time::sleep(Duration::from_millis(200)).await;
     if restart {
         std::env::set_var(REOPEN_ENV, "settings");
         return Ok(Ended::Restart);

@@ -36,17 +36,29 @@ function whoami() {
  *  in the tray after the last window and after the WebDriver session):
  *  those whose environment names this session's socket, so nothing else on
  *  the machine is touched. */
-function stopOurApps() {
+function ourApps() {
+  const pids = []
   for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
     try {
       const exe = readFileSync(`/proc/${pid}/comm`, 'utf8').trim()
       if (exe !== 'parley-custody' && exe !== 'parley-custodyd') continue
+      if (/State:\s+Z/.test(readFileSync(`/proc/${pid}/status`, 'utf8'))) continue
       const env = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')
-      if (env.includes(`PARLEY_CUSTODY_SOCKET=${SOCKET}`)) process.kill(Number(pid), 'SIGTERM')
+      if (env.includes(`PARLEY_CUSTODY_SOCKET=${SOCKET}`)) pids.push(Number(pid))
     } catch {
       /* gone meanwhile, or not ours to read */
     }
   }
+  return pids
+}
+
+async function stopOurApps() {
+  for (const pid of ourApps()) {
+    try {
+      process.kill(pid, 'SIGTERM')
+    } catch {}
+  }
+  await wd.until(() => ourApps().length === 0, 'the service and the UI of this session to exit', 20_000)
 }
 
 before(async () => {
@@ -56,7 +68,7 @@ before(async () => {
 
 after(async () => {
   await wd.quit().catch(() => {})
-  stopOurApps()
+  await stopOurApps()
 })
 
 test('the installed app opens its window; start at login is offered once the key exists', async () => {
@@ -78,7 +90,7 @@ test("the autostart entry's Exec line starts the installed app hidden, and it se
   assert.equal(exec, `${APP} --hidden`)
   // The window's app goes first (one custody per user).
   await wd.quit()
-  stopOurApps()
+  await stopOurApps()
   await wd.until(() => whoami() === null, 'the first app to stop', 20_000)
   const [bin, ...args] = exec.split(' ')
   const started = Date.now()
@@ -100,7 +112,7 @@ test("the autostart entry's Exec line starts the installed app hidden, and it se
 })
 
 test('turning it off in Settings removes the entry', async () => {
-  stopOurApps()
+  await stopOurApps()
   await wd.until(() => whoami() === null, 'the hidden app to stop', 20_000)
   await wd.start(APP)
   await wd.$(tid('open-settings'))

@@ -42,7 +42,7 @@ pub use agents::{KnownAgent, PauseView, PausesView};
 pub use audit::{AuditFilter, AuditView, ExportView};
 pub use grant::{GrantContext, GrantPreviewView, IssuedView};
 pub use keys::KeysView;
-pub use review::{DecisionView, StatusView};
+pub use review::{DecisionView, StatusView, TrayStatus};
 pub use setup::{AgentUserPlanView, AutostartView, SettingsView};
 
 /// The window a call came from, as the UI process reported it, with what

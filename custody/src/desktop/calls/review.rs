@@ -37,6 +37,8 @@ pub struct StatusView {
     pub pending: usize,
     /// Desktop notifications.
     pub notifications: NotifyStatus,
+    /// The tray icon.
+    pub tray: TrayStatus,
     /// Saved settings that wait for a restart.
     pub restart_needed: Vec<&'static str>,
     /// The app version.
@@ -86,11 +88,34 @@ pub async fn status(state: &Desktop) -> R<StatusView> {
         keys_error,
         pending: state.pending_labelled().len(),
         notifications: state.notifier.status(),
+        tray: tray_status(state),
         restart_needed,
         version: env!("CARGO_PKG_VERSION"),
         approve_delay_ms: APPROVE_DELAY.as_millis() as u64,
         autostart: autostart_view(state),
     })
+}
+
+/// Whether a tray host shows the icon, for the home view.
+#[derive(Debug, Serialize)]
+pub struct TrayStatus {
+    /// A tray host shows it.
+    pub available: bool,
+    /// What that means when it does not.
+    pub message: Option<String>,
+}
+
+fn tray_status(state: &Desktop) -> TrayStatus {
+    let available = state.tray.get().is_some_and(|t| t.available());
+    TrayStatus {
+        available,
+        message: (!available).then(|| {
+            "No tray icon: this desktop has no tray host (a StatusNotifierItem host, such as \
+             GNOME's AppIndicator extension). Parley Custody still works: requests are notified \
+             and, without notifications, open their review window directly."
+                .to_string()
+        }),
+    }
 }
 
 /// Requests waiting for the human, oldest first.
