@@ -21,13 +21,15 @@ const UI_SOCK = join(RUN, 'parley-custody-ui', 'ui.sock')
 const SOCK = process.env.PARLEY_CUSTODY_SOCKET
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 
+// Polls every 20 ms: finer would only add X clients (xdotool) competing
+// with the UI process for the X server while it starts.
 async function until(f, what, timeout = 30_000) {
   const end = Date.now() + timeout
   for (;;) {
     const v = await f()
     if (v) return v
     if (Date.now() > end) throw new Error(`bench: timed out waiting for ${what}`)
-    await sleep(5)
+    await sleep(20)
   }
 }
 

@@ -20,7 +20,7 @@ sed 's|<standard_session_servicedirs */>||' /usr/share/dbus-1/session.conf >"$T/
 export HOME="$T/home" XDG_RUNTIME_DIR="$T/run" XDG_DATA_HOME="$T/data" XDG_CONFIG_HOME="$T/config" \
   PARLEY_CUSTODY_NAMESPACE="bench-$$" PARLEY_CUSTODY_SOCKET="$T/run/custody.sock" PARLEY_CUSTODY_DATA="$T/custody" \
   CUSTODY_SERVICE="$repo/target/app/parley-custodyd" PARLEY_CLI="$repo/target/app/parley" \
-  BENCH_OUT="$repo/target/bench-app.txt" RUST_LOG=warn
+  BENCH_OUT="$repo/target/bench-app.txt" RUST_LOG="${RUST_LOG:-warn}"
 mkdir -p "$PARLEY_CUSTODY_DATA" && chmod 700 "$PARLEY_CUSTODY_DATA"
 # The figures are about the windows, not OS authentication.
 printf '{"step_up": {"rule": "never"}}\n' >"$PARLEY_CUSTODY_DATA/settings.json"
