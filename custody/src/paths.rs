@@ -78,6 +78,14 @@ pub fn data_dir() -> Result<PathBuf, PathsError> {
     Ok(dir)
 }
 
+/// `flag` (a `--data-dir`), made private (0700) if needed, else [`data_dir`].
+pub fn data_dir_or(flag: Option<&Path>) -> Result<PathBuf, PathsError> {
+    match flag {
+        Some(d) => ensure_private_dir(d).map(|_| d.to_path_buf()),
+        None => data_dir(),
+    }
+}
+
 /// The audit log path inside `data_dir`.
 pub fn audit_path(data_dir: &Path) -> PathBuf {
     data_dir.join(AUDIT_FILE)

@@ -137,11 +137,7 @@ fn desktop(args: Args) -> ExitCode {
     if args.file_store {
         return fail("--file-store is for the headless daemon (--approver terminal); the desktop keeps keys in the OS keychain");
     }
-    let data = match &args.data_dir {
-        Some(d) => paths::ensure_private_dir(d).map(|_| d.clone()),
-        None => paths::data_dir(),
-    };
-    let data = match data {
+    let data = match paths::data_dir_or(args.data_dir.as_deref()) {
         Ok(d) => d,
         Err(e) => return fail(e),
     };
@@ -149,10 +145,7 @@ fn desktop(args: Args) -> ExitCode {
     if let Err(e) = logging::init_daemon(&data, false) {
         return fail(e);
     }
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let rt = match runtime() {
         Ok(rt) => rt,
         Err(e) => return fail(e),
     };
@@ -275,6 +268,13 @@ fn agent_user(user: String, group: String, socket_dir: Option<PathBuf>, yes: boo
     }
 }
 
+/// The service's async runtime (both approvers).
+fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+}
+
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("parley-custodyd: {msg}");
     ExitCode::from(2)
@@ -328,10 +328,7 @@ fn main() -> ExitCode {
     if args.approver.resolve() == ApproverKind::Desktop {
         return desktop(args);
     }
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let rt = match runtime() {
         Ok(rt) => rt,
         Err(e) => return fail(e),
     };
@@ -340,11 +337,7 @@ fn main() -> ExitCode {
         Ok(a) => Arc::new(a),
         Err(e) => return fail(e),
     };
-    let data = match &args.data_dir {
-        Some(d) => paths::ensure_private_dir(d).map(|_| d.clone()),
-        None => paths::data_dir(),
-    };
-    let data = match data {
+    let data = match paths::data_dir_or(args.data_dir.as_deref()) {
         Ok(d) => d,
         Err(e) => return fail(e),
     };

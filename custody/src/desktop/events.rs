@@ -82,12 +82,7 @@ pub enum UiEvent {
 }
 
 impl UiEvent {
-    /// The line sent on the channel (without the newline).
-    pub fn to_line(&self) -> String {
-        self.to_value().to_string()
-    }
-
-    /// The message as JSON.
+    /// The message as sent on the channel (one line of JSON).
     pub fn to_value(&self) -> serde_json::Value {
         match self {
             UiEvent::PendingChanged => serde_json::json!({"event": "pending-changed"}),
@@ -124,7 +119,9 @@ mod tests {
 
     #[test]
     fn events_are_one_json_line_each() {
-        let line = UiEvent::PendingWithdrawn("q3\nx".into()).to_line();
+        let line = UiEvent::PendingWithdrawn("q3\nx".into())
+            .to_value()
+            .to_string();
         assert!(!line.contains('\n'));
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();
         assert_eq!(v["id"], "q3\nx");
@@ -133,7 +130,7 @@ mod tests {
             fragment: None,
         });
         assert_eq!(
-            open.to_line(),
+            open.to_value().to_string(),
             r#"{"event":"open","window":"main","view":"home","fragment":null}"#
         );
     }

@@ -221,10 +221,7 @@ pub async fn start(
     approver: Arc<DesktopApprover>,
 ) -> Desktop {
     let mut warnings = Vec::new();
-    let data = match &opts.data_dir {
-        Some(d) => paths::ensure_private_dir(d).map(|_| d.clone()),
-        None => paths::data_dir(),
-    };
+    let data = paths::data_dir_or(opts.data_dir.as_deref());
     let base = |core: Result<Core, String>, settings: Settings, warnings: Vec<String>| Desktop {
         core,
         settings: Mutex::new(settings),

@@ -52,6 +52,9 @@ struct Starting {
     pid: Option<u32>,
     /// When it was started.
     at: Option<Instant>,
+    /// What it was started to show, until it says hello (a UI that dies
+    /// before that, as when GTK cannot start, gives it back to the queue).
+    opening: Option<OpenTarget>,
     /// What it should show besides its `--open`, once it says hello.
     queued: Vec<OpenTarget>,
 }
@@ -108,6 +111,7 @@ impl Opener {
             Ok(pid) => {
                 s.pid = Some(pid);
                 s.at = Some(Instant::now());
+                s.opening = Some(target);
             }
             Err(e) => tracing::error!("cannot start the Parley Custody window: {e}"),
         }
@@ -126,7 +130,10 @@ impl Opener {
     pub fn take_queued(&self) -> Vec<OpenTarget> {
         self.starting
             .lock()
-            .map(|mut s| std::mem::take(&mut s.queued))
+            .map(|mut s| {
+                s.opening = None;
+                std::mem::take(&mut s.queued)
+            })
             .unwrap_or_default()
     }
 
@@ -152,9 +159,42 @@ impl Opener {
                     if s.pid == Some(pid) {
                         s.pid = None;
                         s.at = None;
+                        // It never said hello: its window goes to the next UI.
+                        if let Some(t) = s.opening.take() {
+                            tracing::error!(pid, window = %t.as_arg(), "the UI exited before it connected; the window opens with the next UI (the request waits in the tray and the home window)");
+                            if s.queued.len() == MAX_QUEUED {
+                                s.queued.remove(0);
+                            }
+                            s.queued.insert(0, t);
+                        }
                     }
                 }
             });
         Ok(pid)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ui_that_dies_before_hello_gives_its_window_back_to_the_queue() {
+        // The UI binary is `false`: it exits at once, as a UI whose GTK
+        // cannot start does. (No other test here reads this variable.)
+        std::env::set_var(UI_BIN_ENV, "/bin/false");
+        let opener = Opener::new(UiHub::new(), PathBuf::from("/nonexistent/ui.sock"), true);
+        opener.open(OpenTarget::Review("q1".into()));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let back = loop {
+            let exited = opener.starting.lock().unwrap().pid.is_none();
+            if exited {
+                break opener.take_queued();
+            }
+            assert!(Instant::now() < deadline, "the UI did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(back, vec![OpenTarget::Review("q1".into())]);
+        assert!(opener.take_queued().is_empty(), "given back once");
     }
 }
