@@ -350,8 +350,8 @@ fn a_window_decides_only_its_own_request_in_front_after_the_delay_with_the_point
     let yes = |gesture: Value| json!({"id": "q1", "approve": true, "confirmed": false, "gesture": gesture});
     for (window, args, why) in [
         ("main", yes(json!("click")), "may not do that"),
-        ("grant", yes(json!("click")), "may not do that"),
-        ("settings", yes(json!("click")), "may not do that"),
+        ("grant-q1", yes(json!("click")), "may not do that"),
+        ("settings", yes(json!("click")), "not one of"),
         ("review-q2", yes(json!("click")), "its own request"),
         ("review-q1", yes(Value::Null), "keyboard alone"),
         ("review-q1", yes(json!("terminal")), "with the pointer"),
@@ -360,6 +360,11 @@ fn a_window_decides_only_its_own_request_in_front_after_the_delay_with_the_point
         let e = ui.call(window, "review_decide", args).unwrap_err();
         assert!(e.contains(why), "{window}: {e}");
     }
+    // The main window's own grant form answers no waiting agent.
+    let e = ui
+        .call("main", "grant_issue", json!({"request": "q1"}))
+        .unwrap_err();
+    assert!(e.contains("its own grant form"), "{e}");
     // In the back, it cannot approve; back in front, it waits the delay again.
     ui.note("review-q1", "blurred");
     let e = ui

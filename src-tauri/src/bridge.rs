@@ -71,6 +71,22 @@ pub fn on_window_event<R: Runtime>(window: &Window<R>, event: &WindowEvent) {
     }
 }
 
+/// Reports a page of ours that finished loading as `shown`
+/// (`Builder::on_page_load`): the main window changes view by loading
+/// another page, and each view's approve delay starts from its own page
+/// (a form that appeared under the pointer a moment ago must not count a
+/// click meant for the page before it).
+pub fn on_page_load<R: Runtime>(
+    webview: &tauri::Webview<R>,
+    payload: &tauri::webview::PageLoadPayload<'_>,
+) {
+    if payload.event() == tauri::webview::PageLoadEvent::Finished {
+        if let Some(channel) = webview.try_state::<Arc<Channel>>() {
+            channel.note(webview.label(), Note::Shown);
+        }
+    }
+}
+
 /// Acts on one service event.
 fn handle<R: Runtime>(app: &AppHandle<R>, e: Event) {
     if let Some((name, payload)) = page_event(&e) {

@@ -19,6 +19,7 @@ mod bridge;
 mod channel;
 mod protocol;
 mod service;
+mod webkit;
 mod windows;
 
 use clap::Parser;
@@ -122,6 +123,7 @@ fn run(args: Args) -> i32 {
         .manage(channel)
         .invoke_handler(tauri::generate_handler![bridge::call, bridge::window_close])
         .on_window_event(bridge::on_window_event)
+        .on_page_load(bridge::on_page_load)
         .setup(move |app| {
             let handle = app.handle().clone();
             bridge::start_reader(handle.clone(), reader)?;

@@ -1,16 +1,19 @@
 //! The app's windows: which ones exist, their labels, pages and sizes, and
-//! opening or focusing them. Each kind is its own page of the UI bundle; the
-//! custody service decides what each may call by its label (a review window
-//! can decide its own request and nothing else, the audit view can read the
-//! log but not sign), so labels are built here only from checked ids.
+//! opening or focusing them. Home, the human's own grant form, audit and
+//! settings are views (pages) of one main window; a request's review and its
+//! grant form are windows of their own, because the custody service decides
+//! what each window may call by its label (a review window can decide its
+//! own request and nothing else), so labels are built here only from
+//! checked ids.
 //!
 //! | window | label | page |
 //! |---|---|---|
-//! | home (pending list, first run) | `main` | `index.html` |
+//! | main: home (pending list, first run) | `main` | `index.html` |
+//! | main: the own grant form | `main` | `grant.html`, `grant.html#agent=<key>` |
+//! | main: audit view | `main` | `audit.html` |
+//! | main: settings | `main` | `settings.html` |
 //! | one per request | `review-<id>` | `review.html#<id>` |
-//! | grant form | `grant`, or `grant-<id>` for a request | `grant.html`, `#agent=<key>`, `#request=<id>` |
-//! | audit view | `audit` | `audit.html` |
-//! | settings | `settings` | `settings.html` |
+//! | the grant form of a grant request | `grant-<id>` | `grant.html#request=<id>` |
 
 use std::str::FromStr;
 use tauri::{AppHandle, Manager, Runtime, WebviewUrl, WebviewWindowBuilder};
@@ -44,11 +47,11 @@ pub fn plausible_agent_key(key: &str) -> bool {
 /// What the grant form is opened for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GrantFor {
-    /// The human's own form (label `grant`).
+    /// The human's own form (a view of `main`).
     New,
-    /// A pending grant request (label `grant-<id>`, `#request=<id>`).
+    /// A pending grant request (its own window `grant-<id>`, `#request=<id>`).
     Request(String),
-    /// The human's own form with an agent key filled in (label `grant`, `#agent=<key>`).
+    /// The human's own form with an agent key filled in (`main`, `#agent=<key>`).
     Agent(String),
 }
 
@@ -61,9 +64,9 @@ pub enum OpenTarget {
     Home,
     /// The grant form.
     Grant(GrantFor),
-    /// The audit view (`audit`).
+    /// The audit view.
     Audit,
-    /// The settings (`settings`).
+    /// The settings.
     Settings,
     /// The review window of request `id` (`review-<id>`).
     Review(String),
@@ -132,14 +135,58 @@ impl OpenTarget {
     /// The label of the window this target opens.
     pub fn label(&self) -> String {
         match self {
-            OpenTarget::Home => "main".into(),
             OpenTarget::Grant(GrantFor::Request(id)) => format!("grant-{id}"),
-            OpenTarget::Grant(_) => "grant".into(),
-            OpenTarget::Audit => "audit".into(),
-            OpenTarget::Settings => "settings".into(),
             OpenTarget::Review(id) => review_label(id),
+            OpenTarget::Home | OpenTarget::Grant(_) | OpenTarget::Audit | OpenTarget::Settings => {
+                "main".into()
+            }
         }
     }
+
+    /// The page (with its fragment) this target shows, relative to the
+    /// bundle's root.
+    pub fn page(&self) -> String {
+        match self {
+            OpenTarget::Home => "index.html".into(),
+            OpenTarget::Grant(GrantFor::New) => "grant.html".into(),
+            OpenTarget::Grant(GrantFor::Request(id)) => format!("grant.html#request={id}"),
+            OpenTarget::Grant(GrantFor::Agent(key)) => format!("grant.html#agent={key}"),
+            OpenTarget::Audit => "audit.html".into(),
+            OpenTarget::Settings => "settings.html".into(),
+            OpenTarget::Review(id) => format!("review.html#{id}"),
+        }
+    }
+
+    /// The window title: fixed strings of ours, no agent text.
+    pub fn title(&self) -> &'static str {
+        match self {
+            OpenTarget::Home => "Parley Custody",
+            OpenTarget::Grant(GrantFor::Request(_)) => "Grant request — Parley Custody",
+            OpenTarget::Grant(_) => "Issue a grant — Parley Custody",
+            OpenTarget::Audit => "Audit log — Parley Custody",
+            OpenTarget::Settings => "Settings — Parley Custody",
+            OpenTarget::Review(_) => "Review request — Parley Custody",
+        }
+    }
+
+    fn size(&self) -> (f64, f64) {
+        match self {
+            OpenTarget::Review(_) => REVIEW_SIZE,
+            OpenTarget::Grant(GrantFor::Request(_)) => GRANT_REQUEST_SIZE,
+            _ => MAIN_SIZE,
+        }
+    }
+}
+
+/// Whether the main window, showing `current` (its URL's path and
+/// fragment, e.g. `/grant.html#agent=…`), already shows `page`: then
+/// opening it only brings it to the front and keeps what the human typed.
+fn shows(current: &str, page: &str) -> bool {
+    let current = match current.trim_start_matches('/') {
+        "" => "index.html",
+        c => c,
+    };
+    current == page
 }
 
 /// `--open`: `main`, `main:<view>[#fragment]` or `review-<id>`.
@@ -161,23 +208,22 @@ impl FromStr for OpenTarget {
 
 /// Window sizes (logical pixels, inside the decorations). Every window fits
 /// a 1366×768 laptop screen with a panel and a title bar (at most 680 tall);
-/// longer content scrolls inside it.
-const MAIN_SIZE: (f64, f64) = (760.0, 640.0);
+/// longer content scrolls inside it. The main window is as wide as its
+/// widest view, the audit table.
+const MAIN_SIZE: (f64, f64) = (1100.0, 680.0);
 const REVIEW_SIZE: (f64, f64) = (620.0, 680.0);
-const GRANT_SIZE: (f64, f64) = (720.0, 680.0);
-const AUDIT_SIZE: (f64, f64) = (1100.0, 680.0);
-const SETTINGS_SIZE: (f64, f64) = (780.0, 680.0);
+const GRANT_REQUEST_SIZE: (f64, f64) = (720.0, 680.0);
 
-fn show<R: Runtime>(app: &AppHandle<R>, label: &str) -> bool {
-    match app.get_webview_window(label) {
-        Some(w) => {
-            let _ = w.unminimize();
-            let _ = w.show();
-            let _ = w.set_focus();
-            true
-        }
-        None => false,
+fn front<R: Runtime>(w: &tauri::WebviewWindow<R>) {
+    // The main window's own navigation: it is in front already, and asking
+    // again for focus only races the windows opened next (a review's grant
+    // form lost its focus to it under a bare X server).
+    if w.is_focused().unwrap_or(false) {
+        return;
     }
+    let _ = w.unminimize();
+    let _ = w.show();
+    let _ = w.set_focus();
 }
 
 fn build<R: Runtime>(
@@ -195,48 +241,41 @@ fn build<R: Runtime>(
         .center()
         .focused(true)
         .build()
+        .inspect(crate::webkit::keep_small)
         .map_err(|e| format!("cannot open the window: {e}"))
 }
 
 /// Opens the window `target` names, or brings it to the front if it is
-/// open. Returns its label when it was created now (the caller reports it
-/// `shown` to the service), `None` when it was already open.
+/// open; the main window moves to the target's view unless it shows it
+/// already. Returns its label when it was created now (the caller reports
+/// it `shown` to the service), `None` when it was already open (a view the
+/// main window moves to reports itself `shown` when its page has loaded,
+/// see `bridge::on_page_load`, which re-arms the approve delay).
 pub fn open<R: Runtime>(app: &AppHandle<R>, target: &OpenTarget) -> Result<Option<String>, String> {
     let label = target.label();
-    if show(app, &label) {
+    let page = target.page();
+    if let Some(w) = app.get_webview_window(&label) {
+        if label == "main" {
+            let current = w
+                .url()
+                .map_err(|e| format!("cannot read the main window's page: {e}"))?;
+            let here = match current.fragment() {
+                Some(f) => format!("{}#{f}", current.path()),
+                None => current.path().to_string(),
+            };
+            if !shows(&here, &page) {
+                let next = current
+                    .join(&format!("/{page}"))
+                    .map_err(|e| format!("cannot go to {page}: {e}"))?;
+                w.navigate(next)
+                    .map_err(|e| format!("cannot go to {page}: {e}"))?;
+                let _ = w.set_title(target.title());
+            }
+        }
+        front(&w);
         return Ok(None);
     }
-    let (page, title, size) = match target {
-        OpenTarget::Home => ("index.html".to_string(), "Parley Custody", MAIN_SIZE),
-        OpenTarget::Grant(g) => {
-            let fragment = match g {
-                GrantFor::New => String::new(),
-                GrantFor::Request(id) => format!("#request={id}"),
-                GrantFor::Agent(key) => format!("#agent={key}"),
-            };
-            (
-                format!("grant.html{fragment}"),
-                "Issue a grant — Parley Custody",
-                GRANT_SIZE,
-            )
-        }
-        OpenTarget::Audit => (
-            "audit.html".to_string(),
-            "Audit log — Parley Custody",
-            AUDIT_SIZE,
-        ),
-        OpenTarget::Settings => (
-            "settings.html".to_string(),
-            "Settings — Parley Custody",
-            SETTINGS_SIZE,
-        ),
-        OpenTarget::Review(id) => (
-            format!("review.html#{id}"),
-            "Review request — Parley Custody",
-            REVIEW_SIZE,
-        ),
-    };
-    build(app, &label, page, title, size)?;
+    build(app, &label, page, target.title(), target.size())?;
     Ok(Some(label))
 }
 
@@ -249,9 +288,7 @@ mod tests {
         for (name, (w, h)) in [
             ("main", MAIN_SIZE),
             ("review", REVIEW_SIZE),
-            ("grant", GRANT_SIZE),
-            ("audit", AUDIT_SIZE),
-            ("settings", SETTINGS_SIZE),
+            ("grant request", GRANT_REQUEST_SIZE),
         ] {
             assert!(w <= 1366.0 - 40.0 && h <= 768.0 - 88.0, "{name} is {w}×{h}");
             assert!(
@@ -326,18 +363,19 @@ mod tests {
 
     #[test]
     fn labels_are_those_the_capabilities_and_the_service_know() {
-        assert_eq!(OpenTarget::Home.label(), "main");
-        assert_eq!(OpenTarget::Grant(GrantFor::New).label(), "grant");
-        assert_eq!(
-            OpenTarget::Grant(GrantFor::Agent("k".into())).label(),
-            "grant"
-        );
+        for view in [
+            OpenTarget::Home,
+            OpenTarget::Grant(GrantFor::New),
+            OpenTarget::Grant(GrantFor::Agent("k".into())),
+            OpenTarget::Audit,
+            OpenTarget::Settings,
+        ] {
+            assert_eq!(view.label(), "main", "{view:?} is a view of main");
+        }
         assert_eq!(
             OpenTarget::Grant(GrantFor::Request("q3".into())).label(),
             "grant-q3"
         );
-        assert_eq!(OpenTarget::Audit.label(), "audit");
-        assert_eq!(OpenTarget::Settings.label(), "settings");
         assert_eq!(OpenTarget::Review("q3".into()).label(), "review-q3");
         // Every label matches exactly one capability's `windows`.
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("capabilities");
@@ -349,14 +387,7 @@ mod tests {
                 patterns.push(w.as_str().unwrap().to_string());
             }
         }
-        for label in [
-            "main",
-            "grant",
-            "grant-q3",
-            "audit",
-            "settings",
-            "review-q3",
-        ] {
+        for label in ["main", "grant-q3", "review-q3"] {
             let n = patterns
                 .iter()
                 .filter(|p| match p.strip_suffix('*') {
@@ -366,5 +397,37 @@ mod tests {
                 .count();
             assert_eq!(n, 1, "{label} in {patterns:?}");
         }
+        for gone in ["grant", "audit", "settings"] {
+            assert!(
+                !patterns.iter().any(|p| p == gone),
+                "{gone} is a view of main, not a window"
+            );
+        }
+    }
+
+    #[test]
+    fn the_main_window_moves_only_when_it_shows_another_view() {
+        let key = format!("ed25519:{}", "b".repeat(43));
+        assert!(shows("/index.html", &OpenTarget::Home.page()));
+        assert!(
+            shows("/", &OpenTarget::Home.page()),
+            "the bundle's root is home"
+        );
+        assert!(shows("/audit.html", &OpenTarget::Audit.page()));
+        assert!(!shows("/audit.html", &OpenTarget::Settings.page()));
+        assert!(!shows(
+            "/index.html",
+            &OpenTarget::Grant(GrantFor::New).page()
+        ));
+        let agent = OpenTarget::Grant(GrantFor::Agent(key.clone()));
+        assert!(shows(&format!("/grant.html#agent={key}"), &agent.page()));
+        assert!(
+            !shows("/grant.html", &agent.page()),
+            "another agent's form is another view"
+        );
+        assert!(!shows(
+            &format!("/grant.html#agent={key}"),
+            &OpenTarget::Grant(GrantFor::New).page()
+        ));
     }
 }

@@ -1,4 +1,4 @@
-// The audit view: every event, newest first, with filters; the grants and
+// The audit view of the main window: every event, newest first, with filters; the grants and
 // consents still live, in plain words; the chain's verification; export;
 // the paused agents (refused without a prompt) with Resume, and a Pause
 // action for every agent the human has dealt with.
@@ -9,6 +9,7 @@ import './style.css'
 import { api, on, errorText, type AuditFilter, type AuditView, type EventView, type EventKind, type PausesView } from './ipc'
 import { h, replace, byId, say, setText } from './dom'
 import { fullTime, localTime, span, fromLocalInput } from './format'
+import { mainNav } from './nav'
 
 export const KIND_WORDS: Record<EventKind, string> = {
   grant_issued: 'Grant issued',
@@ -305,7 +306,7 @@ async function exportAs(format: 'jsonl' | 'csv') {
 
 replace(
   app,
-  h('h1', null, 'Audit log'),
+  h('header', { class: 'home-head' }, h('h1', null, 'Audit log'), mainNav('audit', (m) => say(status, 'error', m))),
   chain,
   h('section', null, h('h2', null, 'Live grants and consents'), live, liveNote),
   h('section', null, h('h2', null, 'Paused agents (their requests are refused without being shown)'), pauseStatus, paused),

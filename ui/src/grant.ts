@@ -1,6 +1,7 @@
 // The grant form: a time-boxed grant for an agent key, as exact caveats,
 // with a plain-language preview. Issued to the agent that asked for it (a
-// pending grant request) or, with no request, shown once for the human to copy.
+// pending grant request, in that request's own window `grant-<id>`) or, with
+// no request, shown once for the human to copy (a view of the main window).
 //
 // Before Issue, custody previews the form's caveats (grant_preview): the exact
 // caveats it would sign, and every way they widen the agent's request in
@@ -15,11 +16,22 @@ import { pointerOnly } from './gesture'
 import { h, replace, byId, say, setText, copyText, visible } from './dom'
 import { emptyForm, fromCaveats, plan, MEASURES, PRESETS, VERBS, VERB_WORDS, type Caveat, type Field, type GrantFormValues, type MeasureLimit } from './caveats'
 import { localTime } from './format'
+import { mainNav, showView } from './nav'
 
 const app = byId('app')
 const params = new URLSearchParams(location.hash.replace(/^#/, ''))
 const requestId = params.get('request')
 const agentParam = params.get('agent')
+
+// The own form is a view of the main window: custody opens it for another
+// agent by changing the fragment only, which loads nothing by itself.
+window.addEventListener('hashchange', () => location.reload())
+
+/** The page's heading: the own form carries the main window's navigation. */
+function heading(onError: (m: string) => void): HTMLElement {
+  const h1 = h('h1', null, 'Issue a grant')
+  return requestId ? h1 : h('header', { class: 'home-head' }, h1, mainNav('grant', onError))
+}
 
 /** The delay after the window (re)gains focus before Issue is enabled (the backend's APPROVE_DELAY). */
 export const ISSUE_DELAY_MS = 1500
@@ -40,7 +52,8 @@ async function main() {
   try {
     ctx = await api.grantContext(requestId)
   } catch (e) {
-    replace(app, h('h1', null, 'Issue a grant'), h('p', { class: 'msg msg-error', testid: 'status' }, errorText(e)))
+    const failed = h('p', { class: 'msg msg-error', testid: 'status' }, errorText(e))
+    replace(app, heading((m) => setText(failed, m)), failed)
     return
   }
   const req = ctx.request
@@ -169,7 +182,7 @@ async function main() {
 
   replace(
     app,
-    h('h1', null, 'Issue a grant'),
+    heading((m) => say(status, 'error', m)),
     requestBanner,
     h(
       'form',
@@ -342,7 +355,8 @@ async function main() {
   }
   custom.addEventListener('focus', pickCustom)
   custom.addEventListener('input', pickCustom)
-  cancel.addEventListener('click', () => void api.windowClose().catch(() => {}))
+  // A request's form is its own window; the own form goes back home.
+  cancel.addEventListener('click', () => void (req ? api.windowClose() : showView('home')).catch((e) => say(status, 'error', errorText(e))))
   pointerOnly(issue, () => !issue.disabled, async (gesture: Gesture) => {
     const s = shown
     if (issued) return

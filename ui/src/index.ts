@@ -1,10 +1,12 @@
-// The home window: custody's state, the first-run flow (create a principal
-// key), the requests waiting for a decision, and the way to every other window.
+// Home, the main window's first view: custody's state, the first-run flow
+// (create a principal key), the requests waiting for a decision, and the way
+// to the other views.
 
 import './style.css'
 import { api, on, errorText, type PendingView, type StatusView } from './ipc'
 import { h, replace, byId, say, copyText, setText } from './dom'
 import { localTime, span } from './format'
+import { mainNav } from './nav'
 
 const app = byId('app')
 
@@ -34,12 +36,6 @@ const pendingSection = h('section', { testid: 'pending-section' }, pendingHead, 
 const status = h('p', { class: 'msg', testid: 'status', attrs: { role: 'status' } })
 status.hidden = true
 let pending: PendingView[] = []
-
-function nav(): HTMLElement {
-  const b = (text: string, kind: string, testid: string) =>
-    h('button', { class: 'btn', testid, attrs: { type: 'button' }, on: { click: () => void api.openWindow(kind).catch((e) => say(status, 'error', errorText(e))) } }, text)
-  return h('nav', { class: 'nav' }, b('Issue a grant…', 'grant', 'open-grant'), b('Audit log', 'audit', 'open-audit'), b('Settings', 'settings', 'open-settings'))
-}
 
 function renderStatus(s: StatusView) {
   const items: HTMLElement[] = []
@@ -201,7 +197,7 @@ async function refresh() {
 
 replace(
   app,
-  h('header', { class: 'home-head' }, h('h1', null, 'Parley Custody'), nav()),
+  h('header', { class: 'home-head' }, h('h1', null, 'Parley Custody'), mainNav('home', (m) => say(status, 'error', m))),
   banners,
   welcome,
   identity,

@@ -1,4 +1,4 @@
-// Settings: principal keys (create, import an upstream principal.key, copy
+// Settings, a view of the main window: principal keys (create, import an upstream principal.key, copy
 // the public key services must trust, delete), the peer policy, limits, the
 // socket path and the known agents (their words and names). Saved to settings.json in the custody data
 // directory; the page says which changes wait for a restart of the socket.
@@ -7,6 +7,7 @@ import './style.css'
 import { api, errorText, type AgentUserPlanView, type KeyView, type KnownAgent, type Settings, type SettingsView } from './ipc'
 import { h, replace, byId, say, setText, copyText } from './dom'
 import { fullTime, isCurrency, money, parseAmount } from './format'
+import { mainNav } from './nav'
 
 const app = byId('app')
 
@@ -354,7 +355,9 @@ function settingsSection(v: SettingsView): HTMLElement {
 }
 
 async function main() {
-  replace(app, h('h1', null, 'Settings'), keysSection())
+  const navMsg = h('p', { class: 'msg', attrs: { role: 'status' } })
+  navMsg.hidden = true
+  replace(app, h('header', { class: 'home-head' }, h('h1', null, 'Settings'), mainNav('settings', (m) => say(navMsg, 'error', m))), navMsg, keysSection())
   void loadKeys()
   try {
     app.append(settingsSection(await api.settingsGet()))

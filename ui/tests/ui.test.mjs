@@ -438,7 +438,7 @@ const enabled = (page, id) => page.waitForFunction((i) => !document.querySelecto
 const errorOf = (page, field) => page.locator(`${tid(`err-${field}`)}`).first()
 
 test('grant form: validation', async () => {
-  const page = await open('grant.html', grantFixtures(), { label: 'grant', width: 760, height: 1000 })
+  const page = await open('grant.html', grantFixtures(), { label: 'main', width: 760, height: 1000 })
   await page.locator('#agent').waitFor()
   const issue = page.locator(tid('issue'))
   assert.equal(await issue.isDisabled(), true, 'nothing filled: cannot issue')
@@ -491,7 +491,7 @@ test('grant form: validation', async () => {
 })
 
 test('grant form: preview, exact caveats, warnings, and issuing', async () => {
-  const page = await open('grant.html', grantFixtures(), { label: 'grant', width: 760, height: 1000 })
+  const page = await open('grant.html', grantFixtures(), { label: 'main', width: 760, height: 1000 })
   await page.locator('#agent').waitFor()
   // Pick the agent from the known agents: fills the key and its label.
   await page.locator('#known').selectOption(AGENT)
@@ -549,7 +549,7 @@ test('grant form: preview, exact caveats, warnings, and issuing', async () => {
 })
 
 test('grant form: YEA measured limits become each/total caveats, in words, never mixed with per/spend', async () => {
-  const page = await open('grant.html', grantFixtures(), { label: 'grant', width: 760, height: 1000 })
+  const page = await open('grant.html', grantFixtures(), { label: 'main', width: 760, height: 1000 })
   await page.locator('#agent').waitFor()
   await page.locator('#agent').fill(AGENT)
   await page.locator('#services').fill('shop.example')
@@ -603,7 +603,7 @@ test('grant form: YEA measured limits become each/total caveats, in words, never
 test('grant form: a YEA grant request fills its measured limits, and one it cannot hold is kept verbatim', async () => {
   const odd = { total: { of: 'spend', max: 5, scale: 3, unit: 'USD' } }
   const req = grantRequest({ caveats: [{ svc: ['shop.example'] }, { verbs: ['ASK', 'COMMIT'] }, { each: { of: 'spend', max: 3000, scale: 2, unit: 'USD' } }, { total: { of: 'emails', max: 3 } }, odd, { exp: now() + 3600 }] })
-  const page = await open('grant.html#request=q7', grantFixtures({ grant_context: { ...grantFixtures().grant_context, request: req } }), { label: 'grant', width: 760, height: 1000 })
+  const page = await open('grant.html#request=q7', grantFixtures({ grant_context: { ...grantFixtures().grant_context, request: req } }), { label: 'grant-q7', width: 760, height: 1000 })
   await page.locator(tid('request-banner')).waitFor()
   const rows = await page.locator(tid('measure')).evaluateAll((els) => els.map((e) => [...e.querySelectorAll('select, input')].map((i) => i.value)))
   assert.deepEqual(rows, [['each', '30.00', 'USD', 'spend'], ['total', '3', '', 'emails']])
@@ -623,7 +623,7 @@ test('grant form: answering a request keeps its agent and every requested condit
   const page = await open('grant.html#request=q7', grantFixtures({
     grant_context: { ...grantFixtures().grant_context, request: req },
     grant_issue: { sent_to_agent: true, token: null, caveats: [], caveat_words: ['x'], preview: 'may …', warnings: [] },
-  }), { label: 'grant', width: 760, height: 1000 })
+  }), { label: 'grant-q7', width: 760, height: 1000 })
   await page.locator(tid('request-banner')).waitFor()
   assert.equal(await page.locator('#agent').inputValue(), AGENT)
   assert.equal(await page.locator('#agent').getAttribute('readonly'), '')
@@ -804,7 +804,7 @@ test('audit: events newest first, live grants, chain state, export', async () =>
     verify: { rows: 3, ok: true, first_bad_seq: null, problem: null },
     now: now(),
   }
-  const page = await open('audit.html', { audit_query: view, audit_export: { path: '/home/me/Downloads/parley-audit.jsonl', rows: 3 }, agent_pauses: { paused: [], agents: [], now: now() } }, { label: 'audit', width: 1200, height: 900 })
+  const page = await open('audit.html', { audit_query: view, audit_export: { path: '/home/me/Downloads/parley-audit.jsonl', rows: 3 }, agent_pauses: { paused: [], agents: [], now: now() } }, { label: 'main', width: 1200, height: 900 })
   await page.locator(tid('event-row')).first().waitFor()
   assert.deepEqual(await page.locator(tid('event-row')).evaluateAll((rows) => rows.map((r) => r.dataset.kind)), ['grant_issued', 'consent_denied', 'consent_approved'])
   assert.match(await text(page, 'chain'), /Chain verified: all 3 events are intact/)
@@ -919,7 +919,7 @@ test('audit: at its default size (1100×680) the tables fit, nothing is cut, and
     verify: { rows: 6, ok: true, first_bad_seq: null, problem: null },
     now: now(),
   }
-  const page = await open('audit.html', { audit_query: view, audit_export: { path: '/tmp/x', rows: 6 }, agent_pauses: { paused: [], agents: [], now: now() } }, { label: 'audit', width: 1100, height: 680 })
+  const page = await open('audit.html', { audit_query: view, audit_export: { path: '/tmp/x', rows: 6 }, agent_pauses: { paused: [], agents: [], now: now() } }, { label: 'main', width: 1100, height: 680 })
   await page.locator(tid('event-row')).first().waitFor()
   const overflow = await page.evaluate(() => [...document.querySelectorAll('.table-wrap')].map((w) => w.scrollWidth - w.clientWidth))
   assert.ok(overflow.every((d) => d <= 1), `no table is wider than its box: ${overflow}`)
@@ -950,7 +950,7 @@ test('audit: paused agents with Resume, and a Pause action per known agent, all 
   const first = pausedView([{ agent: AGENT, short: 'ed25519:gTl3Dqh9F1…', label: 'shop\u202eping bot', until: t + 3600, reason: 'denied and paused for <b>1h</b>', at: t }])
   const afterResume = pausedView([])
   const afterPause = pausedView([{ agent: OTHER, short: 'ed25519:B2xCwJqg0k…', label: null, until: null, reason: 'paused by the human in the app', at: t }])
-  const page = await open('audit.html', { audit_query: { events: [], truncated: false, live: [], verify: { rows: 0, ok: true, first_bad_seq: null, problem: null }, now: t }, agent_pauses: first, agent_resume: afterResume, agent_pause: afterPause }, { label: 'audit', width: 1200, height: 900 })
+  const page = await open('audit.html', { audit_query: { events: [], truncated: false, live: [], verify: { rows: 0, ok: true, first_bad_seq: null, problem: null }, now: t }, agent_pauses: first, agent_resume: afterResume, agent_pause: afterPause }, { label: 'main', width: 1200, height: 900 })
   await page.locator(tid('paused-row')).waitFor()
   const row = page.locator(tid('paused-row'))
   assert.equal(await row.count(), 1)
@@ -1010,7 +1010,7 @@ test('settings: keys, import with shred offer, limits that need a restart', asyn
     autostart_set: { ...sv.autostart, enabled: true },
     agent_user_plan: { user: 'bot', group: 'parley-agents', steps: ['1. create the group parley-agents', '2. add the user bot to the group parley-agents'], socket: '/srv/parley-custody/me/custody.sock' },
     agent_user_apply: { ...sv, settings: { ...sv.settings, agents_group: 'parley-agents', socket_path: '/srv/parley-custody/me/custody.sock' }, restart_needed: ['agents_group', 'socket_path'] },
-  }, { label: 'settings', width: 800, height: 1000 })
+  }, { label: 'main', width: 800, height: 1000 })
   await page.locator(tid('pubkey')).waitFor()
   assert.equal(await text(page, 'pubkey'), PRINCIPAL)
   await page.locator(tid('import')).click()
@@ -1073,6 +1073,41 @@ test('settings: keys, import with shred offer, limits that need a restart', asyn
   assert.equal(await page.locator(tid('s-agent-steps')).isHidden(), true)
   assert.deepEqual(page.problems, [])
   await page.close()
+})
+
+test('main window: home, the own grant form, audit and settings are its views, one navigation marks where you are', async () => {
+  for (const [file, view, fixtures] of [
+    ['index.html', 'home', { status: status(), pending_list: [], open_window: null }],
+    ['grant.html', 'grant', grantFixtures({ open_window: null })],
+    ['audit.html', 'audit', { status: status(), audit_query: { events: [], truncated: false, live: [], verify: { rows: 0, ok: true, first_bad_seq: null, problem: null }, now: now() }, agent_pauses: { paused: [], agents: [], now: now() }, open_window: null }],
+  ]) {
+    const page = await open(file, fixtures, { label: 'main', width: 1100, height: 680 })
+    await page.locator(tid('open-home')).waitFor()
+    const current = await page.locator('nav [aria-current="page"]').getAttribute('data-testid')
+    assert.equal(current, `open-${view}`, file)
+    await page.locator(tid(`open-${view}`)).click()
+    const others = ['home', 'grant', 'audit', 'settings'].filter((v) => v !== view)
+    for (const other of others) await page.locator(tid(`open-${other}`)).click()
+    const kinds = (await calls(page, 'open_window')).map((a) => a.kind)
+    assert.deepEqual(kinds, others.map((v) => (v === 'home' ? 'main' : v)), `${file}: the current view is not opened again`)
+    await page.close()
+  }
+})
+
+test('grant form: Cancel goes back home in the main window, and closes a request’s own form', async () => {
+  const own = await open('grant.html', grantFixtures({ open_window: null, window_close: null }), { label: 'main', width: 1100, height: 680 })
+  await own.locator(tid('cancel')).click()
+  await own.waitForFunction(() => window.__parleyCalls.some(([c]) => c === 'open_window'))
+  assert.deepEqual(await calls(own, 'open_window'), [{ kind: 'main', id: null, agent: null }])
+  assert.deepEqual(await calls(own, 'window_close'), [], 'the main window stays open')
+  await own.close()
+  const req = await open('grant.html#request=q7', grantFixtures({ grant_context: { ...grantFixtures().grant_context, request: grantRequest() }, open_window: null, window_close: null }), { label: 'grant-q7', width: 720, height: 680 })
+  await req.locator(tid('request-banner')).waitFor()
+  assert.equal(await req.locator(tid('open-home')).count(), 0, 'a request’s form is not the main window')
+  await req.locator(tid('cancel')).click()
+  await req.waitForFunction(() => window.__parleyCalls.some(([c]) => c === 'window_close'))
+  assert.deepEqual(await calls(req, 'open_window'), [])
+  await req.close()
 })
 
 test('the UI never parses data as HTML', async () => {

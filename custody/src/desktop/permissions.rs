@@ -40,51 +40,80 @@ pub fn review_label(id: &str) -> String {
     format!("review-{id}")
 }
 
-/// Whether `label` is a grant form (`grant`, or `grant-<id>` for a request).
+/// Whether `label` is a grant form: the main window (whose views include
+/// the human's own grant form) or `grant-<id>`, the form that answers
+/// request `id`.
 pub fn is_grant_form(label: &str) -> bool {
-    label == "grant" || label.strip_prefix("grant-").is_some_and(valid_request_id)
+    label == "main" || grant_request_of(label).is_some()
+}
+
+/// The request a `grant-<id>` window answers.
+fn grant_request_of(label: &str) -> Option<&str> {
+    label
+        .strip_prefix("grant-")
+        .filter(|id| valid_request_id(id))
 }
 
 /// The kind of window a label names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WindowKind {
-    /// The home window (`main`).
-    Home,
+    /// The main window (`main`): home, the human's own grant form, audit and
+    /// settings are its views. One window, so one set of calls: what any of
+    /// its views may do, the window may do (a page of ours in it is as
+    /// trusted as another page of ours in it).
+    Main,
     /// A review window, with its request id.
     Review(String),
-    /// A grant form.
-    Grant,
-    /// The audit view.
-    Audit,
-    /// Settings.
-    Settings,
+    /// The grant form that answers request `id` (`grant-<id>`).
+    GrantRequest(String),
 }
 
 impl WindowKind {
-    /// What `label` is; `None` for a label no window of ours has.
+    /// What `label` is; `None` for a label no window of ours has (the old
+    /// `grant`, `audit` and `settings` windows are views of `main` now).
     pub fn of(label: &str) -> Option<WindowKind> {
-        match label {
-            "main" => Some(WindowKind::Home),
-            "audit" => Some(WindowKind::Audit),
-            "settings" => Some(WindowKind::Settings),
-            l if is_grant_form(l) => Some(WindowKind::Grant),
-            l => l
-                .strip_prefix("review-")
-                .filter(|id| valid_request_id(id))
-                .map(|id| WindowKind::Review(id.to_string())),
+        if label == "main" {
+            return Some(WindowKind::Main);
         }
+        if let Some(id) = grant_request_of(label) {
+            return Some(WindowKind::GrantRequest(id.to_string()));
+        }
+        label
+            .strip_prefix("review-")
+            .filter(|id| valid_request_id(id))
+            .map(|id| WindowKind::Review(id.to_string()))
     }
 
     /// The calls this kind of window may make (the former capability files).
     fn allowed(&self) -> &'static [&'static str] {
         match self {
-            WindowKind::Home => &[
+            WindowKind::Main => &[
                 "status",
                 "pending_list",
                 "open_window",
+                // the own grant form
+                "grant_context",
+                "grant_preview",
+                "grant_issue",
+                // audit
+                "audit_query",
+                "audit_export",
+                "agent_pauses",
+                "agent_pause",
+                "agent_resume",
+                // settings
+                "settings_get",
+                "settings_save",
+                "keys_list",
                 "key_create",
+                "key_import",
+                "key_shred",
+                "key_delete",
+                "agent_label_set",
                 "app_restart",
                 "autostart_set",
+                "agent_user_plan",
+                "agent_user_apply",
             ],
             WindowKind::Review(_) => &[
                 "status",
@@ -96,38 +125,12 @@ impl WindowKind {
                 "agent_label_set",
                 "open_window",
             ],
-            WindowKind::Grant => &[
+            WindowKind::GrantRequest(_) => &[
                 "status",
                 "grant_context",
                 "grant_preview",
                 "grant_issue",
                 "agent_label_set",
-                "open_window",
-            ],
-            WindowKind::Audit => &[
-                "status",
-                "audit_query",
-                "audit_export",
-                "agent_pauses",
-                "agent_pause",
-                "agent_resume",
-                "open_window",
-            ],
-            WindowKind::Settings => &[
-                "status",
-                "settings_get",
-                "settings_save",
-                "keys_list",
-                "key_create",
-                "key_import",
-                "key_shred",
-                "key_delete",
-                "agent_label_set",
-                "agent_pauses",
-                "app_restart",
-                "autostart_set",
-                "agent_user_plan",
-                "agent_user_apply",
                 "open_window",
             ],
         }
@@ -136,7 +139,9 @@ impl WindowKind {
 
 /// Refuses a call `label` may not make. `args` are checked where the table
 /// depends on them: a review window acts on its own request only, and may
-/// open only the grant form of that request.
+/// open only the grant form of that request; a request's grant form answers
+/// that request only, and the main window's own form answers none (it
+/// issues a grant for the human to copy).
 pub fn check(label: &str, call: &str, args: &serde_json::Value) -> Result<WindowKind, String> {
     let Some(kind) = WindowKind::of(label) else {
         return Err("This window is not one of Parley Custody's.".into());
@@ -144,18 +149,32 @@ pub fn check(label: &str, call: &str, args: &serde_json::Value) -> Result<Window
     if !kind.allowed().contains(&call) {
         return Err(format!("This window may not do that ({call})."));
     }
-    if let WindowKind::Review(own) = &kind {
-        let id = args.get("id").and_then(|v| v.as_str());
-        let acts_on_request = call.starts_with("review_");
-        if acts_on_request && id != Some(own.as_str()) {
-            return Err("A review window acts on its own request only.".into());
+    let str_arg = |k: &str| args.get(k).and_then(|v| v.as_str());
+    let request = args.get("request").filter(|v| !v.is_null());
+    match &kind {
+        WindowKind::Review(own) => {
+            let id = str_arg("id");
+            if call.starts_with("review_") && id != Some(own.as_str()) {
+                return Err("A review window acts on its own request only.".into());
+            }
+            if call == "open_window"
+                && (str_arg("kind") != Some("grant") || id != Some(own.as_str()))
+            {
+                return Err("A review window opens only the grant form of its own request.".into());
+            }
         }
-        if call == "open_window"
-            && (args.get("kind").and_then(|v| v.as_str()) != Some("grant")
-                || id != Some(own.as_str()))
+        WindowKind::GrantRequest(own)
+            if call.starts_with("grant_")
+                && request.and_then(|v| v.as_str()) != Some(own.as_str()) =>
         {
-            return Err("A review window opens only the grant form of its own request.".into());
+            return Err("A request's grant form answers that request only.".into());
         }
+        WindowKind::Main if call.starts_with("grant_") && request.is_some() => {
+            return Err(
+                "A waiting agent's request is answered in its own grant form, not here.".into(),
+            );
+        }
+        _ => {}
     }
     Ok(kind)
 }
@@ -267,8 +286,11 @@ mod tests {
         ] {
             assert!(!valid_request_id(bad), "{bad}");
         }
-        assert!(is_grant_form("grant") && is_grant_form("grant-q3"));
-        assert!(!is_grant_form("grant-") && !is_grant_form("grant-x") && !is_grant_form("grants"));
+        assert!(is_grant_form("main") && is_grant_form("grant-q3"));
+        for gone in ["grant", "audit", "settings", "grant-", "grant-x", "grants"] {
+            assert!(!is_grant_form(gone), "{gone}");
+            assert_eq!(WindowKind::of(gone), None, "{gone} is a view of main now");
+        }
         assert_eq!(
             WindowKind::of("review-q7"),
             Some(WindowKind::Review("q7".into()))
@@ -282,10 +304,15 @@ mod tests {
         let none = json!({});
         assert!(check("main", "status", &none).is_ok());
         assert!(check("main", "review_decide", &none).is_err());
-        assert!(check("main", "grant_issue", &none).is_err());
-        assert!(check("audit", "key_delete", &none).is_err());
-        assert!(check("settings", "key_delete", &none).is_ok());
-        assert!(check("grant-q2", "grant_issue", &none).is_ok());
+        assert!(check("main", "review_deny_alike", &json!({"id": "q1"})).is_err());
+        assert!(check("main", "grant_issue", &none).is_ok());
+        assert!(check("main", "audit_query", &none).is_ok());
+        assert!(check("main", "key_delete", &none).is_ok());
+        assert!(check("grant-q2", "grant_issue", &json!({"request": "q2"})).is_ok());
+        assert!(check("grant-q2", "key_delete", &none).is_err());
+        assert!(check("grant-q2", "audit_export", &none).is_err());
+        assert!(check("review-q2", "grant_issue", &json!({"request": "q2"})).is_err());
+        assert!(check("audit", "status", &none).is_err());
         assert!(check("nowhere", "status", &none).is_err());
         assert!(check("main", "no_such_call", &none).is_err());
     }
@@ -310,6 +337,19 @@ mod tests {
         .is_err());
         assert!(check("review-q3", "open_window", &json!({"kind": "settings"})).is_err());
         assert!(check("review-q3", "key_delete", &json!({})).is_err());
+    }
+
+    #[test]
+    fn a_grant_request_is_answered_only_in_its_own_form() {
+        for call in ["grant_context", "grant_preview", "grant_issue"] {
+            assert!(check("grant-q5", call, &json!({"request": "q5"})).is_ok());
+            assert!(check("grant-q5", call, &json!({"request": "q6"})).is_err());
+            assert!(check("grant-q5", call, &json!({})).is_err(), "no request");
+            assert!(check("grant-q5", call, &json!({"request": null})).is_err());
+            assert!(check("main", call, &json!({"request": "q5"})).is_err());
+            assert!(check("main", call, &json!({"request": null})).is_ok());
+            assert!(check("main", call, &json!({})).is_ok());
+        }
     }
 
     #[test]

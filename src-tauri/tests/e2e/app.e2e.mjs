@@ -73,12 +73,22 @@ async function closeByButton(id) {
 
 /** Clicks Issue once custody previewed the form and the window is armed. */
 async function issueWhenArmed() {
-  await wd.until(async () => (await wd.prop(tid('issue'), 'disabled')) === false, 'Issue armed')
+  await wd.until(async () => (await wd.prop(tid('issue'), 'disabled')) === false, 'Issue armed').catch(async (e) => {
+    const said = await wd.exec(`return ['issue-hint', 'status'].map((t) => document.querySelector('[data-testid="' + t + '"]')?.textContent).join(' | ') + ' | focus ' + document.hasFocus()`)
+    throw new Error(`${e.message}: ${said}`)
+  })
   await wd.click(tid('issue'))
 }
 
+/** Back to the main window, showing home (the grant form, audit and
+ *  settings are its other views). */
 async function backToMain() {
   await wd.switchTo(main)
+  const home = () => wd.exec(`return !!document.querySelector('[data-testid="pending-section"]')`)
+  if (!(await home())) {
+    await wd.click(tid('open-home'))
+    await wd.until(home, 'the main window back home')
+  }
 }
 
 before(async () => {

@@ -149,9 +149,18 @@ test('settings: a limit that needs a restart says so, Restart applies it, and a 
   agent.close()
   // The click restarts the custody service, and with it ends this UI (and the WebDriver session's
   // window): an error is expected. The new service makes a new socket file.
-  const before = statSync(process.env.PARLEY_CUSTODY_SOCKET).ino
+  // A new file, not the old one: the inode alone may be reused at once, its change time is not.
+  const fileId = () => {
+    try {
+      const st = statSync(process.env.PARLEY_CUSTODY_SOCKET)
+      return `${st.ino}:${st.ctimeMs}`
+    } catch {
+      return null
+    }
+  }
+  const before = fileId()
   await wd.click(tid('s-restart')).catch(() => {})
-  await until(() => existsSync(process.env.PARLEY_CUSTODY_SOCKET) && statSync(process.env.PARLEY_CUSTODY_SOCKET).ino !== before, 'the restarted service on a new socket', 30_000)
+  await until(() => ![null, before].includes(fileId()), 'the restarted service on a new socket', 30_000)
   // The app is now a new process (outside the WebDriver session): reach it over its socket.
   const fresh = await until(async () => {
     const a = await Agent.connect(process.env.PARLEY_CUSTODY_SOCKET)
