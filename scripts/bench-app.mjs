@@ -62,14 +62,16 @@ function tree(pid) {
   return out
 }
 
+function comm(pid) {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim()
+  } catch {
+    return '?'
+  }
+}
+
 function uiPid(service) {
-  return tree(service).find((p) => {
-    try {
-      return readFileSync(`/proc/${p}/comm`, 'utf8').trim() === 'parley-custody'
-    } catch {
-      return false
-    }
-  })
+  return tree(service).find((p) => comm(p) === 'parley-custody')
 }
 
 function reviewShown() {
@@ -118,6 +120,7 @@ for (let i = 1; i <= RUNS; i++) {
     const procs = tree(svc.pid)
     withReview = procs.map(mem).reduce((a, b) => ({ rss: a.rss + b.rss, pss: a.pss + b.pss }), { rss: 0, pss: 0 })
     withReview.procs = procs.length
+    withReview.each = procs.map((p) => ({ comm: comm(p), ...mem(p) }))
   }
   // Next run starts with no UI process: the agent withdraws, the UI exits.
   const pid = uiPid(svc.pid)
@@ -134,6 +137,7 @@ const lines = [
   `service start → tray icon on the bus: ${toTray.toFixed(0)} ms (goal < 1000 ms; sockets ready at ${toSockets.toFixed(0)} ms)`,
   `service idle, no window: RSS ${mb(idle.rss)} MiB, PSS ${mb(idle.pss)} MiB (goal < 30 MB)`,
   `one review window, everything (${withReview.procs} processes: service, UI, WebKit): RSS ${mb(withReview.rss)} MiB, PSS ${mb(withReview.pss)} MiB (goal < 250 MB)`,
+  `  of which: ${withReview.each.map((p) => `${p.comm} RSS ${mb(p.rss)} / PSS ${mb(p.pss)} MiB`).join('; ')}`,
   `consent request → review window on screen, UI process started each time, ${RUNS} runs: p50 ${pct(times, 50).toFixed(0)} ms, p95 ${pct(times, 95).toFixed(0)} ms, max ${Math.max(...times).toFixed(0)} ms (goal p95 < 400 ms)`,
 ]
 for (const l of lines) console.log(`figure: ${l}`)

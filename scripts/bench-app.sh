@@ -6,12 +6,20 @@
 # notification daemon (so the service opens the review itself). Release-like
 # build (the app profile). Prints figures; writes them to target/bench-app.txt.
 #   scripts/bench-app.sh            BENCH_RUNS=20 by default
+#   BENCH_PROFILE=debug scripts/bench-app.sh   the debug build the tests made
+#     (no release-like build; the WebKit processes, most of the memory, are
+#     the system's either way; the times are not comparable)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 scripts/setup.sh
 (cd ui && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent)
-cargo build --profile app --locked -q -p parley-custody -p parley-custody-app -p parley-cli
+profile=${BENCH_PROFILE:-app}
+case $profile in
+  dev | debug) profile=dev dir=debug ;;
+  *) dir=$profile ;;
+esac
+cargo build --profile "$profile" --locked -q -p parley-custody -p parley-custody-app -p parley-cli
 T=$(mktemp -d /tmp/parley-bench-app.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 mkdir -p "$T/home" "$T/run" "$T/data" "$T/config"
@@ -19,7 +27,7 @@ chmod 700 "$T/run"
 sed 's|<standard_session_servicedirs */>||' /usr/share/dbus-1/session.conf >"$T/session.conf"
 export HOME="$T/home" XDG_RUNTIME_DIR="$T/run" XDG_DATA_HOME="$T/data" XDG_CONFIG_HOME="$T/config" \
   PARLEY_CUSTODY_NAMESPACE="bench-$$" PARLEY_CUSTODY_SOCKET="$T/run/custody.sock" PARLEY_CUSTODY_DATA="$T/custody" \
-  CUSTODY_SERVICE="$repo/target/app/parley-custodyd" PARLEY_CLI="$repo/target/app/parley" \
+  CUSTODY_SERVICE="$repo/target/$dir/parley-custodyd" PARLEY_CLI="$repo/target/$dir/parley" \
   BENCH_OUT="$repo/target/bench-app.txt" RUST_LOG="${RUST_LOG:-warn}"
 mkdir -p "$PARLEY_CUSTODY_DATA" && chmod 700 "$PARLEY_CUSTODY_DATA"
 # The figures are about the windows, not OS authentication.

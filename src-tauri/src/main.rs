@@ -81,6 +81,7 @@ fn main() {
         .with_ansi(false)
         .with_writer(std::io::stderr)
         .init();
+    webkit::before_windows();
     std::process::exit(run(args));
 }
 
