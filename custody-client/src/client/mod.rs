@@ -4,8 +4,8 @@
 //! wire reference).
 //!
 //! ```no_run
-//! # async fn demo() -> Result<(), parley_custody::client::ClientError> {
-//! use parley_custody::client::Client;
+//! # async fn demo() -> Result<(), parley_custody_client::client::ClientError> {
+//! use parley_custody_client::client::Client;
 //! let mut client = Client::connect(None).await?; // flag, else $PARLEY_CUSTODY_SOCKET, else the default
 //! let hello = client.hello().await?;
 //! let reply = client
@@ -40,7 +40,7 @@
 //! - Tests point the client at any socket with `Client::connect(Some(path))`,
 //!   or at any byte stream with [`Client::from_stream`].
 
-use crate::ipc::frame::{FrameError, FrameReader, FrameWriter, MAX_FRAME};
+use crate::frame::{FrameError, FrameReader, FrameWriter, MAX_FRAME};
 use crate::protocol::{self, ErrorCode, Principal, Reply, RequestState, VERSION};
 use parley_core::Dialect;
 use serde_json::{json, Map, Value};
@@ -510,22 +510,18 @@ impl Client {
         path: Option<&Path>,
         timeouts: Timeouts,
     ) -> Result<Client, ClientError> {
-        let path = crate::ipc::socket::resolve_socket_path(path).path;
-        let stream = match tokio::time::timeout(
-            timeouts.connect,
-            crate::ipc::socket::connect(&path),
-        )
-        .await
-        {
-            Ok(Ok(stream)) => stream,
-            Ok(Err(e)) => return Err(ClientError::from_connect(&path, e)),
-            Err(_) => {
-                return Err(ClientError::ConnectTimeout {
-                    path,
-                    after: timeouts.connect,
-                })
-            }
-        };
+        let path = crate::socket::resolve_socket_path(path).path;
+        let stream =
+            match tokio::time::timeout(timeouts.connect, crate::socket::connect(&path)).await {
+                Ok(Ok(stream)) => stream,
+                Ok(Err(e)) => return Err(ClientError::from_connect(&path, e)),
+                Err(_) => {
+                    return Err(ClientError::ConnectTimeout {
+                        path,
+                        after: timeouts.connect,
+                    })
+                }
+            };
         Ok(Client::from_stream(stream, path, timeouts))
     }
 
@@ -1307,44 +1303,5 @@ mod tests {
         let err = Client::connect(Some(&path)).await.unwrap_err();
         assert!(matches!(err, ClientError::NotRunning { .. }), "{err}");
         assert!(err.to_string().contains(&path.display().to_string()));
-    }
-
-    #[cfg(unix)]
-    #[tokio::test]
-    async fn talks_to_a_real_custody_socket() {
-        use crate::ipc::peer::PeerPolicy;
-        use crate::ipc::socket::{BindOptions, ConnLimits, Listener, SocketPath};
-        let dir = tempfile::tempdir().unwrap();
-        let listener = Listener::bind(BindOptions {
-            path: SocketPath::explicit(dir.path().join("c.sock")),
-            policy: PeerPolicy::own_user_only(),
-            limits: ConnLimits::default(),
-        })
-        .unwrap();
-        let path = listener.path().to_path_buf();
-        let server = tokio::spawn(async move {
-            let (stream, _peer) = listener.accept().await.unwrap();
-            let (r, w) = tokio::io::split(stream);
-            let mut reader = FrameReader::new(r);
-            let mut writer = FrameWriter::new(w);
-            let frame = reader.next_frame().await.unwrap().unwrap();
-            let req = protocol::Request::from_value(&frame.value).unwrap();
-            let hello = Reply::Hello {
-                version: 1,
-                principals: vec![Principal {
-                    key: "ed25519:K".into(),
-                    label: None,
-                }],
-            };
-            writer.send(&hello.to_frame(Some(&req.id))).await.unwrap();
-            listener
-        });
-        let mut client = Client::connect(Some(&path)).await.unwrap();
-        assert_eq!(client.path(), path);
-        match client.hello().await.unwrap() {
-            Reply::Hello { principals, .. } => assert_eq!(principals[0].key, "ed25519:K"),
-            other => panic!("{other:?}"),
-        }
-        drop(server.await.unwrap());
     }
 }

@@ -3,9 +3,9 @@
 //! `docs/custody-protocol.md` is the wire reference).
 //!
 //! Everything here is pure: a [`Request`] is built from a `serde_json::Value`
-//! that [`crate::ipc::frame`] already parsed strictly (no duplicate keys,
+//! that [`crate::frame`] already parsed strictly (no duplicate keys,
 //! bounded depth and size), and replies are built as `serde_json::Value`s for
-//! [`crate::ipc::frame::FrameWriter`].
+//! [`crate::frame::FrameWriter`].
 //!
 //! Validation is hand-written rather than `#[derive(Deserialize)]` so that an
 //! agent (untrusted, possibly hostile) gets one precise, bounded error per
