@@ -6,8 +6,9 @@
 //!   agents and re-exported from `parley_custody_client::frame`;
 //! - [`peer`]: who the peer is (kernel credentials) and the peer policy;
 //! - [`process_chain`]: the peer's parents up to its session's opener (a hint);
-//! - [`socket`]: the socket path, its permissions, stale-socket handling and
-//!   admission (policy, then connection caps) before any byte is read.
+//! - [`socket`]: the socket path (resolved by the client crate's rule), its
+//!   permissions, stale-socket handling and admission (policy, then
+//!   connection caps) before any byte is read.
 //!
 //! The request/reply types live in [`crate::protocol`] (also agent-side,
 //! from `parley_custody_client`).
