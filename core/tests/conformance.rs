@@ -49,7 +49,7 @@ const RUNNERS: &[&str] = &[
 /// Files whose runners live beside the code they test, outside core.
 const ELSEWHERE: &[(&str, &str)] = &[(
     "display-safety.json",
-    "custody/src/display.rs (vectors test) and ui/tests/display.test.mjs",
+    "custody-client/src/display.rs (vectors test) and ui/tests/display.test.mjs",
 )];
 
 #[test]

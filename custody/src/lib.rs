@@ -2,22 +2,28 @@
 //!
 //! The custody engine: the only code that holds the principal key and the
 //! only way an agent can get anything signed (ARCHITECTURE.md). No GUI.
+//!
+//! The agent side of the protocol (messages, framing, the client, the
+//! display rule, finding and connecting to the socket) is the separate crate
+//! `parley-custody-client`, which links no key store, signer, audit log or
+//! SQLite; it is re-exported here under its old paths (`protocol`, `client`,
+//! `display`, `ipc::frame`), so custody and its tests use one copy.
 #![forbid(unsafe_code)]
 pub mod activity;
 pub mod agent_access;
 pub mod approval;
 pub mod approver;
 pub mod audit;
-pub mod client;
+pub use parley_custody_client::client;
 pub mod desktop;
-pub mod display;
+pub use parley_custody_client::display;
 pub mod engine;
 pub mod fingerprint;
 pub mod ipc;
 pub mod keystore;
 pub mod logging;
 pub mod paths;
-pub mod protocol;
+pub use parley_custody_client::protocol;
 pub mod queue;
 pub mod review;
 pub mod server;

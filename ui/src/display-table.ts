@@ -1,5 +1,5 @@
-// Generated from Unicode's data by custody/src/display.rs (`ui_table`): do not edit.
-// Regenerate: cargo run -p parley-custody --example display_table > ui/src/display-table.ts
+// Generated from Unicode's data by custody-client/src/display.rs (`ui_table`): do not edit.
+// Regenerate: cargo run -p parley-custody-client --example display_table > ui/src/display-table.ts
 // Each table is a sorted list of inclusive ranges: start, end, start, end, …
 
 /** The most combining marks kept on one base character. */

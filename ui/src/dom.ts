@@ -2,7 +2,7 @@
 // (textContent), never as HTML: no HTML-parsing DOM API is used anywhere
 // in this UI (tests/ui.test.mjs checks the sources).
 // Text is also passed through `visible`, which applies custody's one
-// display-safety rule (custody/src/display.rs): characters that can hide,
+// display-safety rule (custody-client/src/display.rs): characters that can hide,
 // reorder or redraw text (Unicode general category Cc Cf Zl Zp Co Cn Cs,
 // Default_Ignorable_Code_Point, Bidi_Control) become visible `\u{…}` escapes;
 // an emoji presentation selector right after an emoji and a zero width joiner

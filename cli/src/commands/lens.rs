@@ -2,9 +2,10 @@
 //!
 //! What goes to a program is the exact Lens, byte for byte: piped or
 //! redirected output, `--json`, `--ndjson`, and `--exact`. Only text for a
-//! terminal is made display-safe (`parley_custody::display::safe`, line by
-//! line, so a service's own line break is escaped while Lens's lines stay),
-//! and then a note on stderr says that what is shown is not the exact Lens.
+//! terminal is made display-safe (`parley_custody_client::display::safe`,
+//! line by line, so a service's own line break is escaped while Lens's lines
+//! stay), and then a note on stderr says that what is shown is not the exact
+//! Lens.
 
 use super::Report;
 use crate::cli::LensArgs;
@@ -164,7 +165,7 @@ pub fn run(a: LensArgs, json: bool, flag: Option<Dialect>) -> Result<Report, Cli
     if !json && !a.exact && std::io::stdout().is_terminal() {
         let safe: Vec<String> = lines
             .iter()
-            .map(|l| parley_custody::display::safe(l))
+            .map(|l| parley_custody_client::display::safe(l))
             .collect();
         let safe = safe.join("\n");
         if safe != exact {

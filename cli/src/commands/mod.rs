@@ -119,7 +119,7 @@ pub(crate) fn unix_now() -> i64 {
 /// Text from elsewhere (a service, custody's log), made safe for a terminal:
 /// control, bidi and zero-width characters are shown as `\u{…}`.
 pub(crate) fn visible(s: &str) -> String {
-    parley_custody::display::safe(s)
+    parley_custody_client::display::safe(s)
 }
 
 /// Reads a token argument (`-` = standard input).

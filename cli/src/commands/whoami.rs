@@ -5,8 +5,8 @@
 use super::Report;
 use crate::error::CliError;
 use crate::home;
-use parley_custody::client::{Client, Timeouts};
-use parley_custody::protocol::{Principal, Reply};
+use parley_custody_client::client::{Client, Timeouts};
+use parley_custody_client::protocol::{Principal, Reply};
 use serde::Serialize;
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -18,8 +18,9 @@
 //!   implementation writes, and what a program (a model's pipe) must get.
 //!   A human's screen is another matter: [`render_lines`] gives the lines
 //!   Lens made, so that a screen can escape each one (a service's own line
-//!   break included) with `parley_custody::display::safe`, as `parley lens`
-//!   does on a terminal and custody's review does for effect lines.
+//!   break included) with `parley_custody_client::display::safe`, as
+//!   `parley lens` does on a terminal and custody's review does for effect
+//!   lines.
 //! * A frame whose kind is unknown, or whose structure the §9.2 rendering
 //!   needs is malformed (a list that is not a list of objects, a `receipt`
 //!   that is not an object, …), is rendered as the lean notation of the frame

@@ -3,7 +3,7 @@
 //! Not part of Lens: Lens (§9) writes a service's text exactly as it is.
 //! This is for the command line's own messages that quote outside text (a
 //! refused file name, a custody error). Screens that show Lens or reviews
-//! to a human use `parley_custody::display::safe`.
+//! to a human use `parley_custody_client::display::safe`.
 
 /// Whether `c` must not appear verbatim on one line of a terminal: C0 and C1 controls
 /// (line breaks included), DEL, the line/paragraph separators, bidi

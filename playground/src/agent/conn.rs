@@ -6,7 +6,7 @@
 //! strict reader the service uses (at most 1 MiB, no duplicate keys), and a
 //! reply must at least have a string `kind`.
 
-use parley_custody::ipc::frame::{FrameError, FrameReader, FrameWriter};
+use parley_custody_client::frame::{FrameError, FrameReader, FrameWriter};
 use serde_json::Value;
 use std::time::Duration;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};

@@ -59,12 +59,13 @@ impl<'w> Transcript<'w> {
 
 /// A line of service or agent text as printed for a human: Lens escapes
 /// hidden characters already; whatever it leaves that custody's display
-/// rule would not show goes through that rule ([`parley_custody::display`]).
+/// rule would not show goes through that rule
+/// ([`parley_custody_client::display`], the same rule custody applies).
 fn shown(line: &str) -> String {
-    if parley_custody::display::is_display_safe(line) {
+    if parley_custody_client::display::is_display_safe(line) {
         line.to_string()
     } else {
-        parley_custody::display::safe(line)
+        parley_custody_client::display::safe(line)
     }
 }
 

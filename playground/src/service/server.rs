@@ -1,9 +1,10 @@
 //! Parley over TCP (§2.3: `parley://host:port`): NDJSON frames, at most
 //! 1 MiB each (§2.1), requests multiplexed on a connection (§2.2).
 //!
-//! Framing uses custody's bounded reader (`parley_custody::ipc::frame`),
-//! which never buffers an over-long line whole: it skips to the next `\n`
-//! and reports it, so the connection stays usable after a rejected frame.
+//! Framing uses the bounded reader custody and agents share
+//! (`parley_custody_client::frame`), which never buffers an over-long line
+//! whole: it skips to the next `\n` and reports it, so the connection stays
+//! usable after a rejected frame.
 //! Every per-line problem — too large, not UTF-8, not strict JSON (duplicate
 //! keys, depth), not an object — is answered `ERROR bad_frame` with
 //! `"re": null` (the line's id cannot be known), and reading goes on.
@@ -19,7 +20,7 @@
 use super::error::ParleyError;
 use super::{App, Handled, Service};
 use parley_core::Dialect;
-use parley_custody::ipc::frame::{FrameError, FrameReader, FrameWriter, MAX_FRAME};
+use parley_custody_client::frame::{FrameError, FrameReader, FrameWriter, MAX_FRAME};
 use serde_json::{json, Map, Value};
 use std::collections::HashSet;
 use std::future::Future;

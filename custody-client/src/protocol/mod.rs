@@ -3,9 +3,9 @@
 //! `docs/custody-protocol.md` is the wire reference).
 //!
 //! Everything here is pure: a [`Request`] is built from a `serde_json::Value`
-//! that [`crate::ipc::frame`] already parsed strictly (no duplicate keys,
+//! that [`crate::frame`] already parsed strictly (no duplicate keys,
 //! bounded depth and size), and replies are built as `serde_json::Value`s for
-//! [`crate::ipc::frame::FrameWriter`].
+//! [`crate::frame::FrameWriter`].
 //!
 //! Validation is hand-written rather than `#[derive(Deserialize)]` so that an
 //! agent (untrusted, possibly hostile) gets one precise, bounded error per
@@ -19,8 +19,11 @@
 
 use parley_core::Dialect;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::fmt;
+
+mod reply;
+pub use reply::{parse_reply, Principal, Reply, ReplyError, ReplyFrame, RequestState};
 
 /// The protocol version every request carries as `"custody": 1`.
 pub const VERSION: u64 = 1;
@@ -436,246 +439,11 @@ pub fn quote(untrusted: &str) -> String {
     out
 }
 
-/// A principal key this custody holds, as listed in `HELLO`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Principal {
-    /// The public key, `ed25519:…`.
-    pub key: String,
-    /// The human's label for it, if any.
-    pub label: Option<String>,
-}
-
-/// The state of a request, as reported by `STATUS`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RequestState {
-    /// Waiting for the human.
-    Pending,
-    /// A consent was approved and signed.
-    Approved,
-    /// A grant was issued.
-    Issued,
-    /// The human said no.
-    Denied,
-    /// Re-verification failed; it was never shown.
-    Rejected,
-    /// Nobody decided in time.
-    Expired,
-    /// The agent withdrew it.
-    Cancelled,
-    /// No such request on record for this peer.
-    Unknown,
-}
-
-impl RequestState {
-    /// The wire spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RequestState::Pending => "pending",
-            RequestState::Approved => "approved",
-            RequestState::Issued => "issued",
-            RequestState::Denied => "denied",
-            RequestState::Rejected => "rejected",
-            RequestState::Expired => "expired",
-            RequestState::Cancelled => "cancelled",
-            RequestState::Unknown => "unknown",
-        }
-    }
-}
-
-/// A reply from custody. Every one is final except [`Reply::Pending`].
-#[derive(Debug, Clone, PartialEq)]
-pub enum Reply {
-    /// Answer to `hello`.
-    Hello {
-        /// The protocol version custody speaks ([`VERSION`]).
-        version: u64,
-        /// The principal keys custody holds.
-        principals: Vec<Principal>,
-    },
-    /// Non-final: the request waits for the human.
-    Pending {
-        /// The id of the waiting request.
-        request: String,
-        /// Its place in the review queue (1 = on screen now), when known.
-        position: Option<u64>,
-    },
-    /// A consent was approved; `grant` is the `pg1.` token.
-    Approved {
-        /// The consent grant token.
-        grant: String,
-    },
-    /// The human declined.
-    Denied {
-        /// The human's reason, if they gave one.
-        reason: Option<String>,
-    },
-    /// Re-verification failed; the request was never shown to the human.
-    Rejected {
-        /// Which check failed (set by the review layer).
-        code: String,
-        /// One sentence saying what did not match.
-        message: String,
-    },
-    /// Nobody decided before the request expired.
-    Expired,
-    /// A grant was issued; `caveats` are the ones signed (maybe narrowed).
-    Issued {
-        /// The `pg1.` token.
-        grant: String,
-        /// The caveats the human approved.
-        caveats: Value,
-    },
-    /// Answer to `status`.
-    Status {
-        /// The request asked about.
-        request: String,
-        /// Its state.
-        state: RequestState,
-    },
-    /// Answer to `cancel`: the request was withdrawn.
-    Cancelled,
-    /// The request could not be handled.
-    Error {
-        /// The error code.
-        code: ErrorCode,
-        /// One sentence saying what to do.
-        message: String,
-    },
-}
-
-impl Reply {
-    /// Shorthand for an `ERROR` reply.
-    pub fn error(code: ErrorCode, message: impl Into<String>) -> Reply {
-        Reply::Error {
-            code,
-            message: message.into(),
-        }
-    }
-
-    /// The wire `kind`.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Reply::Hello { .. } => "HELLO",
-            Reply::Pending { .. } => "PENDING",
-            Reply::Approved { .. } => "APPROVED",
-            Reply::Denied { .. } => "DENIED",
-            Reply::Rejected { .. } => "REJECTED",
-            Reply::Expired => "EXPIRED",
-            Reply::Issued { .. } => "ISSUED",
-            Reply::Status { .. } => "STATUS",
-            Reply::Cancelled => "CANCELLED",
-            Reply::Error { .. } => "ERROR",
-        }
-    }
-
-    /// `PENDING` is the only non-final reply: a request gets any number of
-    /// them, then exactly one final reply.
-    pub fn is_final(&self) -> bool {
-        !matches!(self, Reply::Pending { .. })
-    }
-
-    /// The reply in one sentence for a person (an agent's log, a CLI's
-    /// stderr): never a debug dump. Text that came from custody or a human
-    /// goes through the display rule; tokens are shortened.
-    pub fn sentence(&self) -> String {
-        use crate::display::safe;
-        let short = |t: &str| format!("{}…", t.chars().take(16).collect::<String>());
-        match self {
-            Reply::Hello {
-                version,
-                principals,
-            } => format!(
-                "custody speaks protocol v{version} and holds {} principal key(s)",
-                principals.len()
-            ),
-            Reply::Pending { request, position } => match position {
-                Some(p) => format!(
-                    "request {} waits for the human (place {p} in the queue)",
-                    safe(request)
-                ),
-                None => format!("request {} waits for the human", safe(request)),
-            },
-            Reply::Approved { grant } => {
-                format!("the human approved: consent grant {}", short(grant))
-            }
-            Reply::Denied { reason: Some(r) } => format!("the human denied it: {}", safe(r)),
-            Reply::Denied { reason: None } => "the human denied it".to_string(),
-            Reply::Rejected { code, message } => format!(
-                "custody rejected it without showing it to the human ({}): {}",
-                safe(code),
-                safe(message)
-            ),
-            Reply::Expired => "nobody decided before the request expired".to_string(),
-            Reply::Issued { grant, .. } => format!("the human issued grant {}", short(grant)),
-            Reply::Status { request, state } => {
-                format!("request {} is {}", safe(request), state.as_str())
-            }
-            Reply::Cancelled => "the request was cancelled".to_string(),
-            Reply::Error { code, message } => {
-                format!("custody refused it ({}): {}", code.as_str(), safe(message))
-            }
-        }
-    }
-
-    /// The reply frame answering request `re` (`None` when the request id is
-    /// unknown, e.g. for an unparseable line: `re` is then `null`).
-    ///
-    /// Replies also carry `"custody":1` so a client can tell the version.
-    /// Optional fields that are absent are omitted, not `null`.
-    pub fn to_frame(&self, re: Option<&str>) -> Value {
-        let mut m = Map::new();
-        m.insert("custody".into(), json!(VERSION));
-        m.insert("re".into(), re.map_or(Value::Null, |r| json!(r)));
-        m.insert("kind".into(), json!(self.kind()));
-        match self {
-            Reply::Hello {
-                version,
-                principals,
-            } => {
-                m.insert("version".into(), json!(version));
-                m.insert("principals".into(), json!(principals));
-            }
-            Reply::Pending { request, position } => {
-                m.insert("request".into(), json!(request));
-                if let Some(p) = position {
-                    m.insert("position".into(), json!(p));
-                }
-            }
-            Reply::Approved { grant } => {
-                m.insert("grant".into(), json!(grant));
-            }
-            Reply::Denied { reason } => {
-                if let Some(r) = reason {
-                    m.insert("reason".into(), json!(r));
-                }
-            }
-            Reply::Rejected { code, message } => {
-                m.insert("code".into(), json!(code));
-                m.insert("message".into(), json!(message));
-            }
-            Reply::Expired | Reply::Cancelled => {}
-            Reply::Issued { grant, caveats } => {
-                m.insert("grant".into(), json!(grant));
-                m.insert("caveats".into(), caveats.clone());
-            }
-            Reply::Status { request, state } => {
-                m.insert("request".into(), json!(request));
-                m.insert("state".into(), json!(state.as_str()));
-            }
-            Reply::Error { code, message } => {
-                m.insert("code".into(), json!(code.as_str()));
-                m.insert("message".into(), json!(message));
-            }
-        }
-        Value::Object(m)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use parley_core::json::parse_str;
+    use serde_json::json;
 
     fn req(text: &str) -> Result<Request, RequestError> {
         Request::from_value(&parse_str(text).expect("test JSON parses"))
@@ -713,25 +481,6 @@ mod tests {
             assert_eq!(e.code, ErrorCode::Invalid, "{bad}");
             assert!(e.message.contains("dialect"), "{}", e.message);
         }
-    }
-
-    #[test]
-    fn a_reply_in_words_is_a_sentence_not_a_debug_value() {
-        let denied = Reply::Denied {
-            reason: Some("too much\u{1b}[2J\nCOST 1.00 USD".into()),
-        };
-        let s = denied.sentence();
-        assert!(s.starts_with("the human denied it: too much"), "{s}");
-        assert!(!s.contains('\u{1b}') && !s.contains('\n'), "{s:?}");
-        assert!(!s.contains("Denied {"), "{s}");
-        let approved = Reply::Approved {
-            grant: format!("pg1.{}", "A".repeat(300)),
-        };
-        assert!(approved.sentence().chars().count() < 60);
-        assert_eq!(
-            Reply::Expired.sentence(),
-            "nobody decided before the request expired"
-        );
     }
 
     #[test]
@@ -942,79 +691,6 @@ mod tests {
         let v = err("[]").to_reply();
         assert_eq!(v["re"], Value::Null);
         assert_eq!(v["code"], "bad_frame");
-    }
-
-    #[test]
-    fn reply_frames_have_the_documented_shape() {
-        let hello = Reply::Hello {
-            version: 1,
-            principals: vec![Principal {
-                key: "ed25519:K".into(),
-                label: Some("me".into()),
-            }],
-        };
-        assert_eq!(
-            serde_json::to_string(&hello.to_frame(Some("1"))).unwrap(),
-            r#"{"custody":1,"re":"1","kind":"HELLO","version":1,"principals":[{"key":"ed25519:K","label":"me"}]}"#
-        );
-        let pending = Reply::Pending {
-            request: "2".into(),
-            position: None,
-        };
-        assert!(!pending.is_final());
-        assert_eq!(
-            serde_json::to_string(&pending.to_frame(Some("2"))).unwrap(),
-            r#"{"custody":1,"re":"2","kind":"PENDING","request":"2"}"#
-        );
-        let cases = [
-            (
-                Reply::Approved {
-                    grant: "pg1.x".into(),
-                },
-                r#"{"custody":1,"re":"r","kind":"APPROVED","grant":"pg1.x"}"#,
-            ),
-            (
-                Reply::Denied { reason: None },
-                r#"{"custody":1,"re":"r","kind":"DENIED"}"#,
-            ),
-            (
-                Reply::Rejected {
-                    code: "hash_mismatch".into(),
-                    message: "m".into(),
-                },
-                r#"{"custody":1,"re":"r","kind":"REJECTED","code":"hash_mismatch","message":"m"}"#,
-            ),
-            (Reply::Expired, r#"{"custody":1,"re":"r","kind":"EXPIRED"}"#),
-            (
-                Reply::Issued {
-                    grant: "pg1.y".into(),
-                    caveats: json!([{"exp":5}]),
-                },
-                r#"{"custody":1,"re":"r","kind":"ISSUED","grant":"pg1.y","caveats":[{"exp":5}]}"#,
-            ),
-            (
-                Reply::Status {
-                    request: "q".into(),
-                    state: RequestState::Pending,
-                },
-                r#"{"custody":1,"re":"r","kind":"STATUS","request":"q","state":"pending"}"#,
-            ),
-            (
-                Reply::Cancelled,
-                r#"{"custody":1,"re":"r","kind":"CANCELLED"}"#,
-            ),
-            (
-                Reply::error(ErrorCode::RateLimited, "slow down"),
-                r#"{"custody":1,"re":"r","kind":"ERROR","code":"rate_limited","message":"slow down"}"#,
-            ),
-        ];
-        for (reply, want) in cases {
-            assert!(reply.is_final());
-            assert_eq!(
-                serde_json::to_string(&reply.to_frame(Some("r"))).unwrap(),
-                want
-            );
-        }
     }
 
     #[test]

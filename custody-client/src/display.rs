@@ -288,7 +288,7 @@ fn with_char(v: u32, f: fn(char) -> bool) -> bool {
 
 /// The TypeScript table `ui/src/display-table.ts` that `ui/src/dom.ts`
 /// applies the same rule from, generated from the same Unicode data (run
-/// `cargo run -p parley-custody --example display_table > ui/src/display-table.ts`;
+/// `cargo run -p parley-custody-client --example display_table > ui/src/display-table.ts`;
 /// a unit test fails while the file in the tree differs).
 pub fn ui_table() -> String {
     fn table(out: &mut String, name: &str, doc: &str, r: &[(u32, u32)]) {
@@ -305,8 +305,8 @@ pub fn ui_table() -> String {
     }
     let mut out = String::new();
     out.push_str(
-        "// Generated from Unicode's data by custody/src/display.rs (`ui_table`): do not edit.\n\
-         // Regenerate: cargo run -p parley-custody --example display_table > ui/src/display-table.ts\n\
+        "// Generated from Unicode's data by custody-client/src/display.rs (`ui_table`): do not edit.\n\
+         // Regenerate: cargo run -p parley-custody-client --example display_table > ui/src/display-table.ts\n\
          // Each table is a sorted list of inclusive ranges: start, end, start, end, …\n\n",
     );
     let _ = writeln!(
@@ -487,7 +487,7 @@ mod tests {
         assert!(
             file == ui_table(),
             "ui/src/display-table.ts is stale or missing: regenerate it with \
-             `cargo run -p parley-custody --example display_table > ui/src/display-table.ts`"
+             `cargo run -p parley-custody-client --example display_table > ui/src/display-table.ts`"
         );
     }
 

@@ -1,0 +1,26 @@
+//! # parley-custody-client
+//!
+//! The agent side of the custody protocol v1 (`docs/custody-protocol.md`):
+//! everything an untrusted agent, the `parley` CLI or the playground needs to
+//! ask custody for something, and nothing more.
+//!
+//! - [`protocol`]: the messages, requests and replies, and how each side
+//!   validates what the other sent;
+//! - [`frame`]: NDJSON frames with bounded memory (both ends use it);
+//! - [`client`]: the async client, one request at a time, every wait bounded;
+//! - [`socket`]: where the custody socket is, and connecting to it;
+//! - [`display`]: the display-safety rule for untrusted text shown to a human.
+//!
+//! Why a crate of its own: the trust boundary is then visible in the tree.
+//! This crate has no key store, signer, audit log or SQLite in its
+//! dependency tree, so code that links only it cannot hold or reach the
+//! principal key even by mistake (`scripts/test.sh` checks the playground's
+//! tree). The custody engine (`parley-custody`) depends on this crate and
+//! re-exports these modules under its old paths.
+#![forbid(unsafe_code)]
+
+pub mod client;
+pub mod display;
+pub mod frame;
+pub mod protocol;
+pub mod socket;

@@ -1,7 +1,0 @@
-//! Prints the display-safety table the UI applies (`ui/src/display-table.ts`),
-//! generated from the same Unicode data as `parley_custody::display`.
-#![forbid(unsafe_code)]
-
-fn main() {
-    print!("{}", parley_custody::display::ui_table());
-}
