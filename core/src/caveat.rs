@@ -338,9 +338,20 @@ impl Caveat {
         }
     }
 
-    /// The caveat in plain words, for `parley inspect` and the review screen.
-    /// Times are shown as UTC (§9.2 form).
+    /// The caveat in plain words, for `parley inspect`: times in §9.2's UTC
+    /// form with the raw value, as a tool for programs and experts says them.
     pub fn describe(&self) -> String {
+        match self {
+            Caveat::Exp(t) => format!("until {} (exp {t})", crate::lens::time(*t)),
+            Caveat::Nbf(t) => format!("not before {} (nbf {t})", crate::lens::time(*t)),
+            other => other.describe_with(crate::lens::time),
+        }
+    }
+
+    /// The caveat in plain words with times said by `time`: a screen for a
+    /// person passes its own local-time format, so that a grant's end reads
+    /// the same in every line of a review.
+    pub fn describe_with(&self, time: impl Fn(i64) -> String) -> String {
         fn list(l: &[String]) -> String {
             if l.is_empty() {
                 "nothing (empty list)".into()
@@ -355,8 +366,8 @@ impl Caveat {
             Caveat::Svc(l) => format!("only at the services {}", list(l)),
             Caveat::Verbs(l) => format!("only the verbs {}", list(l)),
             Caveat::Can(l) => format!("only the capabilities {}", list(l)),
-            Caveat::Exp(t) => format!("until {} (exp {t})", crate::lens::time(*t)),
-            Caveat::Nbf(t) => format!("not before {} (nbf {t})", crate::lens::time(*t)),
+            Caveat::Exp(t) => format!("until {}", time(*t)),
+            Caveat::Nbf(t) => format!("not before {}", time(*t)),
             Caveat::Per(m) => format!("each commit costs at most {m}, else ask the human"),
             Caveat::Spend(m) => {
                 format!("at most {m} in total through this grant, else ask the human")

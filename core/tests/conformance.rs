@@ -47,10 +47,16 @@ const RUNNERS: &[&str] = &[
 ];
 
 /// Files whose runners live beside the code they test, outside core.
-const ELSEWHERE: &[(&str, &str)] = &[(
-    "display-safety.json",
-    "custody-client/src/display.rs (vectors test) and ui/tests/display.test.mjs",
-)];
+const ELSEWHERE: &[(&str, &str)] = &[
+    (
+        "display-safety.json",
+        "custody-client/src/display.rs (vectors test) and ui/tests/display.test.mjs",
+    ),
+    (
+        "local-time.json",
+        "custody/src/local_time.rs (vectors test) and ui/tests/time.test.mjs",
+    ),
+];
 
 #[test]
 fn every_vector_file_has_a_runner() {

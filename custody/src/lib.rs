@@ -21,6 +21,7 @@ pub mod engine;
 pub mod fingerprint;
 pub mod ipc;
 pub mod keystore;
+pub mod local_time;
 pub mod logging;
 pub mod paths;
 pub use parley_custody_client::protocol;

@@ -801,7 +801,7 @@ fn caveat_views(caveats: &[Caveat]) -> Vec<CaveatView> {
         .iter()
         .map(|c| CaveatView {
             json: c.to_value(),
-            words: safe(&c.describe()),
+            words: safe(&c.describe_with(crate::local_time::when)),
         })
         .collect()
 }
@@ -874,7 +874,7 @@ pub fn review_grant(
             parsed.push(Caveat::Exp(latest));
             warnings.push(format!(
                 "The agent asked for no expiry; this grant expires at the longest allowed, {}.",
-                lens::time(latest)
+                crate::local_time::when(latest)
             ));
         }
         Some(&t) if t <= ctx.now => {
@@ -888,8 +888,8 @@ pub fn review_grant(
             parsed.push(Caveat::Exp(latest));
             warnings.push(format!(
                 "The agent asked for a grant until {}; it is limited to {}.",
-                lens::time(t),
-                lens::time(latest)
+                crate::local_time::when(t),
+                crate::local_time::when(latest)
             ));
         }
         Some(_) => {}
@@ -1009,8 +1009,8 @@ pub fn preview(caveats: &[Caveat]) -> String {
             Caveat::Total(l) => parts.push(format!("at most {} in total", l.describe())),
             Caveat::Risk(r) => parts.push(format!("risk up to {r}")),
             Caveat::Only(h) => parts.push(format!("only proposal {h}")),
-            Caveat::Nbf(t) => parts.push(format!("from {}", lens::time(*t))),
-            Caveat::Exp(t) => parts.push(format!("until {}", lens::time(*t))),
+            Caveat::Nbf(t) => parts.push(format!("from {}", crate::local_time::when(*t))),
+            Caveat::Exp(t) => parts.push(format!("until {}", crate::local_time::when(*t))),
             Caveat::Invalid { .. } => parts.push("(invalid caveat)".into()),
         }
     }

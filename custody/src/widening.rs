@@ -289,12 +289,12 @@ fn times(requested: &[Caveat], edited: &[Caveat], out: &mut Vec<String>) {
         match nbf(edited) {
             None => out.push(format!(
                 "removes the start time (was from {})",
-                lens::time(r)
+                crate::local_time::when(r)
             )),
             Some(e) if e < r => out.push(format!(
                 "starts earlier: from {} instead of {} ({} sooner)",
-                lens::time(e),
-                lens::time(r),
+                crate::local_time::when(e),
+                crate::local_time::when(r),
                 lens::duration(r - e)
             )),
             Some(_) => {}
@@ -302,11 +302,14 @@ fn times(requested: &[Caveat], edited: &[Caveat], out: &mut Vec<String>) {
     }
     if let Some(r) = exp(requested) {
         match exp(edited) {
-            None => out.push(format!("removes the expiry (was {})", lens::time(r))),
+            None => out.push(format!(
+                "removes the expiry (was {})",
+                crate::local_time::when(r)
+            )),
             Some(e) if e > r => out.push(format!(
                 "lasts longer: until {} instead of {} ({} more)",
-                lens::time(e),
-                lens::time(r),
+                crate::local_time::when(e),
+                crate::local_time::when(r),
                 lens::duration(e - r)
             )),
             Some(_) => {}
@@ -334,6 +337,17 @@ mod tests {
         let base = json!([{"svc": ["shop.example"]}, {"verbs": ["ASK", "INTENT"]},
             {"can": ["shop.order"]}, {"per": {"max": 4000, "currency": "USD"}},
             {"spend": {"max": 10000, "currency": "USD"}}, {"risk": "low"}, {"exp": T}]);
+        let when = crate::local_time::when;
+        let later = format!(
+            "lasts longer: until {} instead of {} (1h more)",
+            when(T + 3600),
+            when(T)
+        );
+        let earlier = format!(
+            "starts earlier: from {} instead of {} (1h sooner)",
+            when(T - 3600),
+            when(T)
+        );
         let cases: Vec<(&str, Value, Value, Vec<&str>)> = vec![
             ("the same caveats", base.clone(), base.clone(), vec![]),
             (
@@ -486,7 +500,7 @@ mod tests {
                 "a later expiry",
                 json!([{"exp": T}]),
                 json!([{"exp": T + 3600}]),
-                vec!["lasts longer: until 2027-01-15T09:00Z instead of 2027-01-15T08:00Z (1h more)"],
+                vec![later.as_str()],
             ),
             (
                 "an earlier expiry (narrower)",
@@ -498,7 +512,7 @@ mod tests {
                 "an earlier start",
                 json!([{"nbf": T}]),
                 json!([{"nbf": T - 3600}]),
-                vec!["starts earlier: from 2027-01-15T07:00Z instead of 2027-01-15T08:00Z (1h sooner)"],
+                vec![earlier.as_str()],
             ),
             (
                 "names shown display-safe",
@@ -527,6 +541,11 @@ mod tests {
             json!([{"exp": T + 60}, {"risk": "high"}, {"verbs": ["ASK", "COMMIT"]},
             {"svc": ["a", "b"]}]),
         );
+        let later = format!(
+            "lasts longer: until {} instead of {} (1m more)",
+            crate::local_time::when(T + 60),
+            crate::local_time::when(T)
+        );
         assert_eq!(
             widenings(&requested, &edited),
             vec![
@@ -535,7 +554,7 @@ mod tests {
                 "allows every capability",
                 "removes the per-action cap (was 1.00 USD)",
                 "raises the risk ceiling from low to high",
-                "lasts longer: until 2027-01-15T08:01Z instead of 2027-01-15T08:00Z (1m more)",
+                later.as_str(),
             ]
         );
     }

@@ -65,7 +65,10 @@ pub fn caveat_words(caveats: &Value) -> (Vec<String>, String) {
     };
     let parsed: Vec<Caveat> = list.iter().map(Caveat::parse).collect();
     (
-        parsed.iter().map(|c| safe(&c.describe())).collect(),
+        parsed
+            .iter()
+            .map(|c| safe(&c.describe_with(crate::local_time::when)))
+            .collect(),
         safe(&review::preview(&parsed)),
     )
 }

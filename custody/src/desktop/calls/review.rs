@@ -271,7 +271,7 @@ pub async fn review_deny_and_pause(
              shown until {}. Nothing was signed; the agent was told.{also} Resume it in the \
              audit view.",
             parley_core::lens::duration(DENY_AND_PAUSE_SECS),
-            parley_core::lens::time(unix_now().saturating_add(DENY_AND_PAUSE_SECS)),
+            crate::local_time::when(unix_now().saturating_add(DENY_AND_PAUSE_SECS)),
         ),
     })
 }
