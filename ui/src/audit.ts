@@ -8,7 +8,7 @@
 import './style.css'
 import { api, on, errorText, type AuditFilter, type AuditView, type EventView, type EventKind, type PausesView } from './ipc'
 import { h, replace, byId, say, setText } from './dom'
-import { fullTime, localTime, span, fromLocalInput } from './format'
+import { when, whenExact, span, fromTimeInput, TIME_PLACEHOLDER } from './format'
 import { mainNav } from './nav'
 
 export const KIND_WORDS: Record<EventKind, string> = {
@@ -60,10 +60,10 @@ function details(e: EventView): HTMLElement {
   if (e.hash) parts.push(h('div', null, h('span', { class: 'muted' }, 'hash '), h('code', { title: e.hash }, `${e.hash.slice(0, 12)}…`)))
   if (e.preview) parts.push(h('div', null, e.preview))
   if (e.caveat_words.length) parts.push(h('details', null, h('summary', null, 'caveats'), h('ul', null, ...e.caveat_words.map((w) => h('li', null, w))), e.caveats ? h('code', { class: 'json' }, e.caveats) : null))
-  if (e.expires && (e.kind === 'grant_issued' || e.kind === 'consent_approved')) parts.push(h('div', { class: 'muted' }, `until ${fullTime(e.expires)}`))
+  if (e.expires && (e.kind === 'grant_issued' || e.kind === 'consent_approved')) parts.push(h('div', { class: 'muted' }, `until ${when(e.expires)}`))
   if (e.confirmed_by) parts.push(h('div', { class: 'muted', testid: 'confirmed-by' }, `confirmed by ${CONFIRMED_WORDS(e.confirmed_by)}`))
   if (e.reason) parts.push(h('div', { class: 'reason-text' }, e.reason))
-  if (e.count !== null && e.count !== undefined) parts.push(h('div', { class: 'muted' }, `stands for ${e.count} requests${e.span ? ` from ${fullTime(e.span[0])} to ${fullTime(e.span[1])}` : ''}`))
+  if (e.count !== null && e.count !== undefined) parts.push(h('div', { class: 'muted' }, `stands for ${e.count} requests${e.span ? ` from ${when(e.span[0])} to ${when(e.span[1])}` : ''}`))
   if (e.cut) parts.push(h('div', { class: 'muted' }, `oversized fields cut (original sizes): ${e.cut}`))
   if (e.principal && e.kind.startsWith('key_')) parts.push(h('code', null, e.principal))
   return h('div', { class: 'details' }, ...parts)
@@ -103,7 +103,7 @@ function render(view: AuditView, filter: AuditFilter) {
                 h('td', null, agentCell(e)),
                 h('td', null, e.service ?? ''),
                 h('td', null, e.kind === 'consent_approved' ? `one COMMIT of ${e.capability ?? '?'}${e.cost ? ` for ${e.cost}` : ''} (proposal ${e.hash?.slice(0, 12) ?? '?'}…)` : e.preview ?? '', e.caveat_words.length && e.kind === 'grant_issued' ? h('ul', { class: 'words' }, ...e.caveat_words.map((w) => h('li', null, w))) : null),
-                h('td', null, e.expires ? `${localTime(e.expires)} (in ${span(e.expires - view.now)})` : ''),
+                h('td', null, e.expires ? `${when(e.expires)} (in ${span(e.expires - view.now)})` : ''),
               ),
             ),
           ),
@@ -129,7 +129,7 @@ function render(view: AuditView, filter: AuditFilter) {
                 'tr',
                 { class: `kind-${e.kind}`, testid: 'event-row', attrs: { 'data-kind': e.kind } },
                 h('td', null, String(e.seq)),
-                h('td', { class: 'when', title: String(e.at) }, fullTime(e.at)),
+                h('td', { class: 'when', title: String(e.at) }, whenExact(e.at)),
                 h('td', { class: 'kind' }, KIND_WORDS[e.kind] ?? e.kind),
                 h('td', null, agentCell(e)),
                 h('td', null, e.service ?? ''),
@@ -184,7 +184,7 @@ function renderPauses(v: PausesView) {
                 'tr',
                 { testid: 'paused-row', attrs: { 'data-agent': p.agent } },
                 h('td', null, agentName(p.agent, p.short, p.label)),
-                h('td', null, p.until === null ? 'until you resume it' : `${localTime(p.until)} (in ${span(p.until - v.now)})`),
+                h('td', null, p.until === null ? 'until you resume it' : `${when(p.until)} (in ${span(p.until - v.now)})`),
                 h('td', { class: 'reason-text' }, p.reason),
                 h(
                   'td',
@@ -235,8 +235,8 @@ function filterWords(f: AuditFilter): string {
   if (f.kinds?.length) w.push(f.kinds.map((k) => KIND_WORDS[k as EventKind] ?? k).join(', '))
   if (f.agent) w.push(`agent ${f.agent.slice(0, 20)}…`)
   if (f.service) w.push(`service ${f.service}`)
-  if (f.since) w.push(`from ${fullTime(f.since)}`)
-  if (f.until) w.push(`until ${fullTime(f.until)}`)
+  if (f.since) w.push(`from ${when(f.since)}`)
+  if (f.until) w.push(`until ${when(f.until)}`)
   return w.length ? ` (${w.join('; ')})` : ''
 }
 
@@ -253,8 +253,9 @@ const count = h('p', { class: 'muted', testid: 'count' })
 const kind = h('select', { id: 'f-kind', testid: 'f-kind', attrs: { 'aria-label': 'Kind' } }, h('option', { attrs: { value: '' } }, 'Every kind'), ...Object.entries(KIND_WORDS).map(([k, w]) => h('option', { attrs: { value: k } }, w)))
 const agent = h('input', { id: 'f-agent', testid: 'f-agent', attrs: { type: 'text', placeholder: 'agent key (ed25519:…)', spellcheck: 'false' } })
 const service = h('input', { id: 'f-service', testid: 'f-service', attrs: { type: 'text', placeholder: 'service id', spellcheck: 'false' } })
-const since = h('input', { id: 'f-since', testid: 'f-since', attrs: { type: 'datetime-local', 'aria-label': 'From' } })
-const until = h('input', { id: 'f-until', testid: 'f-until', attrs: { type: 'datetime-local', 'aria-label': 'Until' } })
+const timeAttrs = { type: 'text', placeholder: TIME_PLACEHOLDER, spellcheck: 'false', autocomplete: 'off', inputmode: 'numeric', size: '17' }
+const since = h('input', { id: 'f-since', testid: 'f-since', attrs: { ...timeAttrs, 'aria-label': 'From (your local time)' } })
+const until = h('input', { id: 'f-until', testid: 'f-until', attrs: { ...timeAttrs, 'aria-label': 'Until (your local time)' } })
 const apply = h('button', { class: 'btn', testid: 'f-apply', attrs: { type: 'submit' } }, 'Filter')
 const reset = h('button', { class: 'btn btn-default', testid: 'f-reset', attrs: { type: 'button' } }, 'Clear')
 const exportJsonl = h('button', { class: 'btn', testid: 'export-jsonl', attrs: { type: 'button' } }, 'Export JSONL')
@@ -267,8 +268,8 @@ function filter(): AuditFilter {
     kinds: kind.value ? [kind.value] : [],
     agent: agent.value.trim() || null,
     service: service.value.trim() || null,
-    since: fromLocalInput(since.value),
-    until: fromLocalInput(until.value) !== null ? (fromLocalInput(until.value) as number) + 59 : null,
+    since: fromTimeInput(since.value),
+    until: fromTimeInput(until.value) !== null ? (fromTimeInput(until.value) as number) + 59 : null,
     limit: 500,
   }
 }
@@ -278,6 +279,11 @@ let again = false
 async function load() {
   if (loading) {
     again = true
+    return
+  }
+  const bad = badTimes()
+  if (bad) {
+    say(status, 'error', bad)
     return
   }
   loading = true
@@ -295,7 +301,20 @@ async function load() {
   }
 }
 
+/** A time typed that is not one: said, rather than quietly filtering on nothing. */
+function badTimes(): string | null {
+  for (const [el, name] of [[since, 'from'], [until, 'until']] as const) {
+    if (el.value.trim() !== '' && fromTimeInput(el.value) === null) return `“${name}” is not a date and time: type it like 2026-12-24 18:00, or leave it empty`
+  }
+  return null
+}
+
 async function exportAs(format: 'jsonl' | 'csv') {
+  const bad = badTimes()
+  if (bad) {
+    say(status, 'error', bad)
+    return
+  }
   try {
     const r = await api.auditExport(format, filter())
     say(status, 'ok', `Exported ${r.rows} event${r.rows === 1 ? '' : 's'} to ${r.path}`)

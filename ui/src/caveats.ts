@@ -9,7 +9,7 @@
 // condition instead of being reinterpreted. The engine names any widening
 // that remains and the form shows it before Issue (custody/src/widening.rs).
 
-import { money, parseAmount, isCurrency, localTime, fromLocalInput, toLocalInput, span, ZERO_DECIMAL } from './format'
+import { money, parseAmount, isCurrency, when, fromTimeInput, toTimeInput, span, ZERO_DECIMAL } from './format'
 
 /** The verbs a grant can name (Parley §4). */
 export const VERBS = ['HELLO', 'ASK', 'INTENT', 'COMMIT', 'UNDO', 'EXPAND'] as const
@@ -50,8 +50,8 @@ export interface GrantFormValues {
   per: string
   spend: string
   expiry: string // a PRESETS key or 'custom'
-  customExpiry: string // datetime-local
-  notBefore: string // datetime-local, or ''
+  customExpiry: string // a time as `when` shows it (format.ts)
+  notBefore: string // a time as `when` shows it, or ''
   /** YEA limits over measures (`each`/`total`, §6.3), one row each. */
   measures: MeasureLimit[]
   /** Caveats of a request that the form has no field for: kept verbatim (dropping one would widen the grant). */
@@ -237,8 +237,8 @@ export function plan(v: GrantFormValues, now: number, maxLifetime: number): Gran
 
   let exp: number | null = null
   if (v.expiry === 'custom') {
-    const t = fromLocalInput(v.customExpiry)
-    if (t === null) errors.expiry = 'choose the date and time the grant ends'
+    const t = fromTimeInput(v.customExpiry)
+    if (t === null) errors.expiry = 'type the date and time the grant ends, like 2026-12-24 18:00'
     else if (t <= now) errors.expiry = 'the end is in the past'
     else exp = t
   } else if (PRESETS[v.expiry] !== undefined) {
@@ -252,8 +252,8 @@ export function plan(v: GrantFormValues, now: number, maxLifetime: number): Gran
   }
   let nbf: number | null = null
   if (v.notBefore.trim() !== '') {
-    nbf = fromLocalInput(v.notBefore)
-    if (nbf === null) errors.notBefore = 'a date and time, or leave it empty'
+    nbf = fromTimeInput(v.notBefore)
+    if (nbf === null) errors.notBefore = 'a date and time like 2026-12-24 18:00, or leave it empty'
     else if (exp !== null && nbf >= exp) errors.notBefore = 'must be before the end'
   }
   if (nbf !== null && !errors.notBefore) caveats.push({ nbf })
@@ -270,8 +270,8 @@ export function plan(v: GrantFormValues, now: number, maxLifetime: number): Gran
   if (spend !== undefined && isCurrency(currency)) limits.push(`${money(spend, currency)} in total`)
   limits.push(...measureWords)
   if (v.risk) limits.push(`risk up to ${v.risk}`)
-  if (nbf !== null) limits.push(`from ${localTime(nbf, now)}`)
-  limits.push(exp !== null ? `until ${localTime(exp, now)}` : 'until (no end chosen)')
+  if (nbf !== null) limits.push(`from ${when(nbf)}`)
+  limits.push(exp !== null ? `until ${when(exp)}` : 'until (no end chosen)')
   if (v.extra.length) limits.push(`and ${v.extra.length} more condition${v.extra.length > 1 ? 's' : ''} kept from the request`)
   const preview = `${parts.join(' ')}, ${limits.join(', ')}`
 
@@ -371,13 +371,13 @@ export function fromCaveats(list: unknown[]): Partial<GrantFormValues> {
         if (Number.isSafeInteger(value)) {
           seen.add(name)
           out.expiry = 'custom'
-          out.customExpiry = toLocalInput(value as number)
+          out.customExpiry = toTimeInput(value as number)
         } else keep()
         break
       case 'nbf':
         if (Number.isSafeInteger(value)) {
           seen.add(name)
-          out.notBefore = toLocalInput(value as number)
+          out.notBefore = toTimeInput(value as number)
         } else keep()
         break
       default:

@@ -45,29 +45,22 @@ export function isCurrency(c: string): boolean {
 
 const pad = (n: number) => String(n).padStart(2, '0')
 
-/** Local time, short: `18:00` today, `Tue 2 Dec 18:00` otherwise (with the year if not this year). */
-export function localTime(unix: number, now: number = Date.now() / 1000): string {
-  const d = new Date(unix * 1000)
-  const n = new Date(now * 1000)
-  const hm = `${pad(d.getHours())}:${pad(d.getMinutes())}`
-  const sameDay =
-    d.getFullYear() === n.getFullYear() && d.getMonth() === n.getMonth() && d.getDate() === n.getDate()
-  if (sameDay) return hm
-  const day = d.toLocaleDateString('en-GB', {
-    weekday: 'short',
-    day: 'numeric',
-    month: 'short',
-    ...(d.getFullYear() === n.getFullYear() ? {} : { year: 'numeric' }),
-  })
-  return `${day} ${hm}`
+/**
+ * The one shape of an absolute time on a screen: the user's local time,
+ * `2026-11-30 06:21`, with a no-break space so that it never breaks across
+ * lines. Custody's own sentences (review warnings, the grant preview, caveats
+ * in words) use the same shape (custody/src/local_time.rs); both pass
+ * conformance/local-time.json. Seconds are cut, never rounded up.
+ */
+export function when(unix: number): string {
+  const d = new Date(Math.floor(unix) * 1000)
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}\u00a0${pad(d.getHours())}:${pad(d.getMinutes())}`
 }
 
-/** Full local date and time, for titles and tables: `2026-12-02 18:00:05`. */
-export function fullTime(unix: number): string {
-  const d = new Date(unix * 1000)
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(
-    d.getMinutes(),
-  )}:${pad(d.getSeconds())}`
+/** The same with seconds, where they matter (when an audit event happened): `2026-11-30 06:21:48`. */
+export function whenExact(unix: number): string {
+  const d = new Date(Math.floor(unix) * 1000)
+  return `${when(unix)}:${pad(d.getSeconds())}`
 }
 
 /** A span of seconds for people: `45s`, `9m 58s`, `7h 05m`, `3d 4h`. */
@@ -79,17 +72,25 @@ export function span(secs: number): string {
   return `${Math.floor(s / 86400)}d ${Math.floor((s % 86400) / 3600)}h`
 }
 
-/** A `datetime-local` input's value for a unix time (local time, minutes). */
-export function toLocalInput(unix: number): string {
-  const d = new Date(unix * 1000)
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(
-    d.getMinutes(),
-  )}`
+/** What an empty date field shows: the shape to type, never a sample date that could pass for a value. */
+export const TIME_PLACEHOLDER = 'YYYY-MM-DD HH:MM'
+
+/** A time field's value for a unix time: the shape `when` shows, with a plain space to type over. */
+export function toTimeInput(unix: number): string {
+  return when(unix).replace('\u00a0', ' ')
 }
 
-/** A `datetime-local` input's value as unix seconds, or null if empty/invalid. */
-export function fromLocalInput(v: string): number | null {
-  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$/.test(v)) return null
-  const t = new Date(v).getTime()
-  return Number.isFinite(t) ? Math.floor(t / 1000) : null
+/**
+ * A time typed in the shape `when` shows (`2026-11-30 06:21`; a `T`, a
+ * no-break space and seconds are accepted too) as unix seconds in local
+ * time, or null if it is not a real date and time (30 February, 24:00).
+ */
+export function fromTimeInput(v: string): number | null {
+  const m = /^(\d{4})-(\d{2})-(\d{2})[ T\u00a0](\d{2}):(\d{2})(?::(\d{2}))?$/.exec(v.trim())
+  if (!m) return null
+  const [y, mo, d, hh, mm, ss] = m.slice(1).map((x) => (x === undefined ? 0 : Number(x)))
+  const t = new Date(y, mo - 1, d, hh, mm, ss)
+  // Date rolls 30 February over into March: a date that does not come back unchanged was not real.
+  if (t.getFullYear() !== y || t.getMonth() !== mo - 1 || t.getDate() !== d || t.getHours() !== hh || t.getMinutes() !== mm) return null
+  return Math.floor(t.getTime() / 1000)
 }

@@ -15,7 +15,7 @@ import { api, on, errorText, type GrantContext, type GrantPreviewView, type Gest
 import { pointerOnly } from './gesture'
 import { h, replace, byId, say, setText, copyText, visible } from './dom'
 import { emptyForm, fromCaveats, plan, MEASURES, PRESETS, VERBS, VERB_WORDS, type Caveat, type Field, type GrantFormValues, type MeasureLimit } from './caveats'
-import { localTime } from './format'
+import { when, TIME_PLACEHOLDER } from './format'
 import { mainNav, showView } from './nav'
 
 const app = byId('app')
@@ -73,7 +73,7 @@ async function main() {
   agent.readOnly = !!req
   const known = h('select', { id: 'known', testid: 'known-agents', attrs: { 'aria-label': 'Known agents' } }, h('option', { attrs: { value: '' } }, 'Pick a known agent…'))
   for (const a of ctx.known_agents) {
-    const o = h('option', { attrs: { value: a.key } }, `${a.label ? `${a.label} — ` : ''}${a.short}${a.waiting ? ' (waiting now)' : ''}${a.last_seen ? ` (last seen ${localTime(a.last_seen)})` : ''}`)
+    const o = h('option', { attrs: { value: a.key } }, `${a.label ? `${a.label} — ` : ''}${a.short}${a.waiting ? ' (waiting now)' : ''}${a.last_seen ? ` (last seen ${when(a.last_seen)})` : ''}`)
     known.append(o)
   }
   known.disabled = !!req || ctx.known_agents.length === 0
@@ -140,9 +140,10 @@ async function main() {
     r.checked = values.expiry === p
     return { p, r, el: h('label', { class: 'check' }, r, h('span', null, p === 'custom' ? ' until…' : ` ${p}`)) }
   })
-  const custom = h('input', { id: 'exp-at', testid: 'exp-at', attrs: { type: 'datetime-local' } })
+  const timeAttrs = { type: 'text', placeholder: TIME_PLACEHOLDER, spellcheck: 'false', autocomplete: 'off', inputmode: 'numeric', size: '17' }
+  const custom = h('input', { id: 'exp-at', testid: 'exp-at', attrs: { ...timeAttrs, 'aria-label': 'Ends at (your local time)' } })
   custom.value = values.customExpiry
-  const nbf = h('input', { id: 'nbf', testid: 'nbf', attrs: { type: 'datetime-local' } })
+  const nbf = h('input', { id: 'nbf', testid: 'nbf', attrs: { ...timeAttrs } })
   nbf.value = values.notBefore
   const note = input('note', { maxlength: '200', placeholder: 'why, for the audit log (optional)' })
 
@@ -214,7 +215,7 @@ async function main() {
         h('p', { class: 'field-error', testid: 'err-measures', attrs: { hidden: '' } }),
       ),
       h('fieldset', { class: 'field' }, h('legend', null, 'Expires (a grant always expires)'), h('div', { class: 'checks' }, ...presetBoxes.map((b) => b.el), custom), h('p', { class: 'field-error', testid: 'err-expiry', attrs: { hidden: '' } })),
-      field('Not before (optional)', nbf, 'notBefore'),
+      field('Not before (optional, your local time)', nbf, 'notBefore'),
       req ? null : field('Note (optional)', note, null),
     ),
     h('section', { class: 'preview-box' }, h('h2', null, 'This grant'), preview, signer, widenBox, warnings, h('h3', null, 'Exact caveats that will be signed'), exact, checking),

@@ -5,7 +5,7 @@
 import './style.css'
 import { api, on, errorText, type PendingView, type StatusView } from './ipc'
 import { h, replace, byId, say, copyText, setText } from './dom'
-import { localTime, span } from './format'
+import { when, span } from './format'
 import { mainNav } from './nav'
 
 const app = byId('app')
@@ -151,7 +151,7 @@ function buildWelcome(s: StatusView) {
 let shownIds = ''
 const countdowns = new Map<string, HTMLElement>()
 function closesText(p: PendingView): string {
-  return `closes in ${span(p.closes_at - Date.now() / 1000)} (at ${localTime(p.closes_at)}) · from user ${p.review.requester.user}`
+  return `closes in ${span(p.closes_at - Date.now() / 1000)} (at ${when(p.closes_at)}) · from user ${p.review.requester.user}`
 }
 function renderPending() {
   setText(pendingHead, pending.length ? `Waiting for you (${pending.length})` : 'Waiting for you')

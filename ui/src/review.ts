@@ -15,7 +15,7 @@ import './style.css'
 import { api, on, errorText, type Gesture, type PendingView, type Review } from './ipc'
 import { pointerOnly } from './gesture'
 import { h, replace, byId, row, say, setText } from './dom'
-import { fullTime, localTime, span } from './format'
+import { when, span } from './format'
 
 /** The delay after the window (re)gains focus before Approve is enabled. */
 export const APPROVE_DELAY_MS = 1500
@@ -131,7 +131,7 @@ function render(p: PendingView): void {
     facts.append(
       ...row('Services', h('span', { class: 'ident' }, r.service || '(every service)'), 'service'),
       ...row('In words', r.preview, 'preview', 'preview'),
-      ...row('Grant ends', `${localTime(r.expires)} (${fullTime(r.expires)})`, 'grant-exp'),
+      ...row('Grant ends', when(r.expires), 'grant-exp'),
     )
   }
   facts.append(...row('Signed with', principal(r), 'principal'))
@@ -231,7 +231,7 @@ function render(p: PendingView): void {
             o.review.their_words,
             ' ',
             o.review.hash_short ? h('code', { title: o.review.hash }, `${o.review.hash_short}…`) : null,
-            h('span', { class: 'muted' }, ` asked ${localTime(o.received_at)}`),
+            h('span', { class: 'muted' }, ` asked ${when(o.received_at)}`),
           ),
         ),
       ),
@@ -378,7 +378,7 @@ function render(p: PendingView): void {
       countdown,
       closed
         ? 'This request is closed.'
-        : `Closes in ${span(secsLeft)} (at ${localTime(p.closes_at)}); it closes itself then, and nothing is signed.`,
+        : `Closes in ${span(secsLeft)} (at ${when(p.closes_at)}); it closes itself then, and nothing is signed.`,
     )
   }
   onRearm = () => update()

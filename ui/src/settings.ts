@@ -6,7 +6,7 @@
 import './style.css'
 import { api, errorText, type AgentUserPlanView, type KeyView, type KnownAgent, type Settings, type SettingsView } from './ipc'
 import { h, replace, byId, say, setText, copyText } from './dom'
-import { fullTime, isCurrency, money, parseAmount } from './format'
+import { when, isCurrency, money, parseAmount } from './format'
 import { mainNav } from './nav'
 
 const app = byId('app')
@@ -64,7 +64,7 @@ function keyRow(k: KeyView): HTMLElement {
   return h(
     'div',
     { class: 'key', testid: 'key' },
-    h('p', null, h('strong', null, k.label), ` — ${k.source}, ${fullTime(k.created_at)}`, k.status === 'missing' ? h('span', { class: 'badge badge-warn' }, 'secret missing from the keychain') : null),
+    h('p', null, h('strong', null, k.label), ` — ${k.source}, ${when(k.created_at)}`, k.status === 'missing' ? h('span', { class: 'badge badge-warn' }, 'secret missing from the keychain') : null),
     h('p', null, h('code', { class: 'pubkey', testid: 'pubkey' }, k.public)),
     h('p', null, h('button', { class: 'btn btn-small', attrs: { type: 'button' }, on: { click: async () => setText(copied, (await copyText(k.public)) ? ' Copied.' : ' Select it and copy it.') } }, 'Copy public key'), copied, h('span', { class: 'muted' }, ' Services must trust this key.')),
     del,

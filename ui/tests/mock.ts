@@ -50,9 +50,12 @@ window.__parleyEmit = (event, payload) => emit(event, payload)
 // The display-safety rule itself, for tests/display.test.mjs (the same
 // ui/src/dom.ts the pages are built from).
 import { visible, bounded } from '../src/dom'
+import { when, whenExact } from '../src/format'
 declare global {
   interface Window {
     __parleyDisplay: { visible: typeof visible; bounded: typeof bounded }
+    __parleyTime: { when: typeof when; whenExact: typeof whenExact }
   }
 }
 window.__parleyDisplay = { visible, bounded }
+window.__parleyTime = { when, whenExact }

@@ -475,7 +475,11 @@ test('grant form: validation', async () => {
   await page.locator('#spend').fill('')
   // Expiry: custom must be in the future and within the limit; not-before before it.
   await page.locator('#exp-custom').check()
-  assert.match(await errorOf(page, 'expiry').innerText(), /choose the date/)
+  assert.match(await errorOf(page, 'expiry').innerText(), /type the date and time the grant ends, like 2026-12-24 18:00/)
+  await page.locator('#exp-at').fill('2030-02-30 10:00') // the shape, but not a real day
+  assert.match(await errorOf(page, 'expiry').innerText(), /type the date and time/)
+  await page.locator('#exp-at').fill('2030-01-01 24:00') // not a real time either
+  assert.match(await errorOf(page, 'expiry').innerText(), /type the date and time/)
   await page.locator('#exp-at').fill('2001-01-01T10:00')
   assert.match(await errorOf(page, 'expiry').innerText(), /in the past/)
   await page.locator('#exp-at').fill('2199-01-01T10:00')
@@ -488,6 +492,53 @@ test('grant form: validation', async () => {
   await enabled(page, 'issue')
   assert.deepEqual(page.problems, [])
   await page.close()
+})
+
+test('dates: an empty date field shows the shape to type, never a sample date; a typed time reads back in the one shape', async () => {
+  const WHEN = /^\d{4}-\d{2}-\d{2}\u00a0\d{2}:\d{2}$/
+  const form = await open('grant.html', grantFixtures(), { label: 'main', width: 760, height: 1000 })
+  await form.locator('#agent').waitFor()
+  for (const id of ['exp-at', 'nbf']) {
+    const f = form.locator(`#${id}`)
+    assert.equal(await f.getAttribute('type'), 'text', `${id}: no native date widget (WebKitGTK greys in today's date as if it were a value)`)
+    assert.equal(await f.getAttribute('placeholder'), 'YYYY-MM-DD HH:MM', id)
+    assert.equal(await f.inputValue(), '', id)
+  }
+  await form.locator('#agent').fill(AGENT)
+  await form.locator('#services').fill('shop.example')
+  await form.locator('#exp-custom').check()
+  const at = new Date(Date.now() + 2 * 86400 * 1000)
+  const pad = (n) => String(n).padStart(2, '0')
+  const typed = `${at.getFullYear()}-${pad(at.getMonth() + 1)}-${pad(at.getDate())} 09:30`
+  await form.locator('#exp-at').fill(typed)
+  await form.waitForFunction(() => /until \d{4}-\d{2}-\d{2}\u00a009:30/.test(document.querySelector('[data-testid="preview"]').textContent))
+  assert.match(await text(form, 'preview'), new RegExp(`until ${typed.replace(' ', '\u00a0')}`))
+  const exp = JSON.parse(await text(form, 'caveats-json')).find((c) => 'exp' in c)
+  assert.equal(exp?.exp, Math.floor(new Date(at.getFullYear(), at.getMonth(), at.getDate(), 9, 30).getTime() / 1000), 'the local time typed is the time signed')
+  assert.deepEqual(form.problems, [])
+  await form.close()
+
+  const audit = await open('audit.html', { audit_query: { events: [event({ seq: 1 })], truncated: false, live: [event({ seq: 1 })], verify: { rows: 1, ok: true, first_bad_seq: null, problem: null }, now: now() }, agent_pauses: { paused: [], agents: [], now: now() } }, { label: 'main', width: 1100, height: 680 })
+  await audit.locator(tid('event-row')).first().waitFor()
+  for (const id of ['f-since', 'f-until']) {
+    assert.equal(await audit.locator(`#${id}`).getAttribute('type'), 'text', id)
+    assert.equal(await audit.locator(`#${id}`).getAttribute('placeholder'), 'YYYY-MM-DD HH:MM', id)
+  }
+  assert.match(await audit.locator(`${tid('event-row')} td.when`).first().innerText(), /^\d{4}-\d{2}-\d{2}\u00a0\d{2}:\d{2}:\d{2}$/)
+  assert.match((await audit.locator(`${tid('live-row')} td`).last().innerText()).split(' (in ')[0], WHEN)
+  // A filter time that is not one is said, not quietly ignored.
+  const before = (await calls(audit, 'audit_query')).length
+  await audit.locator('#f-since').fill('yesterday')
+  await audit.locator(tid('f-apply')).click()
+  await audit.locator(`${tid('status')}.msg-error`).waitFor()
+  assert.match(await text(audit, 'status'), /“from” is not a date and time: type it like 2026-12-24 18:00/)
+  assert.equal((await calls(audit, 'audit_query')).length, before, 'nothing queried with a bad time')
+  await audit.locator('#f-since').fill('2026-11-30 06:00')
+  await audit.locator(tid('f-apply')).click()
+  await audit.waitForFunction((n) => window.__parleyCalls.filter(([c]) => c === 'audit_query').length > n, before)
+  assert.equal((await calls(audit, 'audit_query')).at(-1).filter.since, Math.floor(new Date(2026, 10, 30, 6, 0).getTime() / 1000))
+  assert.deepEqual(audit.problems, [])
+  await audit.close()
 })
 
 test('grant form: preview, exact caveats, warnings, and issuing', async () => {
