@@ -37,7 +37,7 @@ step "UI: npm ci + build (ui/)"
 
 if [ "$run_ui" = 1 ]; then
   step "UI tests (headless Chromium, IPC mocked)"
-  (cd ui && node --test --test-concurrency=1 tests/ui.test.mjs tests/display.test.mjs)
+  (cd ui && node --test --test-concurrency=1 tests/*.test.mjs)
 fi
 [ "$run_e2e" = 1 ] || { echo "test-app: UI tests passed in $(( $(date +%s) - started )) s"; exit 0; }
 
