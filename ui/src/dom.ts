@@ -155,11 +155,38 @@ export function h<K extends keyof HTMLElementTagNameMap>(
   return el
 }
 
+/** A time in the one shape (format.ts `when`), in our text or custody's sentences alike. */
+const TIME_RUN = /\d{4}-\d{2}-\d{2}\u00a0\d{2}:\d{2}(?::\d{2})?/g
+
+/**
+ * A string as text nodes, made visible; a time in it is kept on one line
+ * (`2026-12-03 13:01` must never break after `2026-12-`). Only text nodes
+ * and a plain span: nothing is parsed.
+ */
+function textOf(s: string): Node {
+  const v = visible(s)
+  const runs = [...v.matchAll(TIME_RUN)]
+  if (runs.length === 0) return document.createTextNode(v)
+  const frag = document.createDocumentFragment()
+  let at = 0
+  for (const m of runs) {
+    const start = m.index ?? 0
+    if (start > at) frag.appendChild(document.createTextNode(v.slice(at, start)))
+    const span = document.createElement('span')
+    span.className = 'nowrap'
+    span.textContent = m[0]
+    frag.appendChild(span)
+    at = start + m[0].length
+  }
+  if (at < v.length) frag.appendChild(document.createTextNode(v.slice(at)))
+  return frag
+}
+
 /** Appends children: strings become (visible) text nodes. */
 export function append(el: Node, ...children: Child[]): void {
   for (const c of children) {
     if (c === null || c === undefined || c === false) continue
-    el.appendChild(typeof c === 'string' ? document.createTextNode(visible(c)) : c)
+    el.appendChild(typeof c === 'string' ? textOf(c) : c)
   }
 }
 
@@ -169,9 +196,10 @@ export function replace(el: Node, ...children: Child[]): void {
   append(el, ...children)
 }
 
-/** Sets an element's text (visible). */
+/** Sets an element's text (visible; times kept on one line). */
 export function setText(el: Node, s: string): void {
-  el.textContent = visible(s)
+  el.textContent = ''
+  el.appendChild(textOf(s))
 }
 
 /** The element with this id (throws if the page lacks it: a build mistake). */

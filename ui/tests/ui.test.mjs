@@ -526,6 +526,14 @@ test('dates: an empty date field shows the shape to type, never a sample date; a
   }
   assert.match(await audit.locator(`${tid('event-row')} td.when`).first().innerText(), /^\d{4}-\d{2}-\d{2}\u00a0\d{2}:\d{2}:\d{2}$/)
   assert.match((await audit.locator(`${tid('live-row')} td`).last().innerText()).split(' (in ')[0], WHEN)
+  // Never broken across lines: every time stands in a no-wrap run of its own, ours and custody's alike.
+  assert.match(await audit.locator(`${tid('live-row')} td`).last().locator('span.nowrap').innerText(), WHEN)
+  const runs = await audit.evaluate(() => [...document.querySelectorAll('span.nowrap')].map((e) => [e.textContent, getComputedStyle(e).whiteSpace]))
+  assert.ok(runs.length >= 2, JSON.stringify(runs))
+  for (const [t, ws] of runs) {
+    assert.match(t, /^\d{4}-\d{2}-\d{2}\u00a0\d{2}:\d{2}(:\d{2})?$/)
+    assert.equal(ws, 'nowrap', t)
+  }
   // A filter time that is not one is said, not quietly ignored.
   const before = (await calls(audit, 'audit_query')).length
   await audit.locator('#f-since').fill('yesterday')
