@@ -7,31 +7,26 @@
 //! CI runs); without root it prints why it is skipped.
 #![cfg(target_os = "linux")]
 
+mod support;
+
 use nix::unistd::Uid;
 use parley_core::proposal::proposal_hash;
 use parley_core::{PublicKey, SecretKey};
-use parley_custody::approver::{Gesture, PendingView, ScriptedApprover, Verdict, Yes};
+use parley_custody::approver::{Gesture, Verdict, Yes};
 use parley_custody::audit::{
     Audit, AuditError, Event, EventKind, NewEvent, Query, Recorded, RetentionPolicy,
     CUT_FIELD_BYTES, CUT_MARK, GENESIS, MAX_FIELD_BYTES, MAX_LIMIT,
 };
-use parley_custody::engine::{unix_now, DecideError, Engine, EngineConfig};
-use parley_custody::ipc::peer::PeerPolicy;
-use parley_custody::ipc::socket::{BindOptions, ConnLimits, Listener, SocketPath};
-use parley_custody::keystore::{KdfParams, Keystore, Passphrase};
-use parley_custody::server::{serve, ServerLimits};
+use parley_custody::engine::{unix_now, DecideError, EngineConfig};
 use parley_custody::stepup::StepUpPolicy;
 use rusqlite::Connection;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::UnixStream;
-use tokio::sync::mpsc::UnboundedReceiver;
+use support::agent::Agent;
+use support::custody::{Keys, TestCustody};
 use zeroize::Zeroizing;
 
 const SERVICE: &str = "shop.example";
@@ -60,93 +55,15 @@ fn rt() -> tokio::runtime::Runtime {
 
 // ---------------------------------------------------------------- the daemon
 
-struct Daemon {
-    socket: PathBuf,
-    engine: Engine,
-    shown: UnboundedReceiver<PendingView>,
-    principal: PublicKey,
-    audit_path: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
 /// The engine and server on a real socket; the audit log in `audit_dir`
 /// (default: the temporary directory).
-async fn start(config: EngineConfig, audit_dir: Option<&Path>) -> Daemon {
-    let dir = tempfile::tempdir().unwrap();
-    let ks = Keystore::file_store_with_params(
-        &dir.path().join("keys"),
-        Passphrase::new(Zeroizing::new("audit-under-attack".into())),
-        KdfParams::new(KdfParams::MIN_M_KIB, 1, 1).unwrap(),
-    )
-    .unwrap();
-    let principal = ks.create("me").unwrap();
-    let audit_path = audit_dir.unwrap_or(dir.path()).join("audit.sqlite3");
-    let audit = Audit::open(&audit_path).unwrap();
-    let (approver, shown) = ScriptedApprover::new();
-    let engine = Engine::new(ks, audit, Arc::new(approver), config);
-    let socket = dir.path().join("custody.sock");
-    let listener = Listener::bind(BindOptions {
-        path: SocketPath::explicit(&socket),
-        policy: PeerPolicy::own_user_only(),
-        limits: ConnLimits::default(),
-    })
-    .unwrap();
-    tokio::spawn(serve(
-        listener,
-        engine.clone(),
-        ServerLimits::default(),
-        std::future::pending(),
-    ));
-    Daemon {
-        socket,
-        engine,
-        shown,
-        principal,
-        audit_path,
-        _dir: dir,
-    }
-}
-
-struct Client {
-    r: BufReader<OwnedReadHalf>,
-    w: OwnedWriteHalf,
-}
-
-impl Client {
-    async fn connect(path: &Path) -> Client {
-        let (r, w) = UnixStream::connect(path).await.unwrap().into_split();
-        Client {
-            r: BufReader::new(r),
-            w,
-        }
-    }
-
-    async fn send(&mut self, v: &Value) {
-        let mut line = serde_json::to_vec(v).unwrap();
-        line.push(b'\n');
-        self.w.write_all(&line).await.unwrap();
-        self.w.flush().await.unwrap();
-    }
-
-    async fn recv(&mut self) -> Value {
-        let mut line = String::new();
-        let n = tokio::time::timeout(Duration::from_secs(30), self.r.read_line(&mut line))
-            .await
-            .expect("a reply within 30 s")
-            .unwrap();
-        assert!(n > 0, "the connection was closed");
-        serde_json::from_str(&line).unwrap()
-    }
-
-    /// The final reply to `id` (skipping PENDING).
-    async fn final_reply(&mut self, id: &str) -> Value {
-        loop {
-            let v = self.recv().await;
-            if v["kind"] != "PENDING" && v["re"] == id {
-                return v;
-            }
-        }
-    }
+async fn start(config: EngineConfig, audit_dir: Option<&Path>) -> TestCustody {
+    let c = match audit_dir {
+        Some(dir) => TestCustody::with_audit_in(Keys::File, config, dir),
+        None => TestCustody::new(Keys::File, config),
+    };
+    c.serve();
+    c
 }
 
 fn agent_key() -> PublicKey {
@@ -225,9 +142,9 @@ fn a_70_kib_field_is_logged_cut_with_its_size() {
         let service_len = service.len();
         assert!(service_len > 70 * 1024);
         req["service"] = json!(service);
-        let mut c = Client::connect(&d.socket).await;
+        let mut c = Agent::connect(&d.socket).await;
         c.send(&req).await;
-        let reply = c.final_reply("big-service").await;
+        let reply = c.final_for("big-service").await;
         assert_eq!(reply["kind"], "REJECTED", "{reply}");
 
         d.engine.with_audit(|a| {
@@ -254,9 +171,9 @@ fn a_900_kb_hash_rejection_is_logged() {
         let mut req = consent_req("big-hash", &d.principal, &p);
         let hash = "A".repeat(900_000);
         req["consent"]["hash"] = json!(hash);
-        let mut c = Client::connect(&d.socket).await;
+        let mut c = Agent::connect(&d.socket).await;
         c.send(&req).await;
-        let reply = c.final_reply("big-hash").await;
+        let reply = c.final_for("big-hash").await;
         assert_eq!(reply["kind"], "REJECTED", "{reply}");
 
         let audit = Audit::open(&d.audit_path).unwrap();
@@ -314,7 +231,7 @@ fn a_flood_of_rejected_requests_keeps_the_audit_bounded_and_counts_every_request
         let d = start(config, None).await;
         let policy = RetentionPolicy::default();
         let me = Uid::effective().as_raw();
-        let mut c = Client::connect(&d.socket).await;
+        let mut c = Agent::connect(&d.socket).await;
         let mut answers = std::collections::BTreeMap::<String, u64>::new();
         const WINDOW: usize = 8;
         let mut sent = 0;
@@ -749,7 +666,7 @@ fn a_full_disk_refuses_to_sign() {
             let _ = f.sync_all();
         }
         let p = proposal("p_full", 6_480);
-        let mut c = Client::connect(&d.socket).await;
+        let mut c = Agent::connect(&d.socket).await;
         c.send(&consent_req("full", &d.principal, &p)).await;
         let pending = c.recv().await;
         assert_eq!(pending["kind"], "PENDING", "{pending}");
@@ -802,7 +719,7 @@ fn a_full_disk_refuses_to_sign() {
             .decide(&pv.id, Verdict::Approve(YES))
             .await
             .unwrap();
-        let reply = c.final_reply("full").await;
+        let reply = c.final_for("full").await;
         assert_eq!(reply["kind"], "APPROVED", "{reply}");
         d.engine.with_audit(|a| assert!(a.verify().unwrap().ok));
     });

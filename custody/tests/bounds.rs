@@ -5,63 +5,35 @@
 //! (frame size, per-uid connections, idle timeout, audit query limit, …)
 //! are listed in docs/SECURITY.md with their test names.
 
+mod support;
+
 use parley_core::proposal::proposal_hash;
 use parley_core::{PublicKey, SecretKey};
-use parley_custody::approver::ScriptedApprover;
 use parley_custody::audit::{Audit, EventKind, Query};
-use parley_custody::engine::{unix_now, Engine, EngineConfig};
-use parley_custody::ipc::frame::{FrameReader, FrameWriter};
+use parley_custody::engine::{unix_now, EngineConfig};
 use parley_custody::ipc::peer::{PeerInfo, PeerPolicy};
-use parley_custody::ipc::socket::{connect, BindOptions, ConnLimits, Listener, SocketPath};
-use parley_custody::keystore::{KdfParams, Keystore, Passphrase};
+use parley_custody::ipc::socket::ConnLimits;
 use parley_custody::protocol::Request;
 use parley_custody::queue::{Offer, Outcome, Queue, QueueLimits};
-use parley_custody::server::{serve, ServerLimits};
-use parley_custody::stepup::StepUpPolicy;
+use parley_custody::server::ServerLimits;
 use serde_json::{json, Value};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::agent::Agent;
+use support::custody::{no_step_up, Keys, TestCustody};
 use tokio::sync::mpsc;
 use zeroize::Zeroizing;
 
-struct Custody {
-    engine: Engine,
-    principal: PublicKey,
-    audit_path: PathBuf,
-    dir: tempfile::TempDir,
-}
-
-fn custody(queue: QueueLimits) -> Custody {
-    let dir = tempfile::tempdir().unwrap();
-    let ks = Keystore::file_store_with_params(
-        &dir.path().join("keys"),
-        Passphrase::new(Zeroizing::new("bounds test".into())),
-        KdfParams::new(KdfParams::MIN_M_KIB, 1, 1).unwrap(),
-    )
-    .unwrap();
-    let principal = ks.create("me").unwrap();
-    let audit_path = dir.path().join("audit.sqlite3");
-    let audit = Audit::open(&audit_path).unwrap();
-    let (approver, shown) = ScriptedApprover::new();
-    // Nobody decides: requests stay pending until their deadline.
-    std::mem::forget(shown);
-    let engine = Engine::new(
-        ks,
-        audit,
-        Arc::new(approver),
+fn custody(queue: QueueLimits) -> TestCustody {
+    // Nobody decides: requests stay pending until their deadline (what the
+    // approver was asked to show is never read).
+    TestCustody::new(
+        Keys::File,
         EngineConfig {
             queue,
-            step_up: StepUpPolicy::Never,
-            ..Default::default()
+            ..no_step_up()
         },
-    );
-    Custody {
-        engine,
-        principal,
-        audit_path,
-        dir,
-    }
+    )
 }
 
 fn limits(per_peer: usize, total: usize, per_minute: u32, max_wait: Duration) -> QueueLimits {
@@ -108,7 +80,7 @@ fn consent(id: &str, n: u32, principal: &PublicKey) -> Value {
 }
 
 /// Starts a request on the engine; returns the channel its replies arrive on.
-fn submit(c: &Custody, uid: u32, frame: Value) -> mpsc::Receiver<Value> {
+fn submit(c: &TestCustody, uid: u32, frame: Value) -> mpsc::Receiver<Value> {
     let (tx, rx) = mpsc::channel(16);
     let req = Request::from_value(&frame).unwrap();
     let engine = c.engine.clone();
@@ -198,48 +170,16 @@ fn a_request_nobody_decides_expires_at_the_approver_deadline() {
     });
 }
 
+/// Replies in these tests come at once or not at all.
+const WAIT: Duration = Duration::from_secs(20);
+
 async fn start_server(
-    c: &Custody,
+    c: &TestCustody,
     conn: ConnLimits,
     server: ServerLimits,
 ) -> (PathBuf, tokio::task::JoinHandle<()>) {
-    let socket = c.dir.path().join("custody.sock");
-    let listener = Listener::bind(BindOptions {
-        path: SocketPath::explicit(&socket),
-        policy: PeerPolicy::own_user_only(),
-        limits: conn,
-    })
-    .unwrap();
-    let task = tokio::spawn(serve(
-        listener,
-        c.engine.clone(),
-        server,
-        std::future::pending(),
-    ));
-    (socket, task)
-}
-
-struct Agent {
-    r: FrameReader<tokio::io::ReadHalf<interprocess::local_socket::tokio::Stream>>,
-    w: FrameWriter<tokio::io::WriteHalf<interprocess::local_socket::tokio::Stream>>,
-}
-
-impl Agent {
-    async fn connect(path: &std::path::Path) -> Agent {
-        let (r, w) = tokio::io::split(connect(path).await.unwrap());
-        Agent {
-            r: FrameReader::new(r),
-            w: FrameWriter::new(w),
-        }
-    }
-    async fn recv(&mut self) -> Option<Value> {
-        tokio::time::timeout(Duration::from_secs(20), self.r.next_frame())
-            .await
-            .expect("a reply or end of stream in time")
-            .ok()
-            .flatten()
-            .map(|f| f.value)
-    }
+    let task = c.serve_with(PeerPolicy::own_user_only(), conn, server);
+    (c.socket.clone(), task)
 }
 
 #[test]
@@ -259,7 +199,7 @@ fn requests_in_flight_per_connection_are_capped() {
         }
         let mut finals = Vec::new();
         while finals.is_empty() {
-            let v = a.recv().await.expect("a reply");
+            let v = a.next(WAIT).await.expect("a reply");
             if v["kind"] != "PENDING" {
                 finals.push(v);
             }
@@ -274,7 +214,7 @@ fn requests_in_flight_per_connection_are_capped() {
             .await
             .unwrap();
         loop {
-            let v = a.recv().await.expect("a reply");
+            let v = a.next(WAIT).await.expect("a reply");
             if v["re"] == "h" {
                 assert_eq!(kind_code(&v), "ERROR:busy");
                 break;
@@ -284,7 +224,7 @@ fn requests_in_flight_per_connection_are_capped() {
         b.w.send(&json!({"custody": 1, "id": "h2", "op": "hello"}))
             .await
             .unwrap();
-        assert_eq!(b.recv().await.expect("a reply")["kind"], "HELLO");
+        assert_eq!(b.next(WAIT).await.expect("a reply")["kind"], "HELLO");
     });
 }
 
@@ -301,9 +241,9 @@ fn connections_beyond_the_total_cap_get_busy_before_any_byte_is_read() {
         let _b = Agent::connect(&path).await;
         tokio::time::sleep(Duration::from_millis(200)).await;
         let mut third = Agent::connect(&path).await;
-        let v = third.recv().await.expect("an ERROR line");
+        let v = third.next(WAIT).await.expect("an ERROR line");
         assert_eq!(kind_code(&v), "ERROR:busy", "{v}");
-        assert!(third.recv().await.is_none(), "then closed");
+        assert!(third.next(WAIT).await.is_none(), "then closed");
     });
 }
 

@@ -9,110 +9,23 @@ use parley_core::caveat::{CommitFacts, RequestContext};
 use parley_core::grant::{authorize, Decision, UnverifiedGrant};
 use parley_core::proposal::proposal_hash;
 use parley_core::{PublicKey, SecretKey};
+use parley_custody::approver::Verdict;
 use parley_custody::approver::{Gesture, Yes};
-use parley_custody::approver::{PendingView, ScriptedApprover, Verdict};
 use parley_custody::audit::{Audit, EventKind, Query};
-use parley_custody::engine::{unix_now, DecideError, Engine, EngineConfig};
-use parley_custody::ipc::frame::{FrameReader, FrameWriter};
-use parley_custody::ipc::peer::PeerPolicy;
-use parley_custody::ipc::socket::{connect, BindOptions, ConnLimits, Listener, SocketPath};
-use parley_custody::keystore::Keystore;
+use parley_custody::engine::{unix_now, DecideError, EngineConfig};
 use parley_custody::review::FormGrant;
-use parley_custody::server::{serve, ServerLimits};
 use parley_custody::stepup::StepUpPolicy;
 use serde_json::{json, Value};
-use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
-use support::{in_session, scratch, Session};
-use tokio::sync::mpsc::UnboundedReceiver;
+use support::agent::Agent;
+use support::custody::{Keys, TestCustody};
+use support::{in_session, Session};
 use zeroize::Zeroizing;
 
-struct Custody {
-    engine: Engine,
-    shown: UnboundedReceiver<PendingView>,
-    socket: PathBuf,
-    principal: PublicKey,
-    approver: Arc<ScriptedApprover>,
-    audit_path: PathBuf,
-}
-
-async fn start(config: EngineConfig) -> Custody {
-    let ks = Keystore::keychain_namespaced(Some("test")).unwrap();
-    let principal = ks.create("me").unwrap();
-    let audit_path = scratch().join("audit.sqlite3");
-    let audit = Audit::open(&audit_path).unwrap();
-    let (approver, shown) = ScriptedApprover::new();
-    let approver = Arc::new(approver);
-    let engine = Engine::new(ks, audit, approver.clone(), config);
-    let socket = scratch().join("custody.sock");
-    let listener = Listener::bind(BindOptions {
-        path: SocketPath::explicit(&socket),
-        policy: PeerPolicy::own_user_only(),
-        limits: ConnLimits::default(),
-    })
-    .unwrap();
-    tokio::spawn(serve(
-        listener,
-        engine.clone(),
-        ServerLimits::default(),
-        std::future::pending(),
-    ));
-    Custody {
-        engine,
-        shown,
-        socket,
-        principal,
-        approver,
-        audit_path,
-    }
-}
-
-/// A raw protocol client: frames in, frames out.
-struct Agent {
-    r: FrameReader<tokio::io::ReadHalf<interprocess::local_socket::tokio::Stream>>,
-    w: FrameWriter<tokio::io::WriteHalf<interprocess::local_socket::tokio::Stream>>,
-    /// Final replies read while waiting for another id: replies to requests
-    /// in flight on one connection may come in any order (a cancel's own
-    /// answer and the cancelled request's answer race).
-    early: Vec<Value>,
-}
-
-impl Agent {
-    async fn connect(path: &std::path::Path) -> Agent {
-        let s = connect(path).await.unwrap();
-        let (r, w) = tokio::io::split(s);
-        Agent {
-            r: FrameReader::new(r),
-            w: FrameWriter::new(w),
-            early: Vec::new(),
-        }
-    }
-    async fn send(&mut self, v: Value) {
-        self.w.send(&v).await.unwrap();
-    }
-    async fn recv(&mut self) -> Value {
-        let f = tokio::time::timeout(Duration::from_secs(90), self.r.next_frame())
-            .await
-            .expect("reply in time");
-        f.unwrap().expect("a frame").value
-    }
-    /// Reads until the final reply to `id`, returning it (PENDING events skipped).
-    async fn final_for(&mut self, id: &str) -> Value {
-        if let Some(i) = self.early.iter().position(|v| v["re"] == id) {
-            return self.early.remove(i);
-        }
-        loop {
-            let v = self.recv().await;
-            if v["kind"] == "PENDING" {
-                continue;
-            }
-            if v["re"] == id {
-                return v;
-            }
-            self.early.push(v);
-        }
-    }
+async fn start(config: EngineConfig) -> TestCustody {
+    let c = TestCustody::new(Keys::Keychain, config);
+    c.serve();
+    c
 }
 
 fn agent_key() -> SecretKey {

@@ -12,31 +12,32 @@
 //! Without root they fail saying so, unless `PARLEY_SKIP_ROOT_TESTS=1`.
 #![cfg(target_os = "linux")]
 
+mod support;
+
 use nix::unistd::Uid;
 use parley_core::proposal::proposal_hash;
 use parley_core::{PublicKey, SecretKey};
+use parley_custody::approver::Verdict;
 use parley_custody::approver::{Gesture, Yes};
-use parley_custody::approver::{PendingView, ScriptedApprover, Verdict};
 use parley_custody::audit::{Audit, EventKind, Query, RetentionPolicy, MAX_LIMIT};
-use parley_custody::engine::{unix_now, Engine, EngineConfig};
+use parley_custody::engine::{unix_now, EngineConfig};
 use parley_custody::ipc::peer::PeerPolicy;
-use parley_custody::ipc::socket::{BindOptions, ConnLimits, Listener, SocketPath};
-use parley_custody::keystore::{KdfParams, Keystore, Passphrase};
-use parley_custody::server::{serve, ServerLimits};
+use parley_custody::ipc::socket::ConnLimits;
+use parley_custody::server::ServerLimits;
 use parley_custody::stepup::StepUpPolicy;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use support::custody::{Keys, TestCustody};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixStream;
-use tokio::sync::mpsc::UnboundedReceiver;
 use zeroize::Zeroizing;
 
 const FLOOD_USER: &str = "parley-test-flood";
@@ -60,15 +61,6 @@ fn rt() -> tokio::runtime::Runtime {
 
 // ---------------------------------------------------------------- the daemon
 
-struct Daemon {
-    socket: PathBuf,
-    engine: Engine,
-    shown: Option<UnboundedReceiver<PendingView>>,
-    principal: PublicKey,
-    audit_path: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
 #[derive(Default)]
 struct Setup {
     server: ServerLimits,
@@ -78,50 +70,20 @@ struct Setup {
     extra_uid: Option<u32>,
 }
 
-async fn start(setup: Setup) -> Daemon {
-    let dir = tempfile::tempdir().unwrap();
+async fn start(setup: Setup) -> TestCustody {
+    let c = TestCustody::new(Keys::File, setup.config);
     // Reachable by the second user (the socket's own mode is opened below).
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let ks = Keystore::file_store_with_params(
-        &dir.path().join("keys"),
-        Passphrase::new(Zeroizing::new("hostile-input-test".into())),
-        KdfParams::new(KdfParams::MIN_M_KIB, 1, 1).unwrap(),
-    )
-    .unwrap();
-    let principal = ks.create("me").unwrap();
-    let audit_path = dir.path().join("audit.sqlite3");
-    let audit = Audit::open(&audit_path).unwrap();
-    let (approver, shown) = ScriptedApprover::new();
-    let engine = Engine::new(ks, audit, Arc::new(approver), setup.config);
-    let socket = dir.path().join("custody.sock");
+    std::fs::set_permissions(&c.dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     let policy = PeerPolicy {
         extra_uids: setup.extra_uid.into_iter().collect(),
         ..PeerPolicy::own_user_only()
     };
-    let listener = Listener::bind(BindOptions {
-        path: SocketPath::explicit(&socket),
-        policy,
-        limits: setup.conn,
-    })
-    .unwrap();
+    c.serve_with(policy, setup.conn, setup.server);
     if setup.extra_uid.is_some() {
         // The peer policy, not the file mode, is what admits the flood user.
-        std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+        std::fs::set_permissions(&c.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
     }
-    tokio::spawn(serve(
-        listener,
-        engine.clone(),
-        setup.server,
-        std::future::pending(),
-    ));
-    Daemon {
-        socket,
-        engine,
-        shown: Some(shown),
-        principal,
-        audit_path,
-        _dir: dir,
-    }
+    c
 }
 
 // ---------------------------------------------------------------- a raw client
@@ -412,7 +374,7 @@ fn garbage_invalid_utf8_duplicate_keys_and_deep_nesting_are_refused_line_by_line
             failures.join("\n  ")
         );
         // None of it reached review, the human or the log.
-        assert!(d.shown.as_mut().unwrap().try_recv().is_err());
+        assert!(d.shown.try_recv().is_err());
         let rows = d
             .engine
             .with_audit(|a| a.query(&Query::default()).unwrap());
@@ -783,7 +745,7 @@ fn ten_thousand_consent_requests_are_limited_memory_stays_bounded_and_every_answ
         let me = Uid::effective().as_raw();
 
         // The human: approves everything shown, as fast as it can.
-        let mut shown = d.shown.take().unwrap();
+        let mut shown = std::mem::replace(&mut d.shown, tokio::sync::mpsc::unbounded_channel().1);
         let engine = d.engine.clone();
         let human = tokio::spawn(async move {
             let mut approved = 0u64;

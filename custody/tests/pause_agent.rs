@@ -5,17 +5,17 @@
 //! every pause and resume is a row of the chain; alike pending requests are
 //! listed together and denied at once, and nothing else with them.
 
+mod support;
+
 use parley_core::proposal::proposal_hash;
 use parley_core::{PublicKey, SecretKey};
-use parley_custody::approver::{PendingView, ScriptedApprover};
 use parley_custody::audit::{Audit, EventKind, Query};
-use parley_custody::engine::{unix_now, Engine, EngineConfig, PauseError, DENY_AND_PAUSE_SECS};
+use parley_custody::engine::{unix_now, PauseError, DENY_AND_PAUSE_SECS};
 use parley_custody::ipc::peer::PeerInfo;
-use parley_custody::keystore::{KdfParams, Keystore, Passphrase};
 use parley_custody::protocol::Request;
 use serde_json::{json, Value};
-use std::sync::Arc;
 use std::time::Duration;
+use support::custody::{no_step_up, Keys, TestCustody};
 use tokio::sync::mpsc;
 use zeroize::Zeroizing;
 
@@ -25,42 +25,8 @@ fn agent(seed: u8) -> String {
         .to_string()
 }
 
-struct Custody {
-    engine: Engine,
-    principal: PublicKey,
-    shown: mpsc::UnboundedReceiver<PendingView>,
-    audit_path: std::path::PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-fn custody() -> Custody {
-    let dir = tempfile::tempdir().unwrap();
-    let ks = Keystore::file_store_with_params(
-        &dir.path().join("keys"),
-        Passphrase::new(Zeroizing::new("pause test".into())),
-        KdfParams::new(KdfParams::MIN_M_KIB, 1, 1).unwrap(),
-    )
-    .unwrap();
-    let principal = ks.create("me").unwrap();
-    let audit_path = dir.path().join("audit.sqlite3");
-    let audit = Audit::open(&audit_path).unwrap();
-    let (approver, shown) = ScriptedApprover::new();
-    let engine = Engine::new(
-        ks,
-        audit,
-        Arc::new(approver),
-        EngineConfig {
-            step_up: parley_custody::stepup::StepUpPolicy::Never,
-            ..Default::default()
-        },
-    );
-    Custody {
-        engine,
-        principal,
-        shown,
-        audit_path,
-        _dir: dir,
-    }
+fn custody() -> TestCustody {
+    TestCustody::new(Keys::File, no_step_up())
 }
 
 fn request_at(id: &str, n: i64, agent: &str, principal: &PublicKey, service: &str) -> Request {
@@ -79,11 +45,17 @@ fn request_at(id: &str, n: i64, agent: &str, principal: &PublicKey, service: &st
     Request::from_value(&v).unwrap()
 }
 
-fn submit(c: &Custody, id: &str, n: i64, agent: &str) -> mpsc::Receiver<Value> {
+fn submit(c: &TestCustody, id: &str, n: i64, agent: &str) -> mpsc::Receiver<Value> {
     submit_at(c, id, n, agent, "shop.example")
 }
 
-fn submit_at(c: &Custody, id: &str, n: i64, agent: &str, service: &str) -> mpsc::Receiver<Value> {
+fn submit_at(
+    c: &TestCustody,
+    id: &str,
+    n: i64,
+    agent: &str,
+    service: &str,
+) -> mpsc::Receiver<Value> {
     let (tx, rx) = mpsc::channel(16);
     let engine = c.engine.clone();
     let req = request_at(id, n, agent, &c.principal, service);
@@ -99,7 +71,7 @@ async fn reply(rx: &mut mpsc::Receiver<Value>) -> Value {
         .expect("a reply")
 }
 
-fn kinds(c: &Custody) -> Vec<EventKind> {
+fn kinds(c: &TestCustody) -> Vec<EventKind> {
     let mut rows = Audit::open(&c.audit_path)
         .unwrap()
         .query(&Query::default())

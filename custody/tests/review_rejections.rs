@@ -17,106 +17,34 @@ use parley_core::code;
 use parley_core::consent::ConsentRequest;
 use parley_core::proposal::proposal_hash;
 use parley_core::{PublicKey, SecretKey};
-use parley_custody::approver::{PendingView, ScriptedApprover, Verdict};
+use parley_custody::approver::Verdict;
 use parley_custody::audit::{Audit, EventKind, Query};
-use parley_custody::engine::{unix_now, Engine, EngineConfig};
-use parley_custody::ipc::frame::{FrameReader, FrameWriter};
-use parley_custody::ipc::peer::PeerPolicy;
-use parley_custody::ipc::socket::{connect, BindOptions, ConnLimits, Listener, SocketPath};
-use parley_custody::keystore::Keystore;
-use parley_custody::server::{serve, ServerLimits};
-use parley_custody::stepup::StepUpPolicy;
+use parley_custody::engine::{unix_now, Engine};
 use serde_json::{json, Value};
-use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
-use support::{in_session, scratch, Session};
-use tokio::sync::mpsc::UnboundedReceiver;
+use support::agent::Agent;
+use support::custody::{no_step_up, Keys, TestCustody};
+use support::{in_session, Session};
 use zeroize::Zeroizing;
 
 /// The consent horizon configured for these tests (the default is a day).
 const HORIZON: i64 = 3600;
 const SERVICE: &str = "shop.example";
 
-struct Custody {
-    engine: Engine,
-    shown: UnboundedReceiver<PendingView>,
-    socket: PathBuf,
-    principal: PublicKey,
-    audit_path: PathBuf,
-    _approver: Arc<ScriptedApprover>,
-}
-
-async fn start() -> Custody {
-    let ks = Keystore::keychain_namespaced(Some("test")).unwrap();
-    let principal = ks.create("me").unwrap();
-    let audit_path = scratch().join("audit.sqlite3");
-    let audit = Audit::open(&audit_path).unwrap();
-    let (approver, shown) = ScriptedApprover::new();
-    let approver = Arc::new(approver);
-    let mut config = EngineConfig {
-        step_up: StepUpPolicy::Never,
-        ..EngineConfig::default()
-    };
+async fn start() -> TestCustody {
+    let mut config = no_step_up();
     config.review.max_consent_horizon = HORIZON;
     // Every case must reach re-verification, not the rate limiter.
     config.queue.per_minute = 10_000;
     // Every case's row is checked, so none may be summarized.
     config.retention.rejections_per_hour = 10_000;
-    let engine = Engine::new(ks, audit, approver.clone(), config);
-    let socket = scratch().join("custody.sock");
-    let listener = Listener::bind(BindOptions {
-        path: SocketPath::explicit(&socket),
-        policy: PeerPolicy::own_user_only(),
-        limits: ConnLimits::default(),
-    })
-    .unwrap();
-    tokio::spawn(serve(
-        listener,
-        engine.clone(),
-        ServerLimits::default(),
-        std::future::pending(),
-    ));
-    Custody {
-        engine,
-        shown,
-        socket,
-        principal,
-        audit_path,
-        _approver: approver,
-    }
+    let c = TestCustody::new(Keys::Keychain, config);
+    c.serve();
+    c
 }
 
-/// A raw protocol client.
-struct Agent {
-    r: FrameReader<tokio::io::ReadHalf<interprocess::local_socket::tokio::Stream>>,
-    w: FrameWriter<tokio::io::WriteHalf<interprocess::local_socket::tokio::Stream>>,
-}
-
-impl Agent {
-    async fn connect(path: &std::path::Path) -> Agent {
-        let (r, w) = tokio::io::split(connect(path).await.unwrap());
-        Agent {
-            r: FrameReader::new(r),
-            w: FrameWriter::new(w),
-        }
-    }
-    /// Sends `req` and returns its final reply (PENDING events skipped).
-    async fn ask(&mut self, req: &Value) -> Result<Value, String> {
-        self.w.send(req).await.map_err(|e| format!("send: {e}"))?;
-        let id = &req["id"];
-        loop {
-            let frame = tokio::time::timeout(Duration::from_secs(20), self.r.next_frame())
-                .await
-                .map_err(|_| "no reply within 20 s".to_string())?
-                .map_err(|e| format!("read: {e}"))?
-                .ok_or("the connection closed")?;
-            if &frame.value["re"] == id && frame.value["kind"] != "PENDING" {
-                return Ok(frame.value);
-            }
-        }
-    }
-}
+/// Replies in these tests come at once or not at all.
+const WAIT: Duration = Duration::from_secs(20);
 
 fn agent_key() -> PublicKey {
     SecretKey::from_seed(&Zeroizing::new([2u8; 32])).public()
@@ -203,7 +131,7 @@ fn rejected_rows(engine: &Engine) -> Vec<parley_custody::audit::Event> {
 }
 
 /// Sends a control request that must reach the human, then denies it.
-async fn control(c: &mut Custody, agent: &mut Agent) {
+async fn control(c: &mut TestCustody, agent: &mut Agent) {
     let p = proposal("p_control", 100);
     let req = consent_req("control", consent_for(&p, &c.principal), p);
     agent.w.send(&req).await.unwrap();
@@ -216,14 +144,17 @@ async fn control(c: &mut Custody, agent: &mut Agent) {
         .await
         .unwrap();
     let fin = agent
-        .ask(&json!({"custody": 1, "id": "control-status", "op": "status", "request": "control"}))
+        .ask(
+            &json!({"custody": 1, "id": "control-status", "op": "status", "request": "control"}),
+            WAIT,
+        )
         .await
         .unwrap();
     assert_eq!(fin["state"], "denied", "{fin}");
 }
 
 /// Runs every case; returns one line per failed check, naming the case.
-async fn run_cases(c: &mut Custody, agent: &mut Agent, cases: Vec<Case>) -> Vec<String> {
+async fn run_cases(c: &mut TestCustody, agent: &mut Agent, cases: Vec<Case>) -> Vec<String> {
     let me = nix::unistd::getuid().as_raw();
     let mut failures = Vec::new();
     let mut names = std::collections::HashSet::new();
@@ -231,7 +162,7 @@ async fn run_cases(c: &mut Custody, agent: &mut Agent, cases: Vec<Case>) -> Vec<
         assert!(names.insert(case.name), "duplicate case name {}", case.name);
         let mut fail = |what: String| failures.push(format!("{}: {what}", case.name));
         let before = rejected_rows(&c.engine).len();
-        let reply = match agent.ask(&case.request).await {
+        let reply = match agent.ask(&case.request, WAIT).await {
             Ok(r) => r,
             Err(e) => {
                 fail(e);
@@ -295,7 +226,7 @@ async fn run_cases(c: &mut Custody, agent: &mut Agent, cases: Vec<Case>) -> Vec<
 
 /// After a table: nothing else reached the human, nothing was signed, and
 /// the log verifies.
-async fn finish(c: &mut Custody, failures: Vec<String>, cases: usize) {
+async fn finish(c: &mut TestCustody, failures: Vec<String>, cases: usize) {
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(c.shown.try_recv().is_err(), "no late prompt");
     let audit = Audit::open(&c.audit_path).unwrap();

@@ -5,20 +5,21 @@
 //! and the agent's record in the pending review and recording the process
 //! chain in the audit row.
 
+mod support;
+
 use parley_core::proposal::proposal_hash;
 use parley_core::{PublicKey, SecretKey};
 use parley_custody::activity::AgentActivity;
-use parley_custody::approver::{Gesture, ScriptedApprover, Verdict, Yes};
+use parley_custody::approver::{Gesture, Verdict, Yes};
 use parley_custody::audit::{Audit, EventKind, NewEvent, Query};
-use parley_custody::engine::{unix_now, Engine, EngineConfig};
+use parley_custody::engine::unix_now;
 use parley_custody::ipc::peer::PeerInfo;
-use parley_custody::keystore::{KdfParams, Keystore, Passphrase};
 use parley_custody::protocol::Request;
 use parley_custody::review::{self, Requester, ReviewContext, ReviewLimits, ReviewedConsent};
 use parley_custody::unusual::{self, Facts, Subject, RULES};
 use serde_json::{json, Value};
-use std::sync::Arc;
 use std::time::Duration;
+use support::custody::{no_step_up, Keys, TestCustody};
 use tokio::sync::mpsc;
 use zeroize::Zeroizing;
 
@@ -466,42 +467,8 @@ fn the_agents_record_counts_signed_consents_per_currency_and_live_grants() {
 
 // ---- through the engine ----
 
-struct Custody {
-    engine: Engine,
-    principal: PublicKey,
-    shown: mpsc::UnboundedReceiver<parley_custody::approver::PendingView>,
-    audit_path: std::path::PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-fn custody() -> Custody {
-    let dir = tempfile::tempdir().unwrap();
-    let ks = Keystore::file_store_with_params(
-        &dir.path().join("keys"),
-        Passphrase::new(Zeroizing::new("unusual test".into())),
-        KdfParams::new(KdfParams::MIN_M_KIB, 1, 1).unwrap(),
-    )
-    .unwrap();
-    let principal = ks.create("me").unwrap();
-    let audit_path = dir.path().join("audit.sqlite3");
-    let audit = Audit::open(&audit_path).unwrap();
-    let (approver, shown) = ScriptedApprover::new();
-    let engine = Engine::new(
-        ks,
-        audit,
-        Arc::new(approver),
-        EngineConfig {
-            step_up: parley_custody::stepup::StepUpPolicy::Never,
-            ..Default::default()
-        },
-    );
-    Custody {
-        engine,
-        principal,
-        shown,
-        audit_path,
-        _dir: dir,
-    }
+fn custody() -> TestCustody {
+    TestCustody::new(Keys::File, no_step_up())
 }
 
 fn frame(id: &str, a: &Ask, principal: &PublicKey) -> Request {
@@ -521,7 +488,7 @@ fn this_process() -> PeerInfo {
 
 /// Submits `a`; returns the review shown and the channel of replies.
 async fn ask(
-    c: &mut Custody,
+    c: &mut TestCustody,
     id: &str,
     a: &Ask<'_>,
 ) -> (parley_custody::approver::PendingView, mpsc::Receiver<Value>) {

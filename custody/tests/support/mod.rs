@@ -2,6 +2,9 @@
 //! (see `keystore_keyring.rs` for how it works). Shared by the test binaries.
 #![allow(dead_code)]
 
+pub mod agent;
+pub mod custody;
+
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
