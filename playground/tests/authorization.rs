@@ -5,25 +5,18 @@
 
 mod harness;
 
-use harness::{prove, prove_target, req, World, CAL, SHOP};
+use harness::{code, commit_in, order_in, prove, prove_target, req, World, CAL, SHOP};
 use parley_core::consent;
 use parley_core::proof::Target;
+use parley_core::Dialect;
 use serde_json::{json, Value};
 
-fn code(v: &Value) -> &str {
-    assert_eq!(v["kind"], "ERROR", "{v}");
-    v["code"].as_str().unwrap()
-}
-
 fn order(sku: &str, qty: i64) -> Value {
-    req(
-        "INTENT",
-        json!({"capability": "shop.order", "params": {"items": [{"sku": sku, "qty": qty}], "deliver": "2026-09-22"}}),
-    )
+    order_in(Dialect::ParleyV1, sku, qty)
 }
 
 fn commit(p: &Value) -> Value {
-    req("COMMIT", json!({"proposal": p["id"], "hash": p["hash"]}))
+    commit_in(Dialect::ParleyV1, p)
 }
 
 #[tokio::test]

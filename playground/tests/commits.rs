@@ -6,23 +6,16 @@
 
 mod harness;
 
-use harness::{prove, req, root_block, Conn, World};
+use harness::{code, commit_in, order_in, prove, req, root_block, Conn, World};
+use parley_core::Dialect;
 use serde_json::{json, Value};
 
-fn code(v: &Value) -> &str {
-    assert_eq!(v["kind"], "ERROR", "{v}");
-    v["code"].as_str().unwrap()
-}
-
 fn order(sku: &str, qty: i64) -> Value {
-    req(
-        "INTENT",
-        json!({"capability": "shop.order", "params": {"items": [{"sku": sku, "qty": qty}], "deliver": "2026-09-22"}}),
-    )
+    order_in(Dialect::ParleyV1, sku, qty)
 }
 
 fn commit(p: &Value) -> Value {
-    req("COMMIT", json!({"proposal": p["id"], "hash": p["hash"]}))
+    commit_in(Dialect::ParleyV1, p)
 }
 
 fn reschedule(event: &str, to: &str, auto: bool) -> Value {

@@ -4,13 +4,8 @@
 
 mod harness;
 
-use harness::{req, World, SHOP};
+use harness::{code, req, World, SHOP};
 use serde_json::{json, Value};
-
-fn code(v: &Value) -> &str {
-    assert_eq!(v["kind"], "ERROR", "{v}");
-    v["code"].as_str().unwrap()
-}
 
 #[tokio::test]
 async fn an_oversized_frame_is_refused_and_the_connection_stays_usable() {

@@ -8,7 +8,7 @@
 
 mod harness;
 
-use harness::{req_in, root_block, World, CAL, SHOP};
+use harness::{code, commit_in, order_in, req_in, root_block, World, CAL, SHOP};
 use parley_core::canonical::canonical;
 use parley_core::proposal::Proposal;
 use parley_core::{Dialect, SecretKey};
@@ -22,22 +22,12 @@ fn req(verb: &str, fields: Value) -> Value {
     req_in(YEA, verb, fields)
 }
 
-fn code(v: &Value) -> &str {
-    assert_eq!(v["kind"], "ERROR", "{v}");
-    v["code"].as_str().unwrap()
-}
-
-/// An order of `qty` × `sku` (m01 is 10.99 USD, plus 4.99 USD delivery
-/// under 50 USD).
 fn order(sku: &str, qty: i64) -> Value {
-    req(
-        "INTENT",
-        json!({"capability": "shop.order", "params": {"items": [{"sku": sku, "qty": qty}], "deliver": "2026-09-22"}}),
-    )
+    order_in(YEA, sku, qty)
 }
 
 fn commit(p: &Value) -> Value {
-    req("COMMIT", json!({"proposal": p["id"], "hash": p["hash"]}))
+    commit_in(YEA, p)
 }
 
 /// The YEA playground policy with `limits` in place of the usual ones.

@@ -175,6 +175,31 @@ pub fn req_in(dialect: Dialect, verb: &str, fields: Value) -> Value {
     f
 }
 
+/// An ERROR reply's code (the reply must be an ERROR).
+pub fn code(v: &Value) -> &str {
+    assert_eq!(v["kind"], "ERROR", "{v}");
+    v["code"].as_str().unwrap()
+}
+
+/// An INTENT to order `qty` × `sku` in `dialect` (m01 is 10.99 USD, plus
+/// 4.99 USD delivery under 50 USD).
+pub fn order_in(dialect: Dialect, sku: &str, qty: i64) -> Value {
+    req_in(
+        dialect,
+        "INTENT",
+        json!({"capability": "shop.order", "params": {"items": [{"sku": sku, "qty": qty}], "deliver": "2026-09-22"}}),
+    )
+}
+
+/// A COMMIT of proposal `p` (by id and hash) in `dialect`.
+pub fn commit_in(dialect: Dialect, p: &Value) -> Value {
+    req_in(
+        dialect,
+        "COMMIT",
+        json!({"proposal": p["id"], "hash": p["hash"]}),
+    )
+}
+
 /// The §6.5 target of a request frame.
 pub fn target_of(frame: &Value) -> (String, String) {
     let s = |k: &str| frame[k].as_str().unwrap_or_default().to_string();
