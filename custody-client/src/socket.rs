@@ -146,6 +146,10 @@ pub fn resolve_with(inputs: &PathInputs) -> SocketPath {
     }
 }
 
+/// A connection to custody's socket, as [`connect`] returns it (named for
+/// code that splits it into halves).
+pub type SocketStream = RawStream;
+
 /// Connects to a custody socket (for clients: agents, the CLI, tests). No
 /// time limit here: [`crate::client::Client::connect_with`] sets one.
 pub async fn connect(path: &Path) -> io::Result<RawStream> {

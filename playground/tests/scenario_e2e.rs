@@ -7,22 +7,17 @@
 //! The story runs once per dialect (Parley v1 and YEA v1), each its own
 //! test, so a failure names the dialect that broke.
 
-// The keyring harness is custody's, shared rather than copied.
+// The keyring harness and the test custody are custody's, shared rather
+// than copied.
 #[path = "../../custody/tests/support/mod.rs"]
 mod support;
 
 use parley_core::grant::UnverifiedGrant;
 use parley_core::Dialect;
 use parley_custody::approver::{Gesture, Yes};
-use parley_custody::approver::{PendingView, ScriptedApprover, Verdict};
+use parley_custody::approver::{PendingView, Verdict};
 use parley_custody::audit::{Audit, EventKind, Query};
-use parley_custody::engine::{Engine, EngineConfig};
-use parley_custody::ipc::peer::PeerPolicy;
-use parley_custody::ipc::socket::{BindOptions, ConnLimits, Listener, SocketPath};
-use parley_custody::keystore::Keystore;
 use parley_custody::review::ReviewKind;
-use parley_custody::server::{serve, ServerLimits};
-use parley_custody::stepup::StepUpPolicy;
 use parley_playground::agent::scenario::{self, Config};
 use parley_playground::apps::Playground;
 use parley_playground::clock::{Clock, SystemClock};
@@ -30,7 +25,8 @@ use parley_playground::ids::random_key;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
-use support::{in_session, scratch, Session, NAMESPACE};
+use support::custody::{no_step_up, Keys, TestCustody};
+use support::{in_session, Session};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 async fn next(shown: &mut UnboundedReceiver<PendingView>) -> PendingView {
@@ -69,32 +65,15 @@ fn story(dialect: Dialect) {
         .unwrap();
     rt.block_on(async {
         // Custody, as parley-custodyd runs it, with a scripted human.
-        let ks = Keystore::keychain_namespaced(Some(NAMESPACE)).unwrap();
-        let principal = ks.create("me").unwrap();
-        let audit_path = scratch().join("audit.sqlite3");
-        let (approver, mut shown) = ScriptedApprover::new();
-        let engine = Engine::new(
-            ks,
-            Audit::open(&audit_path).unwrap(),
-            Arc::new(approver),
-            EngineConfig {
-                step_up: StepUpPolicy::Never,
-                ..EngineConfig::default()
-            },
-        );
-        let socket = scratch().join("custody.sock");
-        let listener = Listener::bind(BindOptions {
-            path: SocketPath::explicit(&socket),
-            policy: PeerPolicy::own_user_only(),
-            limits: ConnLimits::default(),
-        })
-        .unwrap();
-        tokio::spawn(serve(
-            listener,
-            engine.clone(),
-            ServerLimits::default(),
-            std::future::pending(),
-        ));
+        let custody = TestCustody::new(Keys::Keychain, no_step_up());
+        let socket = custody.serve();
+        let TestCustody {
+            engine,
+            principal,
+            mut shown,
+            audit_path,
+            ..
+        } = custody;
 
         // The services trust the principal custody holds.
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);

@@ -57,7 +57,8 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 // `parley_custody::ipc::socket::{SocketPath, resolve_socket_path, connect, …}`
 // keep working.
 pub use parley_custody_client::socket::{
-    connect, resolve_socket_path, resolve_with, PathInputs, PathSource, SocketPath, SOCKET_ENV,
+    connect, resolve_socket_path, resolve_with, PathInputs, PathSource, SocketPath, SocketStream,
+    SOCKET_ENV,
 };
 
 /// How long a refused peer's one `ERROR` line may take to send.

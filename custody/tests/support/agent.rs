@@ -3,12 +3,10 @@
 //! reply as it came.
 
 use parley_custody::ipc::frame::{FrameReader, FrameWriter};
-use parley_custody::ipc::socket::connect;
+use parley_custody::ipc::socket::{connect, SocketStream as Stream};
 use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
-
-type Stream = interprocess::local_socket::tokio::Stream;
 
 /// How long a test waits for one reply before it fails (a loaded CI machine
 /// is slow, a hung custody never answers).
