@@ -64,9 +64,15 @@ pub fn caveat_words(caveats: &Value) -> (Vec<String>, String) {
         );
     };
     let parsed: Vec<Caveat> = list.iter().map(Caveat::parse).collect();
+    caveat_list_words(&parsed)
+}
+
+/// Caveats already parsed (a grant just signed) in plain words, one line per
+/// caveat, display-safe, and the preview sentence.
+pub fn caveat_list_words(caveats: &[Caveat]) -> (Vec<String>, String) {
     (
-        parsed.iter().map(|c| safe(&c.describe())).collect(),
-        safe(&review::preview(&parsed)),
+        caveats.iter().map(|c| safe(&c.describe())).collect(),
+        safe(&review::preview(caveats)),
     )
 }
 
