@@ -1315,8 +1315,7 @@ impl Engine {
         }
         let mut item_event = item_event;
         if let Reviewed::Grant(g) = &reviewed {
-            item_event.caveats =
-                Some(Value::Array(g.caveats().iter().map(|c| c.to_value()).collect()).to_string());
+            item_event.caveats = Some(g.caveats_value().to_string());
         }
         let need = self.step_up_need(&reviewed);
         // No password asked for a signature the log has no room to record.
@@ -1470,8 +1469,7 @@ fn event(kind: EventKind, item: &Item) -> NewEvent {
             ev.undo = p.undo;
         }
         Reviewed::Grant(g) => {
-            ev.caveats =
-                Some(Value::Array(g.caveats().iter().map(|c| c.to_value()).collect()).to_string());
+            ev.caveats = Some(g.caveats_value().to_string());
             ev.service = g.caveats().iter().find_map(|c| match c {
                 parley_core::Caveat::Svc(l) => Some(l.join(",")),
                 _ => None,
