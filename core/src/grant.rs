@@ -4,7 +4,10 @@
 //! (signatures, `prev` links, a trusted issuer, the holder = the proof key)
 //! turns it into a [`VerifiedGrant`], and only a `VerifiedGrant` can be
 //! evaluated against a request. So no code path can evaluate caveats of a
-//! chain whose signatures were never checked.
+//! chain whose signatures were never checked, or whose root nobody trusts.
+//! [`UnverifiedGrant::verify_chain`] checks the signatures alone, for tools
+//! that show or extend a chain; what it returns, a [`SignedChain`], has no
+//! way to be evaluated.
 
 use crate::b64;
 use crate::canonical::{canonical, canonical_object, MAX_SAFE_INTEGER};
@@ -385,13 +388,13 @@ impl UnverifiedGrant {
     }
 
     /// Checks signatures and links without a trust decision; for tools that
-    /// show a chain (`parley inspect`) and for delegation.
-    pub fn verify_chain(&self) -> Result<VerifiedGrant, GrantError> {
+    /// show a chain (`parley inspect`) and for delegation. Anyone can sign a
+    /// chain with a key of their own, so the result is a [`SignedChain`],
+    /// which cannot be evaluated: a request is authorized only through
+    /// [`verify`](Self::verify).
+    pub fn verify_chain(&self) -> Result<SignedChain<'_>, GrantError> {
         let ids = self.chain_ids()?;
-        Ok(VerifiedGrant {
-            grant: self.clone(),
-            ids,
-        })
+        Ok(SignedChain { grant: self, ids })
     }
 
     /// The checks of [`verify_chain`](Self::verify_chain): each block's
@@ -501,7 +504,66 @@ fn check_signable(caveats: &[Caveat]) -> Result<(), GrantError> {
     Ok(())
 }
 
-/// A grant whose chain verified (§6.4). The only type caveats are evaluated on.
+/// A grant whose signatures and `prev` links check out from its root issuer
+/// to its holder, with no trust decision made: what
+/// [`UnverifiedGrant::verify_chain`] returns.
+///
+/// A well-signed chain proves only that its keys signed it; the issuer may be
+/// a key anyone made a minute ago. So this type has no `evaluate` and does
+/// not turn into a [`VerifiedGrant`]: the one way to a grant that
+/// authorizes is [`UnverifiedGrant::verify`], against the trusted
+/// principals and the proof key.
+///
+/// ```compile_fail
+/// use parley_core::caveat::RequestContext;
+/// use parley_core::grant::UnverifiedGrant;
+///
+/// fn authorize_any_signer(g: &UnverifiedGrant, ctx: &RequestContext) {
+///     let chain = g.verify_chain().expect("signed");
+///     // Does not compile: a chain with no trusted root is never evaluated.
+///     let _ = chain.evaluate(ctx);
+/// }
+/// ```
+///
+/// What compiles instead names whom it trusts:
+///
+/// ```
+/// use parley_core::caveat::RequestContext;
+/// use parley_core::grant::{Decision, UnverifiedGrant};
+/// use parley_core::PublicKey;
+///
+/// fn authorize(
+///     g: &UnverifiedGrant,
+///     trusted: &[PublicKey],
+///     proof_key: &PublicKey,
+///     ctx: &RequestContext,
+/// ) -> Decision {
+///     match g.verify(trusted, proof_key) {
+///         Ok(v) => v.evaluate(ctx),
+///         Err(e) => Decision::Unauthorized { reason: e.to_string() },
+///     }
+/// }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignedChain<'g> {
+    grant: &'g UnverifiedGrant,
+    ids: Vec<String>,
+}
+
+impl<'g> SignedChain<'g> {
+    /// The chain as decoded (blocks, issuer, holder).
+    pub fn grant(&self) -> &'g UnverifiedGrant {
+        self.grant
+    }
+
+    /// Block ids, root first, as checked against each `prev` link.
+    pub fn block_ids(&self) -> &[String] {
+        &self.ids
+    }
+}
+
+/// A grant whose chain verified under a trusted root, held by the proof key
+/// (§6.4). The only type caveats are evaluated on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VerifiedGrant {
     grant: UnverifiedGrant,
@@ -693,6 +755,41 @@ mod tests {
         ));
         // Only the holder may delegate.
         assert!(g.delegate(&s, &s.public(), &[], 1).is_err());
+    }
+
+    #[test]
+    fn a_signed_chain_is_not_a_trusted_grant() {
+        // A stranger's key signs a well-formed chain to the agent.
+        let (p, stranger, a, s) = (key(1), key(7), key(2), key(3));
+        let caveats = [Caveat::Svc(vec!["x".into()])];
+        let g = UnverifiedGrant::issue_root(&stranger, &a.public(), &caveats, 10, "n")
+            .unwrap()
+            .delegate(&a, &s.public(), &[], 11)
+            .unwrap();
+        let chain = g.verify_chain().expect("its signatures check out");
+        assert_eq!(chain.grant(), &g);
+        assert_eq!(chain.block_ids().len(), 2);
+        assert_eq!(chain.block_ids()[0], g.id());
+        // Only the principals decide whether it authorizes anything.
+        assert_eq!(
+            g.verify(&[p.public()], &s.public()),
+            Err(GrantError::Untrusted(stranger.public().to_string()))
+        );
+        let v = g.verify(&[stranger.public()], &s.public()).unwrap();
+        assert_eq!(v.block_ids(), chain.block_ids());
+
+        // A block spliced from another chain breaks the link.
+        let other = UnverifiedGrant::issue_root(&stranger, &a.public(), &caveats, 10, "m")
+            .unwrap()
+            .delegate(&a, &s.public(), &[], 11)
+            .unwrap();
+        let spliced = UnverifiedGrant {
+            blocks: vec![g.blocks[0].clone(), other.blocks[1].clone()],
+        };
+        assert_eq!(
+            spliced.verify_chain(),
+            Err(GrantError::BrokenChain { index: 1 })
+        );
     }
 
     fn yea_commit(uses: Value, used: crate::quantity::Used) -> RequestContext {

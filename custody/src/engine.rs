@@ -229,7 +229,7 @@ pub struct IssuedGrant {
     /// Its expiry (unix seconds).
     pub exp: i64,
     /// The caveats exactly as signed.
-    pub caveats: Value,
+    pub caveats: Vec<parley_core::Caveat>,
     /// The review of what was signed (preview, caveats in words, warnings).
     pub review: review::Review,
 }
@@ -1161,8 +1161,7 @@ impl Engine {
             parley_core::Caveat::Svc(l) => Some(l.join(",")),
             _ => None,
         });
-        let caveats = Value::Array(reviewed.caveats().iter().map(|c| c.to_value()).collect());
-        ev.caveats = Some(caveats.to_string());
+        ev.caveats = Some(reviewed.caveats_value().to_string());
         let need = root_caveat(self.inner.config.step_up.need(grant_subject(&reviewed)));
         // No password asked for a signature the log has no room to record.
         if need.required {
@@ -1201,7 +1200,7 @@ impl Engine {
             token: signed.token,
             id: signed.id,
             exp: signed.exp,
-            caveats,
+            caveats: reviewed.caveats().to_vec(),
             review: reviewed.review().clone(),
         })
     }
@@ -1316,8 +1315,7 @@ impl Engine {
         }
         let mut item_event = item_event;
         if let Reviewed::Grant(g) = &reviewed {
-            item_event.caveats =
-                Some(Value::Array(g.caveats().iter().map(|c| c.to_value()).collect()).to_string());
+            item_event.caveats = Some(g.caveats_value().to_string());
         }
         let need = self.step_up_need(&reviewed);
         // No password asked for a signature the log has no room to record.
@@ -1378,15 +1376,13 @@ impl Engine {
                 })
                 .await
                 .map_err(|e| DecideError::Internal(e.to_string()))??;
-                let caveats = Value::Array(g.caveats().iter().map(|c| c.to_value()).collect());
-                let caveats_text = caveats.to_string();
                 ev.kind = EventKind::GrantIssued;
                 ev.token_id = Some(signed.id.clone());
                 ev.expires = Some(signed.exp);
-                ev.caveats = Some(caveats_text.clone());
+                ev.caveats = Some(g.caveats_value().to_string());
                 self.log(ev).map_err(DecideError::Audit)?;
                 Ok((
-                    Outcome::Issued(signed.token, caveats_text),
+                    Outcome::Issued(signed.token, g.caveats().to_vec()),
                     EventKind::GrantIssued,
                     signed.exp,
                 ))
@@ -1473,8 +1469,7 @@ fn event(kind: EventKind, item: &Item) -> NewEvent {
             ev.undo = p.undo;
         }
         Reviewed::Grant(g) => {
-            ev.caveats =
-                Some(Value::Array(g.caveats().iter().map(|c| c.to_value()).collect()).to_string());
+            ev.caveats = Some(g.caveats_value().to_string());
             ev.service = g.caveats().iter().find_map(|c| match c {
                 parley_core::Caveat::Svc(l) => Some(l.join(",")),
                 _ => None,
@@ -1512,10 +1507,38 @@ fn outcome_reply(o: Outcome) -> Reply {
         Outcome::Approved(grant) => Reply::Approved { grant },
         Outcome::Issued(grant, caveats) => Reply::Issued {
             grant,
-            caveats: serde_json::from_str(&caveats).unwrap_or(Value::Null),
+            caveats: review::caveats_value(&caveats),
         },
         Outcome::Denied(reason) => Reply::Denied { reason },
         Outcome::Expired => Reply::Expired,
         Outcome::Cancelled => Reply::Cancelled,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parley_core::Caveat;
+
+    #[test]
+    fn an_issued_reply_carries_the_caveats_the_audit_row_stores() {
+        let caveats = vec![
+            Caveat::Svc(vec!["shop.example".into()]),
+            Caveat::Verbs(vec!["ASK".into()]),
+            Caveat::Exp(1_800_000_000),
+        ];
+        // The audit row's text, written where the row is made.
+        let row = review::caveats_value(&caveats).to_string();
+        assert_eq!(
+            row,
+            r#"[{"svc":["shop.example"]},{"verbs":["ASK"]},{"exp":1800000000}]"#
+        );
+        match outcome_reply(Outcome::Issued("pg1.x".into(), caveats)) {
+            Reply::Issued { grant, caveats } => {
+                assert_eq!(grant, "pg1.x");
+                assert_eq!(caveats, serde_json::from_str::<Value>(&row).unwrap());
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

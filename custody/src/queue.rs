@@ -6,6 +6,7 @@
 //! finished outcomes by their expiry and a hard cap, rate buckets by the
 //! number of peers that can be connected at once.
 
+use parley_core::Caveat;
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
@@ -52,8 +53,10 @@ pub enum Refused {
 pub enum Outcome {
     /// A consent was approved: the token.
     Approved(String),
-    /// A grant was issued: the token and the caveats signed (JSON text).
-    Issued(String, String),
+    /// A grant was issued: the token and the caveats signed, typed, so that
+    /// no reader parses them back from text. (The audit row stores them as
+    /// JSON text, written once where the row is made.)
+    Issued(String, Vec<Caveat>),
     /// The human said no.
     Denied(Option<String>),
     /// Nobody decided in time.

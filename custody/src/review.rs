@@ -450,8 +450,14 @@ impl ReviewedGrant {
 
     /// The caveats as JSON, exactly as they will be signed.
     pub fn caveats_value(&self) -> Value {
-        Value::Array(self.caveats.iter().map(|c| c.to_value()).collect())
+        caveats_value(&self.caveats)
     }
+}
+
+/// A caveat list as the JSON list a block signs (and the audit row and the
+/// agent's reply carry): the one place typed caveats become JSON again.
+pub fn caveats_value(caveats: &[Caveat]) -> Value {
+    Value::Array(caveats.iter().map(Caveat::to_value).collect())
 }
 
 /// A grant as the human's form sends it.

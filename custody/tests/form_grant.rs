@@ -15,6 +15,7 @@ use parley_custody::approver::{Gesture, Yes};
 use parley_custody::audit::{Audit, EventKind, Query};
 use parley_custody::engine::{unix_now, Engine, EngineConfig, IssueError};
 use parley_custody::keystore::Keystore;
+use parley_custody::review;
 use parley_custody::stepup::StepUpPolicy;
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -86,7 +87,11 @@ fn form_grant_is_signed_as_shown_and_logged_before_it_is_returned() {
             )
             .await
             .unwrap();
-        assert_eq!(issued.caveats, caveats, "signed exactly as shown");
+        assert_eq!(
+            review::caveats_value(&issued.caveats),
+            caveats,
+            "signed exactly as shown"
+        );
         assert_eq!(issued.exp, exp);
         assert!(
             issued.review.preview.contains("up to 40.00 USD each"),
@@ -195,8 +200,7 @@ fn form_grant_expiry_is_clamped_and_a_missing_one_is_added() {
             )
             .await
             .unwrap();
-        assert!(none
-            .caveats
+        assert!(review::caveats_value(&none.caveats)
             .as_array()
             .unwrap()
             .iter()

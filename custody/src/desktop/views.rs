@@ -64,12 +64,18 @@ pub fn caveat_words(caveats: &Value) -> (Vec<String>, String) {
         );
     };
     let parsed: Vec<Caveat> = list.iter().map(Caveat::parse).collect();
+    caveat_list_words(&parsed)
+}
+
+/// Caveats already parsed (a grant just signed) in plain words, one line per
+/// caveat, display-safe, and the preview sentence.
+pub fn caveat_list_words(caveats: &[Caveat]) -> (Vec<String>, String) {
     (
-        parsed
+        caveats
             .iter()
             .map(|c| safe(&c.describe_with(crate::local_time::when)))
             .collect(),
-        safe(&review::preview(&parsed)),
+        safe(&review::preview(caveats)),
     )
 }
 

@@ -11,7 +11,7 @@ use crate::desktop::service::Desktop;
 use crate::desktop::views::{self, KeyView};
 use crate::engine::{DecideError, IssueError};
 use crate::queue::Outcome;
-use crate::review::{FormGrant, ReviewKind};
+use crate::review::{self, FormGrant, ReviewKind};
 use parley_core::PublicKey;
 use serde::Serialize;
 use serde_json::Value;
@@ -226,12 +226,11 @@ pub async fn grant_issue(
             Outcome::Issued(_, signed) => {
                 // Answered here: its review window has nothing left to say.
                 state.hub.send(UiEvent::Close(review_label(&id)));
-                let signed: Value = serde_json::from_str(&signed).unwrap_or(Value::Null);
-                let (caveat_words, preview) = views::caveat_words(&signed);
+                let (caveat_words, preview) = views::caveat_list_words(&signed);
                 Ok(IssuedView {
                     sent_to_agent: true,
                     token: None,
-                    caveats: signed,
+                    caveats: review::caveats_value(&signed),
                     caveat_words,
                     preview,
                     warnings: Vec::new(),
@@ -258,12 +257,12 @@ pub async fn grant_issue(
         IssueError::Rejected(r) => format!("The grant is not valid: {}", r.message),
         e => e.to_string(),
     })?;
-    let (caveat_words, _) = views::caveat_words(&issued.caveats);
+    let (caveat_words, _) = views::caveat_list_words(&issued.caveats);
     state.hub.send(UiEvent::StatusChanged);
     Ok(IssuedView {
         sent_to_agent: false,
         token: Some(issued.token),
-        caveats: issued.caveats,
+        caveats: review::caveats_value(&issued.caveats),
         caveat_words,
         preview: issued.review.preview,
         warnings: issued.review.warnings,
