@@ -1,0 +1,67 @@
+//! Why a decision, a pause or an issue from the form did not happen: errors
+//! with messages a user can act on.
+
+use super::*;
+
+/// Why a decision could not be carried out.
+#[derive(Debug, thiserror::Error)]
+pub enum DecideError {
+    /// No such pending request (already decided, expired or withdrawn).
+    #[error("that request is no longer waiting (decided, expired or withdrawn)")]
+    NotPending,
+    /// Narrowed caveats did not pass review.
+    #[error("the narrowed grant is not valid: {0}")]
+    Narrowed(Rejection),
+    /// Narrowing applies to grants only.
+    #[error("a consent is approved or denied as it is; it cannot be changed")]
+    NotAGrant,
+    /// High risk or irreversible, and the approver did not report the second confirmation.
+    #[error("this request is high risk, cannot be undone or does not state its cost: it needs a second confirmation before it is signed")]
+    SecondConfirmation,
+    /// OS authentication did not succeed; the request is still pending.
+    #[error("{0}")]
+    StepUp(StepUpError),
+    /// Signing failed; nothing was handed out.
+    #[error("signing failed: {0}")]
+    Sign(#[from] signer::SignError),
+    /// The audit row could not be written; nothing was handed out.
+    #[error("the audit log could not record this, so nothing was handed out: {0}")]
+    Audit(String),
+    /// A worker thread failed.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// Why an agent could not be paused or resumed.
+#[derive(Debug, thiserror::Error)]
+pub enum PauseError {
+    /// The text is not an agent key.
+    #[error("that is not an agent key ({0}); copy the key from the review or the audit view")]
+    NotAKey(String),
+    /// No such pending request.
+    #[error("that request is no longer waiting (decided, expired or withdrawn)")]
+    NotPending,
+    /// The pause could not be recorded, so it is not in force.
+    #[error("the audit log could not record the pause, so it is not in force: {0}")]
+    Audit(String),
+}
+
+/// Why a grant from the human's own form was not issued.
+#[derive(Debug, thiserror::Error)]
+pub enum IssueError {
+    /// The caveats did not pass review (the same checks as an agent's request).
+    #[error("the grant is not valid: {0}")]
+    Rejected(Rejection),
+    /// OS authentication did not succeed; nothing was signed.
+    #[error("{0}")]
+    StepUp(StepUpError),
+    /// Signing failed; nothing was handed out.
+    #[error("signing failed: {0}")]
+    Sign(#[from] signer::SignError),
+    /// The audit row could not be written; nothing was handed out.
+    #[error("the audit log could not record this, so nothing was handed out: {0}")]
+    Audit(String),
+    /// A worker thread failed.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
