@@ -7,7 +7,7 @@ use parley_core::caveat::Caveat;
 use parley_core::grant::UnverifiedGrant;
 use parley_core::proof::{self, Target};
 use parley_core::{Dialect, SecretKey};
-use parley_custody::ipc::frame::FrameReader;
+use parley_custody_client::frame::FrameReader;
 use parley_playground::apps::Playground;
 use parley_playground::clock::{Clock, ManualClock};
 use serde_json::{json, Value};

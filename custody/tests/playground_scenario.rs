@@ -7,9 +7,8 @@
 //! The story runs once per dialect (Parley v1 and YEA v1), each its own
 //! test, so a failure names the dialect that broke.
 
-// The keyring harness and the test custody are custody's, shared rather
-// than copied.
-#[path = "../../custody/tests/support/mod.rs"]
+// Here rather than in playground/tests: the playground is agent-side code
+// and links no key store, even for its tests (cargo tree -p parley-playground).
 mod support;
 
 use parley_core::grant::UnverifiedGrant;
