@@ -10,6 +10,7 @@
 //! `display`, `ipc::frame`), so custody and its tests use one copy.
 #![forbid(unsafe_code)]
 pub mod activity;
+pub mod admin;
 pub mod agent_access;
 pub mod approval;
 pub mod approver;

@@ -17,7 +17,8 @@ use crate::cli::{CustodyArgs, CustodyCommand, KeysArgs, KeysCommand};
 use crate::error::CliError;
 use parley_core::lens;
 use parley_core::PublicKey;
-use parley_custody::audit::{Audit, EventKind, NewEvent};
+use parley_custody::admin::{self, KeyChange};
+use parley_custody::audit::Audit;
 use parley_custody::keystore::{
     self, KeyInfo, KeySource, KeyStatus, Keystore, Passphrase, StoreKind,
 };
@@ -183,18 +184,11 @@ fn open_audit(dir: &Path) -> Result<Audit, CliError> {
 /// Records a key event; if that fails after the change, says so plainly.
 fn record(
     audit: &mut Audit,
-    kind: EventKind,
+    change: KeyChange,
     key: &PublicKey,
     label: &str,
 ) -> Result<(), CliError> {
-    let mut ev = NewEvent::new(kind, super::unix_now());
-    ev.principal = Some(key.to_string());
-    ev.reason = Some(label.to_string());
-    audit.append(&ev).map(|_| ()).map_err(|e| {
-        CliError::bad(format!(
-            "{kind} {key} was done, but the audit log could not record it: {e}"
-        ))
-    })
+    admin::record_key_change(audit, change, key, label, super::unix_now()).map_err(CliError::bad)
 }
 
 #[derive(Serialize)]
@@ -309,7 +303,7 @@ fn keys(a: KeysArgs) -> Result<Report, CliError> {
             let mut audit = open_audit(&dir)?;
             let store = open_store(&a, &dir, true)?;
             let key = store.create(label).map_err(CliError::bad)?;
-            record(&mut audit, EventKind::KeyCreated, &key, label)?;
+            record(&mut audit, KeyChange::Created, &key, label)?;
             eprintln!("parley: principal key created; services must trust it: {key}");
             Ok(Report::new(
                 &Changed {
@@ -325,7 +319,7 @@ fn keys(a: KeysArgs) -> Result<Report, CliError> {
             let mut audit = open_audit(&dir)?;
             let store = open_store(&a, &dir, true)?;
             let key = store.import_seed_file(file, label).map_err(CliError::bad)?;
-            record(&mut audit, EventKind::KeyImported, &key, label)?;
+            record(&mut audit, KeyChange::Imported, &key, label)?;
             let shredded = if *shred {
                 keystore::shred_file(file).map_err(|e| {
                     CliError::bad(format!("the key was imported, but shredding failed: {e}"))
@@ -353,12 +347,7 @@ fn keys(a: KeysArgs) -> Result<Report, CliError> {
             store
                 .delete(&found.public, confirm.trim())
                 .map_err(CliError::bad)?;
-            record(
-                &mut audit,
-                EventKind::KeyDeleted,
-                &found.public,
-                &found.label,
-            )?;
+            record(&mut audit, KeyChange::Deleted, &found.public, &found.label)?;
             eprintln!(
                 "parley: principal key {} deleted; grants it issued stay valid until they expire",
                 found.public

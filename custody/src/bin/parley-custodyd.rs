@@ -8,7 +8,7 @@
 
 use clap::Parser;
 use parley_custody::agent_access;
-use parley_custody::audit::{Audit, EventKind, NewEvent};
+use parley_custody::audit::Audit;
 use parley_custody::engine::{unix_now, Engine, EngineConfig};
 use parley_custody::ipc::peer::PeerPolicy;
 use parley_custody::ipc::socket::{resolve_socket_path, BindOptions, ConnLimits, Listener};
@@ -382,10 +382,13 @@ fn main() -> ExitCode {
         if a.trim().eq_ignore_ascii_case("y") {
             match keystore.create("principal") {
                 Ok(k) => {
-                    let mut ev = NewEvent::new(EventKind::KeyCreated, unix_now());
-                    ev.principal = Some(k.to_string());
-                    ev.reason = Some("created at daemon start".into());
-                    if let Err(e) = audit.append(&ev) {
+                    if let Err(e) = parley_custody::admin::record_key_change(
+                        &mut audit,
+                        parley_custody::admin::KeyChange::Created,
+                        &k,
+                        "created at daemon start",
+                        unix_now(),
+                    ) {
                         return fail(e);
                     }
                 }

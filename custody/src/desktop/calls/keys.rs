@@ -2,7 +2,7 @@
 //! with its audit row.
 
 use super::{blocking, R};
-use crate::audit::{EventKind, NewEvent};
+use crate::admin::{self, KeyChange};
 use crate::desktop::events::UiEvent;
 use crate::desktop::service::Desktop;
 use crate::desktop::views::{self, KeyView};
@@ -34,15 +34,17 @@ pub async fn keys_list(state: &Desktop) -> R<KeysView> {
     })
 }
 
-async fn log_key_event(state: &Desktop, kind: EventKind, key: &str, reason: String) -> R<()> {
+async fn log_key_event(
+    state: &Desktop,
+    change: KeyChange,
+    key: &PublicKey,
+    reason: String,
+) -> R<()> {
     let e = state.core()?.engine.clone();
-    let mut ev = NewEvent::new(kind, unix_now());
-    ev.principal = Some(key.to_string());
-    ev.reason = Some(reason);
+    let key = key.clone();
     blocking("writing the audit log", move || {
-        e.with_audit(|a| a.append(&ev).map(|_| ())).map_err(|e| {
-            format!("the key operation was done, but the audit log could not record it: {e}")
-        })
+        e.with_audit(|a| admin::record_key_change(a, change, &key, &reason, unix_now()))
+            .map_err(|e| e.to_string())
     })
     .await
 }
@@ -65,18 +67,18 @@ pub async fn key_create(state: &Desktop, label: String) -> R<KeyView> {
     let core = state.core()?;
     let e = core.engine.clone();
     let l = label.clone();
-    let public = blocking("creating the key", move || {
+    let key = blocking("creating the key", move || {
         e.keystore().create(l.trim()).map_err(|e| e.to_string())
     })
-    .await?
-    .to_string();
+    .await?;
     log_key_event(
         state,
-        EventKind::KeyCreated,
-        &public,
+        KeyChange::Created,
+        &key,
         format!("created in the app: {}", label.trim()),
     )
     .await?;
+    let public = key.to_string();
     state.hub.send(UiEvent::StatusChanged);
     key_view(state, public).await
 }
@@ -101,20 +103,20 @@ pub async fn key_import(state: &Desktop, path: String, label: String) -> R<KeyVi
     }
     let e = core.engine.clone();
     let (f, l) = (file.clone(), label.clone());
-    let public = blocking("importing the key", move || {
+    let key = blocking("importing the key", move || {
         e.keystore()
             .import_seed_file(&f, l.trim())
             .map_err(|e| e.to_string())
     })
-    .await?
-    .to_string();
+    .await?;
+    let public = key.to_string();
     if let Ok(mut m) = state.imported.lock() {
         m.insert(file.clone(), public.clone());
     }
     log_key_event(
         state,
-        EventKind::KeyImported,
-        &public,
+        KeyChange::Imported,
+        &key,
         format!("imported in the app from {}", file.display()),
     )
     .await?;
@@ -154,13 +156,7 @@ pub async fn key_delete(state: &Desktop, public: String, confirm: String) -> R<(
         e.keystore().delete(&p, &c).map_err(|e| e.to_string())
     })
     .await?;
-    log_key_event(
-        state,
-        EventKind::KeyDeleted,
-        &pk.to_string(),
-        "deleted in the app".into(),
-    )
-    .await?;
+    log_key_event(state, KeyChange::Deleted, &pk, "deleted in the app".into()).await?;
     state.hub.send(UiEvent::StatusChanged);
     Ok(())
 }
