@@ -9,7 +9,10 @@
 //! - [`frame`]: NDJSON frames with bounded memory (both ends use it);
 //! - [`client`]: the async client, one request at a time, every wait bounded;
 //! - [`socket`]: where the custody socket is, and connecting to it;
-//! - [`display`]: the display-safety rule for untrusted text shown to a human.
+//! - [`display`]: the display-safety rule for untrusted text shown to a human;
+//! - [`ui_constants`]: the values the desktop UI shares with custody (the
+//!   approve delay, zero-decimal currencies, the field cut), and the
+//!   TypeScript file generated from them.
 //!
 //! Why a crate of its own: the trust boundary is then visible in the tree.
 //! This crate has no key store, signer, audit log or SQLite in its
@@ -24,3 +27,4 @@ pub mod display;
 pub mod frame;
 pub mod protocol;
 pub mod socket;
+pub mod ui_constants;

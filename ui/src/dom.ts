@@ -14,9 +14,10 @@
 // audit rows are stored raw, and defence in depth costs nothing here.
 
 import { HIDDEN, MARK, MAX_MARKS, EMOJI, PICTOGRAPHIC, EMOJI_MODIFIER } from './display-table'
+import { MAX_FIELD_CHARS } from './custody-constants'
 
-/** The longest field shown; the rest is summarized visibly (same as the engine). */
-export const MAX_FIELD_CHARS = 4096
+/** The longest field shown; the rest is summarized visibly (the engine's own, generated). */
+export { MAX_FIELD_CHARS }
 
 /** Whether code point `c` lies in a table of inclusive ranges [start, end, start, end, …]. */
 function inRanges(table: readonly number[], c: number): boolean {

@@ -1,7 +1,9 @@
 // Money, times and durations for people.
 
-/** Currencies without minor units (same list as parley-core's money.rs). */
-export const ZERO_DECIMAL = ['JPY', 'KRW', 'VND', 'CLP', 'ISK', 'UGX', 'XAF', 'XOF']
+import { ZERO_DECIMAL } from './custody-constants'
+
+/** Currencies without minor units: generated from parley-core's money.rs (custody-constants.ts). */
+export { ZERO_DECIMAL }
 
 /** Integers are exact only up to 2^53 − 1 (canonical JSON's limit too). */
 export const MAX_SAFE = Number.MAX_SAFE_INTEGER

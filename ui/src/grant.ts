@@ -16,6 +16,9 @@ import { pointerOnly } from './gesture'
 import { h, replace, byId, say, setText, copyText, visible } from './dom'
 import { emptyForm, fromCaveats, plan, MEASURES, PRESETS, VERBS, VERB_WORDS, type Caveat, type Field, type GrantFormValues, type MeasureLimit } from './caveats'
 import { when, TIME_PLACEHOLDER } from './format'
+// The delay after the window (re)gains focus before Issue is enabled:
+// custody's own APPROVE_DELAY, generated into custody-constants.ts.
+import { APPROVE_DELAY_MS } from './custody-constants'
 import { mainNav, showView } from './nav'
 
 const app = byId('app')
@@ -32,9 +35,6 @@ function heading(onError: (m: string) => void): HTMLElement {
   const h1 = h('h1', null, 'Issue a grant')
   return requestId ? h1 : h('header', { class: 'home-head' }, h1, mainNav('grant', onError))
 }
-
-/** The delay after the window (re)gains focus before Issue is enabled (the backend's APPROVE_DELAY). */
-export const ISSUE_DELAY_MS = 1500
 
 function field(label: string, control: HTMLElement, name: Field | null, help?: string): HTMLElement {
   const err = h('p', { class: 'field-error', testid: name ? `err-${name}` : undefined })
@@ -278,7 +278,7 @@ async function main() {
   function updateIssue() {
     const current = shown !== null && shown.key === wantedKey
     const widen = current ? shown!.view.widenings : []
-    const left = ISSUE_DELAY_MS - (performance.now() - armedAt)
+    const left = APPROVE_DELAY_MS - (performance.now() - armedAt)
     const ready = current && (widen.length === 0 || widenConfirm.checked) && !issued && !issuing && ctx.principals.length > 0
     issue.disabled = !ready || !focused || left > 0
     issue.dataset.state = issue.disabled ? 'waiting' : 'ready'

@@ -16,9 +16,10 @@ import { api, on, errorText, type Gesture, type PendingView, type Review } from 
 import { pointerOnly } from './gesture'
 import { h, replace, byId, row, say, setText } from './dom'
 import { when, span } from './format'
+// The delay after the window (re)gains focus before Approve is enabled:
+// custody's own APPROVE_DELAY, generated into custody-constants.ts.
+import { APPROVE_DELAY_MS } from './custody-constants'
 
-/** The delay after the window (re)gains focus before Approve is enabled. */
-export const APPROVE_DELAY_MS = 1500
 /** The delay before the second confirmation's button is enabled. */
 export const CONFIRM_DELAY_MS = 1000
 

@@ -1,6 +1,13 @@
 // Fixture data shaped like the backend's views (the service's calls, custody/src/desktop/calls.rs).
 
+import { readFileSync } from 'node:fs'
+
 export const now = () => Math.floor(Date.now() / 1000)
+
+/** Custody's APPROVE_DELAY in ms, read from the file generated from it (ui/src/custody-constants.ts). */
+export const APPROVE_DELAY_MS = Number(
+  /^export const APPROVE_DELAY_MS = (\d+)$/m.exec(readFileSync(new URL('../src/custody-constants.ts', import.meta.url), 'utf8'))[1],
+)
 
 export const AGENT = 'ed25519:gTl3Dqh9F19Wo1Rmw0x-zMuNipG07jeiXfYPW4_Js5Q'
 export const PRINCIPAL = 'ed25519:iojj3XQJ8ZX9UtstPLpdcspnCb8dlBIb83SIAbQPb1w'
@@ -90,7 +97,7 @@ export function status(over = {}) {
     notifications: { available: true, message: null },
     restart_needed: [],
     version: '0.1.0',
-    approve_delay_ms: 1500,
+    approve_delay_ms: APPROVE_DELAY_MS,
     autostart: { enabled: false, offered: true, entry: '/home/me/.config/autostart/org.parley.custody.desktop', error: null },
     ...over,
   }

@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs'
 import { join, extname, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { chromium } from 'playwright-core'
-import { consent, grantRequest, status, event, now, AGENT, PRINCIPAL, HASH } from './fixtures.mjs'
+import { consent, grantRequest, status, event, now, AGENT, PRINCIPAL, HASH, APPROVE_DELAY_MS } from './fixtures.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const dist = join(here, '..', 'dist')
@@ -220,13 +220,13 @@ test('review: Approve waits for the delay, and again after the window regains fo
   assert.deepEqual(await calls(page, 'review_decide'), [])
   // Measured in the page, from its navigation start: the delay starts even later (once the review is loaded).
   const enabledAt = await (await page.waitForFunction(() => !document.querySelector('[data-testid="approve"]').disabled && performance.now())).jsonValue()
-  assert.ok(enabledAt >= 1500, `enabled only after the delay (${enabledAt} ms after the page started)`)
+  assert.ok(enabledAt >= APPROVE_DELAY_MS, `enabled only after the delay (${enabledAt} ms after the page started)`)
   assert.ok(Date.now() - t0 < 10_000)
   // Losing focus disables it; regaining focus restarts the delay.
   await page.evaluate(() => window.dispatchEvent(new Event('blur')))
   assert.equal(await approve.isDisabled(), true, 'off while not focused')
   assert.match(await text(page, 'approve-hint'), /not in front/)
-  await page.waitForTimeout(1600)
+  await page.waitForTimeout(APPROVE_DELAY_MS + 100)
   assert.equal(await approve.isDisabled(), true, 'still off without focus')
   const focusedAt = await page.evaluate(() => {
     window.dispatchEvent(new Event('focus'))
@@ -234,7 +234,7 @@ test('review: Approve waits for the delay, and again after the window regains fo
   })
   assert.equal(await approve.isDisabled(), true, 'off right after focus returns')
   const reEnabledAt = await (await page.waitForFunction(() => !document.querySelector('[data-testid="approve"]').disabled && performance.now())).jsonValue()
-  assert.ok(reEnabledAt - focusedAt >= 1450, `the delay restarts on focus (${reEnabledAt - focusedAt} ms)`)
+  assert.ok(reEnabledAt - focusedAt >= APPROVE_DELAY_MS - 50, `the delay restarts on focus (${reEnabledAt - focusedAt} ms)`)
   await approve.click()
   await page.locator(`${tid('status')}.msg-ok`).waitFor()
   assert.deepEqual(await calls(page, 'review_decide'), [{ id: 'q1', approve: true, confirmed: false, gesture: 'click', reason: null }])
@@ -378,7 +378,7 @@ test('review: a withdrawn or expired request closes; a missing one says so', asy
   await page.evaluate(() => window.__parleyEmit('pending-withdrawn', 'q1'))
   await page.locator(`${tid('status')}.msg-warn`).waitFor()
   assert.match(await text(page, 'status'), /no longer waiting/)
-  await page.waitForTimeout(1600)
+  await page.waitForTimeout(APPROVE_DELAY_MS + 100)
   assert.equal(await page.locator(tid('approve')).isDisabled(), true)
   assert.equal(await page.locator(tid('deny')).isDisabled(), true)
   await page.close()
@@ -736,7 +736,7 @@ test('grant form: a widening edit is shown, must be confirmed, and is sent back 
   await page.locator('#per').fill('80')
   await page.locator(tid('widenings')).waitFor()
   assert.deepEqual(await page.locator(`${tid('widening-list')} li`).allInnerTexts(), ['adds COMMIT', 'raises the per-action cap from 40.00 USD to 80.00 USD'])
-  await page.waitForTimeout(1700)
+  await page.waitForTimeout(APPROVE_DELAY_MS + 200)
   assert.equal(await page.locator(tid('issue')).isDisabled(), true, 'not before the widening is confirmed')
   assert.match(await text(page, 'issue-hint'), /Confirm the widening/)
   await page.locator(tid('confirm-widening')).check()

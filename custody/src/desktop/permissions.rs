@@ -15,9 +15,11 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// How long a review window or grant form must have been on screen, and
-/// focused, before Approve or Issue counts (anti-clickjacking; the UI reads
-/// the same value from `status` and shows it).
-pub const APPROVE_DELAY: Duration = Duration::from_millis(1500);
+/// focused, before Approve or Issue counts (anti-clickjacking). Defined in
+/// `parley_custody_client::ui_constants`, the one source the UI's generated
+/// `ui/src/custody-constants.ts` is made from too (the review reply also
+/// carries it as `approve_delay_ms`).
+pub use parley_custody_client::ui_constants::APPROVE_DELAY;
 
 /// Slack for the time between the UI's timer and ours.
 const DELAY_SLACK: Duration = Duration::from_millis(300);

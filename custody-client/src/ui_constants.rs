@@ -1,0 +1,81 @@
+//! The facts the desktop UI (`ui/`) and custody must agree on, in one place:
+//! the currencies without minor units (from `parley_core::money`), how long a
+//! review window or grant form must have been in front before Approve or
+//! Issue counts ([`APPROVE_DELAY`]), and the longest field shown
+//! ([`MAX_FIELD_CHARS`](crate::display::MAX_FIELD_CHARS)).
+//!
+//! The UI does not keep its own copies: it imports them from
+//! `ui/src/custody-constants.ts`, generated here ([`ui_constants`]; run
+//! `cargo run -p parley-custody-client --example custody_constants > ui/src/custody-constants.ts`),
+//! and a unit test fails while the file in the tree differs.
+
+use crate::display::MAX_FIELD_CHARS;
+use parley_core::money::ZERO_DECIMAL;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+/// How long a review window or grant form must have been on screen, and
+/// focused, before Approve or Issue counts (anti-clickjacking). Custody
+/// enforces it (`parley_custody::desktop::permissions::APPROVE_DELAY` is
+/// this constant); the UI arms its buttons after the same delay.
+pub const APPROVE_DELAY: Duration = Duration::from_millis(1500);
+
+/// The TypeScript module `ui/src/custody-constants.ts` the UI imports these
+/// facts from.
+pub fn ui_constants() -> String {
+    let mut out = String::new();
+    out.push_str(
+        "// Generated from the Rust constants by custody-client/src/ui_constants.rs (`ui_constants`): do not edit.\n\
+         // Regenerate: cargo run -p parley-custody-client --example custody_constants > ui/src/custody-constants.ts\n\n",
+    );
+    let list: Vec<String> = ZERO_DECIMAL.iter().map(|c| format!("'{c}'")).collect();
+    let _ = writeln!(
+        out,
+        "/** Currencies without minor units: amounts are whole units (parley-core's money::ZERO_DECIMAL). */\n\
+         export const ZERO_DECIMAL: readonly string[] = [{}]\n",
+        list.join(", ")
+    );
+    let _ = writeln!(
+        out,
+        "/** How long a review window or grant form must have been in front, focused, before Approve or Issue counts (custody's APPROVE_DELAY). */\n\
+         export const APPROVE_DELAY_MS = {}\n",
+        APPROVE_DELAY.as_millis()
+    );
+    let _ = writeln!(
+        out,
+        "/** The most characters of one field shown; the rest is summarized visibly (display::MAX_FIELD_CHARS). */\n\
+         export const MAX_FIELD_CHARS = {MAX_FIELD_CHARS}"
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ui_constants_are_generated_from_these_and_current() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../ui/src/custody-constants.ts"
+        );
+        let file = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            file == ui_constants(),
+            "ui/src/custody-constants.ts is stale or missing: regenerate it with \
+             `cargo run -p parley-custody-client --example custody_constants > ui/src/custody-constants.ts`"
+        );
+    }
+
+    #[test]
+    fn the_generated_file_holds_every_value() {
+        let ts = ui_constants();
+        for c in ZERO_DECIMAL {
+            assert!(ts.contains(&format!("'{c}'")), "{c} missing");
+        }
+        assert!(ts.contains("export const APPROVE_DELAY_MS = 1500\n"));
+        assert!(ts.contains(&format!(
+            "export const MAX_FIELD_CHARS = {MAX_FIELD_CHARS}\n"
+        )));
+    }
+}

@@ -1,0 +1,11 @@
+// Generated from the Rust constants by custody-client/src/ui_constants.rs (`ui_constants`): do not edit.
+// Regenerate: cargo run -p parley-custody-client --example custody_constants > ui/src/custody-constants.ts
+
+/** Currencies without minor units: amounts are whole units (parley-core's money::ZERO_DECIMAL). */
+export const ZERO_DECIMAL: readonly string[] = ['JPY', 'KRW', 'VND', 'CLP', 'ISK', 'UGX', 'XAF', 'XOF']
+
+/** How long a review window or grant form must have been in front, focused, before Approve or Issue counts (custody's APPROVE_DELAY). */
+export const APPROVE_DELAY_MS = 1500
+
+/** The most characters of one field shown; the rest is summarized visibly (display::MAX_FIELD_CHARS). */
+export const MAX_FIELD_CHARS = 4096
