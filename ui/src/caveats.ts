@@ -1,7 +1,7 @@
 // The grant form's logic, without the DOM: the form's values become the
 // exact caveats (Parley §6.3) that will be signed, a plain-language preview,
 // errors per field and warnings. The engine checks the caveats again before
-// signing (custody/src/review.rs), so this is for the human, not the guard.
+// signing (custody/src/review/grant.rs), so this is for the human, not the guard.
 //
 // Filling the form from a request must never widen it by accident: a value
 // the form's fields cannot hold exactly (an empty list, a service id with a
