@@ -265,7 +265,7 @@ pub fn check_stem(stem: &str) -> Result<(), CliError> {
     let refuse = |why: &str| {
         Err(CliError::bad(format!(
             "refusing to use {} as a file name: {why}",
-            parley_core::lens::printable(&stem.chars().take(80).collect::<String>())
+            crate::commands::visible(&stem.chars().take(80).collect::<String>())
         )))
     };
     if stem.is_empty() {

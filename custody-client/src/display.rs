@@ -30,9 +30,7 @@
 //! neighbouring lines.
 //!
 //! `"pay \u{202e}ereh"` is shown as `pay \u{202e}ereh` literally, so the
-//! human sees that something is off instead of a reversed word. The escape
-//! form is the one Lens uses (`parley_core::lens::printable`), so a Lens line
-//! passed through here reads the same. A service that types such an escape
+//! human sees that something is off instead of a reversed word. A service that types such an escape
 //! itself only makes its text look suspicious; it cannot hide anything.
 //!
 //! Very long fields are cut with a visible note ([`safe`]); log lines quote

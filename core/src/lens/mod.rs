@@ -31,14 +31,12 @@
 
 mod lean;
 mod number;
-mod printable;
 mod reply;
 mod time;
 mod view;
 
 pub use lean::{lean, lean_into, lean_lines, scalar};
 pub use number::{compact_json, number};
-pub use printable::printable;
 pub use reply::{effect_line, effect_line_in, render, render_into, render_lines, render_reply};
 pub use time::{duration, time};
 pub use view::{Json, JsonObject, View};
