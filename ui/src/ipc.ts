@@ -209,6 +209,9 @@ export type EventKind =
   | 'agent_paused'
   | 'agent_resumed'
   | 'agent_labelled'
+/** One audit row: every stored column under its name (text display-safe),
+ *  with `undo`, `cost` and `span` in words or pairs, and what custody works
+ *  out for the human (custody/src/desktop/views.rs). */
 export interface EventView {
   seq: number
   at: number
@@ -239,6 +242,11 @@ export interface EventView {
   /** Requests a summary row stands for. */
   count: number | null
   span: [number, number] | null
+  /** The requester's process chain as stored (JSON text, display-safe). */
+  peer_chain?: string | null
+  /** The row's place in the hash chain. */
+  prev?: string
+  row_hash?: string
 }
 export interface AuditFilter {
   kinds?: string[]

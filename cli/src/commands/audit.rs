@@ -301,6 +301,7 @@ pub fn run(a: AuditArgs, json: bool) -> Result<Report, CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use parley_custody::audit::NewEvent;
 
     fn args() -> AuditArgs {
         AuditArgs {
@@ -354,33 +355,28 @@ mod tests {
     fn hostile_text_is_shown_visibly_on_one_line() {
         let e = Event {
             seq: 3,
-            at: 1_790_000_000,
-            kind: EventKind::ConsentApproved,
-            peer_uid: Some(1001),
-            peer_pid: Some(42),
-            peer_exe: Some("/usr/bin/agent".into()),
-            agent: Some("ed25519:A".into()),
-            service: Some("shop\u{202e}.example".into()),
-            capability: Some("shop.order".into()),
-            hash: Some("mH3v".into()),
-            cost_amount: Some(6480),
-            cost_currency: Some("USD".into()),
-            risk: Some("medium".into()),
-            undo: Some(1800),
-            expires: Some(1_790_000_600),
-            token_id: Some("abcdefghijklmnopqrstuvwxyz".into()),
-            caveats: None,
-            reason: Some("line\nbreak".into()),
-            principal: None,
+            event: NewEvent {
+                peer_uid: Some(1001),
+                peer_pid: Some(42),
+                peer_exe: Some("/usr/bin/agent".into()),
+                agent: Some("ed25519:A".into()),
+                service: Some("shop\u{202e}.example".into()),
+                capability: Some("shop.order".into()),
+                hash: Some("mH3v".into()),
+                cost_amount: Some(6480),
+                cost_currency: Some("USD".into()),
+                risk: Some("medium".into()),
+                undo: Some(1800),
+                expires: Some(1_790_000_600),
+                token_id: Some("abcdefghijklmnopqrstuvwxyz".into()),
+                reason: Some("line\nbreak".into()),
+                confirmed_by: Some("click+os-auth".into()),
+                ..NewEvent::new(EventKind::ConsentApproved, 1_790_000_000)
+            },
             prev: "p".into(),
             row_hash: "h".into(),
-            confirmed_by: Some("click+os-auth".into()),
             cut: Some("{\"hash\":900000}".into()),
-            count: None,
-            span_start: None,
-            span_end: None,
             compacted_by: None,
-            peer_chain: None,
         };
         let l = line(&e);
         assert!(l.contains("confirmed=click+os-auth"), "{l}");

@@ -18,46 +18,30 @@ use sha2::{Digest, Sha256};
 /// The `prev` of the first row.
 pub const GENESIS: &str = "parley-custody/audit/v1/genesis";
 
+/// The columns formats 2 and 3 added: they enter a row's hash only when
+/// they hold a value, so rows written before them keep their hash.
+const LATER_COLUMNS: [&str; 6] = [
+    "confirmed_by",
+    "cut",
+    "count",
+    "span_start",
+    "span_end",
+    "peer_chain",
+];
+
 impl Event {
     /// `C` of the [`crate::audit`] docs: the canonical JSON of all columns except
     /// `row_hash`. Fails only for an integer outside ±(2^53−1), which
     /// `append` never stores.
     pub fn canonical_fields(&self) -> Result<String, AuditError> {
-        let text = |v: &Option<String>| v.clone().map_or(serde_json::Value::Null, Into::into);
-        let int = |v: Option<i64>| v.map_or(serde_json::Value::Null, Into::into);
-        let mut m = serde_json::Map::new();
-        m.insert("seq".into(), self.seq.into());
-        m.insert("at".into(), self.at.into());
-        m.insert("kind".into(), self.kind.as_str().into());
-        m.insert("peer_uid".into(), int(self.peer_uid.map(i64::from)));
-        m.insert("peer_pid".into(), int(self.peer_pid));
-        m.insert("peer_exe".into(), text(&self.peer_exe));
-        m.insert("agent".into(), text(&self.agent));
-        m.insert("service".into(), text(&self.service));
-        m.insert("capability".into(), text(&self.capability));
-        m.insert("hash".into(), text(&self.hash));
-        m.insert("cost_amount".into(), int(self.cost_amount));
-        m.insert("cost_currency".into(), text(&self.cost_currency));
-        m.insert("risk".into(), text(&self.risk));
-        m.insert("undo".into(), int(self.undo));
-        m.insert("expires".into(), int(self.expires));
-        m.insert("token_id".into(), text(&self.token_id));
-        m.insert("caveats".into(), text(&self.caveats));
-        m.insert("reason".into(), text(&self.reason));
-        m.insert("principal".into(), text(&self.principal));
-        m.insert("prev".into(), self.prev.clone().into());
+        let mut m = self.columns();
+        m.remove("row_hash");
+        // Set after the row was hashed; the compaction row vouches for it.
+        m.remove("compacted_by");
         // Format 2 and 3 columns: only when set, so older rows keep their hash.
-        let later: [(&str, serde_json::Value); 6] = [
-            ("confirmed_by", text(&self.confirmed_by)),
-            ("cut", text(&self.cut)),
-            ("count", int(self.count)),
-            ("span_start", int(self.span_start)),
-            ("span_end", int(self.span_end)),
-            ("peer_chain", text(&self.peer_chain)),
-        ];
-        for (k, v) in later {
-            if !v.is_null() {
-                m.insert(k.into(), v);
+        for later in LATER_COLUMNS {
+            if m.get(later).is_some_and(serde_json::Value::is_null) {
+                m.remove(later);
             }
         }
         parley_core::canonical::canonical(&serde_json::Value::Object(m)).map_err(|e| {
@@ -358,38 +342,21 @@ pub(super) fn compaction_digest(conn: &Connection, by: i64) -> Result<(String, i
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::audit::NewEvent;
 
     #[test]
     fn canonical_encoding_is_the_documented_one() {
         let e = Event {
             seq: 1,
-            at: 10,
-            kind: EventKind::KeyCreated,
-            peer_uid: None,
-            peer_pid: None,
-            peer_exe: None,
-            agent: None,
-            service: None,
-            capability: None,
-            hash: None,
-            cost_amount: Some(-5),
-            cost_currency: None,
-            risk: None,
-            undo: None,
-            expires: None,
-            token_id: None,
-            caveats: None,
-            reason: Some("é\u{0}\"".into()),
-            principal: None,
+            event: NewEvent {
+                cost_amount: Some(-5),
+                reason: Some("é\u{0}\"".into()),
+                ..NewEvent::new(EventKind::KeyCreated, 10)
+            },
             prev: GENESIS.into(),
             row_hash: String::new(),
-            confirmed_by: None,
             cut: None,
-            count: None,
-            span_start: None,
-            span_end: None,
             compacted_by: None,
-            peer_chain: None,
         };
         assert_eq!(
             e.canonical_fields().unwrap(),
@@ -410,38 +377,16 @@ mod tests {
     fn format_2_columns_enter_the_hash_only_when_set() {
         let mut e = Event {
             seq: 1,
-            at: 10,
-            kind: EventKind::GrantIssued,
-            peer_uid: None,
-            peer_pid: None,
-            peer_exe: None,
-            agent: None,
-            service: None,
-            capability: None,
-            hash: None,
-            cost_amount: None,
-            cost_currency: None,
-            risk: None,
-            undo: None,
-            expires: None,
-            token_id: None,
-            caveats: None,
-            reason: None,
-            principal: None,
+            event: NewEvent::new(EventKind::GrantIssued, 10),
             prev: GENESIS.into(),
             row_hash: String::new(),
-            confirmed_by: None,
             cut: None,
-            count: None,
-            span_start: None,
-            span_end: None,
             compacted_by: Some(9),
-            peer_chain: None,
         };
         let v1 = e.canonical_fields().unwrap();
         assert!(!v1.contains("confirmed_by") && !v1.contains("compacted_by"));
-        e.confirmed_by = Some("click".into());
-        e.count = Some(3);
+        e.event.confirmed_by = Some("click".into());
+        e.event.count = Some(3);
         let v2 = e.canonical_fields().unwrap();
         assert!(v2.contains("\"confirmed_by\":\"click\"") && v2.contains("\"count\":3"));
         assert_ne!(v1, v2);

@@ -163,20 +163,24 @@ impl FromStr for EventKind {
     }
 }
 
-/// An event to append. Every field but `kind` and `at` is optional; text is
-/// stored exactly as given (bounded to [`MAX_FIELD_BYTES`]). Build one with
+/// What a row says: the event to append, and (inside [`Event`]) what every
+/// stored row holds besides its place in the chain. The fields are defined
+/// here only; the chain hash, the CSV columns, the insert and the app's view
+/// all take them from this struct's serialization. Every field but `kind`
+/// and `at` is optional; text is stored exactly as given (bounded to
+/// [`MAX_FIELD_BYTES`]). Build one with
 /// `NewEvent { agent: Some(..), ..NewEvent::new(kind, now) }`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NewEvent {
-    /// What happened.
-    pub kind: EventKind,
     /// When (unix seconds).
     pub at: i64,
+    /// What happened.
+    pub kind: EventKind,
     /// The requesting peer's uid (from the socket).
     pub peer_uid: Option<u32>,
     /// The requesting peer's pid.
     pub peer_pid: Option<i64>,
-    /// The requesting peer's executable path.
+    /// The requesting peer's executable path (not verified).
     pub peer_exe: Option<String>,
     /// The agent key (`ed25519:…`).
     pub agent: Option<String>,
@@ -223,8 +227,8 @@ impl NewEvent {
     /// An event with only a kind and a time.
     pub fn new(kind: EventKind, at: i64) -> NewEvent {
         NewEvent {
-            kind,
             at,
+            kind,
             peer_uid: None,
             peer_pid: None,
             peer_exe: None,
@@ -250,71 +254,61 @@ impl NewEvent {
     }
 }
 
-/// A stored event: the fields of [`NewEvent`] plus its place in the chain.
-/// `Serialize` for `--json` and JSONL export.
+/// A stored event: what it says ([`NewEvent`]) and its place in the chain.
+/// `Serialize` for `--json` and JSONL export: one flat object, `seq`, then
+/// the event's fields, then the chain's (`prev, row_hash, cut,
+/// compacted_by`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Event {
     /// Position in the log, from 1, without gaps.
     pub seq: i64,
-    /// When (unix seconds).
-    pub at: i64,
-    /// What happened.
-    pub kind: EventKind,
-    /// The requesting peer's uid.
-    pub peer_uid: Option<u32>,
-    /// The requesting peer's pid.
-    pub peer_pid: Option<i64>,
-    /// The requesting peer's executable path.
-    pub peer_exe: Option<String>,
-    /// The agent key.
-    pub agent: Option<String>,
-    /// The service id.
-    pub service: Option<String>,
-    /// The capability.
-    pub capability: Option<String>,
-    /// The proposal hash.
-    pub hash: Option<String>,
-    /// Cost amount in minor units.
-    pub cost_amount: Option<i64>,
-    /// Cost currency.
-    pub cost_currency: Option<String>,
-    /// Risk.
-    pub risk: Option<String>,
-    /// Undo window in seconds; `None` = irreversible.
-    pub undo: Option<i64>,
-    /// Expiry (unix seconds).
-    pub expires: Option<i64>,
-    /// The grant id.
-    pub token_id: Option<String>,
-    /// The caveats, as JSON text.
-    pub caveats: Option<String>,
-    /// Why.
-    pub reason: Option<String>,
-    /// The principal key.
-    pub principal: Option<String>,
+    /// What the row says.
+    #[serde(flatten)]
+    pub event: NewEvent,
     /// The previous row's `row_hash` ([`super::GENESIS`] for row 1).
     pub prev: String,
     /// This row's hash (see [`Event::compute_row_hash`]).
     pub row_hash: String,
-    /// How the human confirmed (see [`NewEvent::confirmed_by`]).
-    pub confirmed_by: Option<String>,
     /// The fields that were cut for length and their original sizes in
     /// bytes, as canonical JSON (`{"hash":900000}`); `None` when nothing was.
     pub cut: Option<String>,
-    /// How many requests this row stands for (summary rows); `None` = one.
-    pub count: Option<i64>,
-    /// Start of the period a summary row covers.
-    pub span_start: Option<i64>,
-    /// End of that period (exclusive).
-    pub span_end: Option<i64>,
     /// Set when the row was compacted: the `seq` of the
     /// [`EventKind::AuditCompacted`] row that did it. Its text fields are
     /// gone; `seq, at, kind, peer_uid, count, span_*, prev, row_hash` stay.
     /// Not part of the row's hash (it is set afterwards); the compaction
     /// row's digest vouches for it.
     pub compacted_by: Option<i64>,
-    /// The requesting peer's process chain, as JSON (format 3).
-    pub peer_chain: Option<String>,
+}
+
+/// A stored event reads as what it says: `row.kind`, `row.agent`. The
+/// event's fields are not copied into `Event` (they are defined once, in
+/// [`NewEvent`]), so this is how code gets at them without naming the
+/// nesting.
+impl std::ops::Deref for Event {
+    type Target = NewEvent;
+    fn deref(&self) -> &NewEvent {
+        &self.event
+    }
+}
+
+impl std::ops::DerefMut for Event {
+    fn deref_mut(&mut self) -> &mut NewEvent {
+        &mut self.event
+    }
+}
+
+impl Event {
+    /// The row as one JSON object under its column names (what JSONL
+    /// export writes), from which the hash, the CSV row and the insert take
+    /// their fields, so none of them lists the fields again.
+    pub fn columns(&self) -> serde_json::Map<String, serde_json::Value> {
+        match serde_json::to_value(self) {
+            Ok(serde_json::Value::Object(m)) => m,
+            // Plain fields with string keys: serializing cannot fail or be
+            // anything but an object.
+            _ => unreachable!("an audit event serializes to a JSON object"),
+        }
+    }
 }
 
 /// Applies the field bounds of the [`crate::audit`] docs: refuses out-of-range

@@ -16,46 +16,17 @@ impl Event {
     /// these strings). Absent values are empty cells. Numbers are ours and
     /// written bare.
     pub fn to_csv_row(&self) -> String {
-        let mut out = String::new();
-        let mut first = true;
-        let mut cell = |s: String| {
-            if !first {
-                out.push(',');
-            }
-            first = false;
-            out.push_str(&s);
-        };
-        let int = |v: Option<i64>| v.map(|n| n.to_string()).unwrap_or_default();
-        let text = |v: &Option<String>| v.as_deref().map(csv_text).unwrap_or_default();
-        cell(self.seq.to_string());
-        cell(self.at.to_string());
-        cell(csv_text(self.kind.as_str()));
-        cell(int(self.peer_uid.map(i64::from)));
-        cell(int(self.peer_pid));
-        cell(text(&self.peer_exe));
-        cell(text(&self.agent));
-        cell(text(&self.service));
-        cell(text(&self.capability));
-        cell(text(&self.hash));
-        cell(int(self.cost_amount));
-        cell(text(&self.cost_currency));
-        cell(text(&self.risk));
-        cell(int(self.undo));
-        cell(int(self.expires));
-        cell(text(&self.token_id));
-        cell(text(&self.caveats));
-        cell(text(&self.reason));
-        cell(text(&self.principal));
-        cell(csv_text(&self.prev));
-        cell(csv_text(&self.row_hash));
-        cell(text(&self.confirmed_by));
-        cell(text(&self.cut));
-        cell(int(self.count));
-        cell(int(self.span_start));
-        cell(int(self.span_end));
-        cell(int(self.compacted_by));
-        cell(text(&self.peer_chain));
-        out
+        let columns = self.columns();
+        CSV_HEADER
+            .split(',')
+            .map(|name| match columns.get(name) {
+                Some(serde_json::Value::String(text)) => csv_text(text),
+                Some(serde_json::Value::Number(n)) => n.to_string(),
+                // Absent (`null`); every column is a string, an integer or null.
+                _ => String::new(),
+            })
+            .collect::<Vec<_>>()
+            .join(",")
     }
 }
 
@@ -97,6 +68,23 @@ pub fn export_jsonl(events: &[Event], mut w: impl Write) -> std::io::Result<()> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_csv_header_names_every_column_once() {
+        let e = Event {
+            seq: 1,
+            event: super::super::NewEvent::new(super::super::EventKind::KeyCreated, 1),
+            prev: String::new(),
+            row_hash: String::new(),
+            cut: None,
+            compacted_by: None,
+        };
+        let mut header: Vec<&str> = CSV_HEADER.split(',').collect();
+        header.sort_unstable();
+        let mut columns: Vec<String> = e.columns().keys().cloned().collect();
+        columns.sort_unstable();
+        assert_eq!(header, columns);
+    }
 
     #[test]
     fn csv_cells_are_quoted_and_neutralized() {

@@ -2,14 +2,18 @@
 //! schema and its migrations, appending a row to the chain
 //! ([`Audit::append`], [`Audit::record`]) and reading a row back.
 //!
-//! Everything that knows the table layout of `audit.sqlite3` is here, so a
-//! new column is added in one module (and, if it enters the hash, in
-//! [`super::chain`]).
+//! Everything that knows the table layout of `audit.sqlite3` is here. A new
+//! column is a field of [`NewEvent`] (the one definition of what a row says:
+//! the hash, the exports and the app's view take it from there), its column
+//! here (schema, migration, [`COLUMNS`], [`read_event`]) and, since it must
+//! not change old rows' hashes, a name in `chain`'s later columns. The tests
+//! below fail while the column lists and the struct disagree.
 
 use super::event::prepare;
 use super::{
     retention, space, Audit, AuditError, Event, EventKind, NewEvent, Recorded, UnknownKind, GENESIS,
 };
+use rusqlite::types::Value as SqlValue;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::Serialize;
 use std::path::Path;
@@ -341,71 +345,34 @@ pub(super) fn append_in(
     let seq = last_seq + 1;
     let mut event = Event {
         seq,
-        at: ev.at,
-        kind: ev.kind,
-        peer_uid: ev.peer_uid,
-        peer_pid: ev.peer_pid,
-        peer_exe: ev.peer_exe.clone(),
-        agent: ev.agent.clone(),
-        service: ev.service.clone(),
-        capability: ev.capability.clone(),
-        hash: ev.hash.clone(),
-        cost_amount: ev.cost_amount,
-        cost_currency: ev.cost_currency.clone(),
-        risk: ev.risk.clone(),
-        undo: ev.undo,
-        expires: ev.expires,
-        token_id: ev.token_id.clone(),
-        caveats: ev.caveats.clone(),
-        reason: ev.reason.clone(),
-        principal: ev.principal.clone(),
+        event: ev.clone(),
         prev: head,
         row_hash: String::new(),
-        confirmed_by: ev.confirmed_by.clone(),
         cut,
-        count: ev.count,
-        span_start: ev.span_start,
-        span_end: ev.span_end,
         compacted_by: None,
-        peer_chain: ev.peer_chain.clone(),
     };
     event.row_hash = event.compute_row_hash()?;
-    tx.execute(
-        &format!(
-            "INSERT INTO events ({INSERT_COLUMNS}) VALUES \
-             (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, \
-              ?22, ?23, ?24, ?25, ?26, ?27)"
-        ),
-        params![
-            event.seq,
-            event.at,
-            event.kind.as_str(),
-            event.peer_uid,
-            event.peer_pid,
-            event.peer_exe,
-            event.agent,
-            event.service,
-            event.capability,
-            event.hash,
-            event.cost_amount,
-            event.cost_currency,
-            event.risk,
-            event.undo,
-            event.expires,
-            event.token_id,
-            event.caveats,
-            event.reason,
-            event.principal,
-            event.prev,
-            event.row_hash,
-            event.confirmed_by,
-            event.cut,
-            event.count,
-            event.span_start,
-            event.span_end,
-            event.peer_chain,
-        ],
-    )?;
+    let columns = event.columns();
+    let values = INSERT_COLUMNS
+        .split(", ")
+        .map(|name| match columns.get(name) {
+            Some(serde_json::Value::String(t)) => Ok(SqlValue::Text(t.clone())),
+            Some(serde_json::Value::Number(n)) => {
+                n.as_i64()
+                    .map(SqlValue::Integer)
+                    .ok_or(AuditError::OutOfRange {
+                        field: "an integer field",
+                        detail: format!("{name} = {n} is not an integer"),
+                    })
+            }
+            Some(serde_json::Value::Null) => Ok(SqlValue::Null),
+            _ => Err(AuditError::OutOfRange {
+                field: "a column",
+                detail: format!("{name} is not a field of the event"),
+            }),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    tx.execute(&insert_sql(), rusqlite::params_from_iter(values))?;
     tx.execute(
         "UPDATE chain_head SET count = count + 1, last_seq = ?1, head = ?2 WHERE id = 1",
         params![seq, event.row_hash],
@@ -430,34 +397,46 @@ pub(super) fn read_event(row: &rusqlite::Row<'_>) -> Result<Event, AuditError> {
         })?;
     Ok(Event {
         seq,
-        at: row.get(1).map_err(corrupt)?,
-        kind,
-        peer_uid: row.get(3).map_err(corrupt)?,
-        peer_pid: row.get(4).map_err(corrupt)?,
-        peer_exe: row.get(5).map_err(corrupt)?,
-        agent: row.get(6).map_err(corrupt)?,
-        service: row.get(7).map_err(corrupt)?,
-        capability: row.get(8).map_err(corrupt)?,
-        hash: row.get(9).map_err(corrupt)?,
-        cost_amount: row.get(10).map_err(corrupt)?,
-        cost_currency: row.get(11).map_err(corrupt)?,
-        risk: row.get(12).map_err(corrupt)?,
-        undo: row.get(13).map_err(corrupt)?,
-        expires: row.get(14).map_err(corrupt)?,
-        token_id: row.get(15).map_err(corrupt)?,
-        caveats: row.get(16).map_err(corrupt)?,
-        reason: row.get(17).map_err(corrupt)?,
-        principal: row.get(18).map_err(corrupt)?,
+        event: NewEvent {
+            at: row.get(1).map_err(corrupt)?,
+            kind,
+            peer_uid: row.get(3).map_err(corrupt)?,
+            peer_pid: row.get(4).map_err(corrupt)?,
+            peer_exe: row.get(5).map_err(corrupt)?,
+            agent: row.get(6).map_err(corrupt)?,
+            service: row.get(7).map_err(corrupt)?,
+            capability: row.get(8).map_err(corrupt)?,
+            hash: row.get(9).map_err(corrupt)?,
+            cost_amount: row.get(10).map_err(corrupt)?,
+            cost_currency: row.get(11).map_err(corrupt)?,
+            risk: row.get(12).map_err(corrupt)?,
+            undo: row.get(13).map_err(corrupt)?,
+            expires: row.get(14).map_err(corrupt)?,
+            token_id: row.get(15).map_err(corrupt)?,
+            caveats: row.get(16).map_err(corrupt)?,
+            reason: row.get(17).map_err(corrupt)?,
+            principal: row.get(18).map_err(corrupt)?,
+            confirmed_by: row.get(21).map_err(corrupt)?,
+            count: row.get(23).map_err(corrupt)?,
+            span_start: row.get(24).map_err(corrupt)?,
+            span_end: row.get(25).map_err(corrupt)?,
+            peer_chain: row.get(27).map_err(corrupt)?,
+        },
         prev: row.get(19).map_err(corrupt)?,
         row_hash: row.get(20).map_err(corrupt)?,
-        confirmed_by: row.get(21).map_err(corrupt)?,
         cut: row.get(22).map_err(corrupt)?,
-        count: row.get(23).map_err(corrupt)?,
-        span_start: row.get(24).map_err(corrupt)?,
-        span_end: row.get(25).map_err(corrupt)?,
         compacted_by: row.get(26).map_err(corrupt)?,
-        peer_chain: row.get(27).map_err(corrupt)?,
     })
+}
+
+/// `INSERT INTO events (INSERT_COLUMNS) VALUES (?1, …)`, one parameter per column.
+fn insert_sql() -> String {
+    let n = INSERT_COLUMNS.split(", ").count();
+    let params: Vec<String> = (1..=n).map(|i| format!("?{i}")).collect();
+    format!(
+        "INSERT INTO events ({INSERT_COLUMNS}) VALUES ({})",
+        params.join(", ")
+    )
 }
 
 /// Creates the database file 0600 before SQLite opens it (SQLite would use
@@ -492,4 +471,32 @@ fn create_private_file(path: &Path) -> Result<(), AuditError> {
 #[cfg(not(unix))]
 fn create_private_file(_path: &Path) -> Result<(), AuditError> {
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: &str) -> Vec<String> {
+        let mut v: Vec<String> = list.split(',').map(|n| n.trim().to_owned()).collect();
+        v.sort_unstable();
+        v
+    }
+
+    #[test]
+    fn the_column_lists_name_every_field_of_an_event() {
+        let e = Event {
+            seq: 1,
+            event: NewEvent::new(EventKind::KeyCreated, 1),
+            prev: String::new(),
+            row_hash: String::new(),
+            cut: None,
+            compacted_by: None,
+        };
+        let mut fields: Vec<String> = e.columns().keys().cloned().collect();
+        fields.sort_unstable();
+        assert_eq!(names(COLUMNS), fields, "COLUMNS");
+        fields.retain(|f| f != "compacted_by");
+        assert_eq!(names(INSERT_COLUMNS), fields, "INSERT_COLUMNS");
+    }
 }

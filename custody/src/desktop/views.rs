@@ -79,63 +79,32 @@ pub fn caveat_list_words(caveats: &[Caveat]) -> (Vec<String>, String) {
     )
 }
 
-/// One audit row, display-safe, with words for its caveats.
+/// One audit row for a window: every stored column under its name (see
+/// [`Event`]), each text display-safe, and what custody works out for the
+/// human (the agent's short form, phrase and label, the cost and undo window
+/// in words, the caveats in words). The row's fields are not listed again
+/// here: they come from [`Event::columns`], so a new column reaches the
+/// window without a change to this view.
 #[derive(Debug, Clone, Serialize)]
 pub struct EventView {
-    /// Position in the log.
-    pub seq: i64,
-    /// When.
-    pub at: i64,
-    /// What happened.
-    pub kind: EventKind,
-    /// The requesting peer.
-    pub peer_uid: Option<u32>,
-    /// Its pid.
-    pub peer_pid: Option<i64>,
-    /// Its executable (not verified).
-    pub peer_exe: Option<String>,
-    /// The agent key.
-    pub agent: Option<String>,
-    /// Its short form (when it is a key).
+    /// The stored columns, text made display-safe ([`safe`]); `undo` is
+    /// left out (it is the field below, in words).
+    #[serde(flatten)]
+    pub row: serde_json::Map<String, Value>,
+    /// The agent key's short form (when it is a key).
     pub agent_short: Option<String>,
     /// Its four words (when it is a key).
     pub agent_phrase: Option<String>,
     /// The human's label for it.
     pub agent_label: Option<String>,
-    /// The service.
-    pub service: Option<String>,
-    /// The capability.
-    pub capability: Option<String>,
-    /// The proposal hash.
-    pub hash: Option<String>,
     /// The cost, §9.2 form.
     pub cost: Option<String>,
-    /// The risk.
-    pub risk: Option<String>,
-    /// The undo window, or `irreversible` for consents without one.
+    /// The undo window in words, or `irreversible` for consents without one.
     pub undo: Option<String>,
-    /// When the grant or request expires.
-    pub expires: Option<i64>,
-    /// The grant id.
-    pub token_id: Option<String>,
-    /// The caveats as stored (JSON text).
-    pub caveats: Option<String>,
     /// The caveats in words.
     pub caveat_words: Vec<String>,
     /// The grant in one sentence.
     pub preview: Option<String>,
-    /// Why.
-    pub reason: Option<String>,
-    /// The principal key.
-    pub principal: Option<String>,
-    /// How the human confirmed a signed decision (`click`, `click+os-auth`,
-    /// `terminal`, …), or why a step-up failed.
-    pub confirmed_by: Option<String>,
-    /// Fields cut for length and their original sizes in bytes (JSON text,
-    /// e.g. `{"hash":900000}`): the stored text ends in a cut mark.
-    pub cut: Option<String>,
-    /// How many requests a summary row stands for.
-    pub count: Option<i64>,
     /// The period a summary row covers (unix seconds, end exclusive).
     pub span: Option<(i64, i64)>,
 }
@@ -143,8 +112,15 @@ pub struct EventView {
 impl EventView {
     /// Builds the view; `label` finds the human's label for an agent key.
     pub fn new(e: &Event, label: impl Fn(&str) -> Option<String>) -> EventView {
-        let s = |o: &Option<String>| o.as_deref().map(safe);
-        let (caveat_words, preview) = match e.caveats.as_deref().map(serde_json::from_str::<Value>)
+        let mut row = e.columns();
+        row.remove("undo");
+        for value in row.values_mut() {
+            if let Value::String(text) = value {
+                *text = safe(text);
+            }
+        }
+        let ev = &e.event;
+        let (caveat_words, preview) = match ev.caveats.as_deref().map(serde_json::from_str::<Value>)
         {
             Some(Ok(v)) => {
                 let (w, p) = caveat_words(&v);
@@ -153,31 +129,20 @@ impl EventView {
             Some(Err(_)) => (vec!["(caveats not readable as JSON)".into()], None),
             None => (Vec::new(), None),
         };
-        let agent_key = e
+        let agent_key = ev
             .agent
             .as_deref()
             .and_then(|a| a.parse::<parley_core::PublicKey>().ok());
-        let agent_short = agent_key.as_ref().map(|k| k.short());
-        let agent_phrase = agent_key.as_ref().map(crate::fingerprint::phrase);
         let consent = matches!(
-            e.kind,
+            ev.kind,
             EventKind::ConsentApproved | EventKind::ConsentDenied
         );
         EventView {
-            seq: e.seq,
-            at: e.at,
-            kind: e.kind,
-            peer_uid: e.peer_uid,
-            peer_pid: e.peer_pid,
-            peer_exe: s(&e.peer_exe),
-            agent: s(&e.agent),
-            agent_short,
-            agent_phrase,
-            agent_label: e.agent.as_deref().and_then(&label),
-            service: s(&e.service),
-            capability: s(&e.capability),
-            hash: s(&e.hash),
-            cost: match (e.cost_amount, &e.cost_currency) {
+            row,
+            agent_short: agent_key.as_ref().map(|k| k.short()),
+            agent_phrase: agent_key.as_ref().map(crate::fingerprint::phrase),
+            agent_label: ev.agent.as_deref().and_then(&label),
+            cost: match (ev.cost_amount, &ev.cost_currency) {
                 (Some(amount), Some(c)) => Some(safe(
                     &Money {
                         amount,
@@ -187,23 +152,14 @@ impl EventView {
                 )),
                 _ => None,
             },
-            risk: s(&e.risk),
-            undo: match (e.undo, consent && e.hash.is_some()) {
+            undo: match (ev.undo, consent && ev.hash.is_some()) {
                 (Some(u), _) => Some(parley_core::lens::duration(u)),
                 (None, true) => Some("irreversible".into()),
                 (None, false) => None,
             },
-            expires: e.expires,
-            token_id: s(&e.token_id),
-            caveats: s(&e.caveats),
             caveat_words,
             preview,
-            reason: s(&e.reason),
-            principal: s(&e.principal),
-            confirmed_by: s(&e.confirmed_by),
-            cut: s(&e.cut),
-            count: e.count,
-            span: e.span_start.zip(e.span_end),
+            span: ev.span_start.zip(ev.span_end),
         }
     }
 }
@@ -211,61 +167,68 @@ impl EventView {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::audit::NewEvent;
 
     fn event(kind: EventKind) -> Event {
         Event {
             seq: 1,
-            at: 1_790_000_000,
-            kind,
-            peer_uid: Some(1000),
-            peer_pid: Some(42),
-            peer_exe: Some("/usr/bin/py\u{202e}nohtyp".into()),
-            agent: Some("ed25519:gTl3Dqh9F19Wo1Rmw0x-zMuNipG07jeiXfYPW4_Js5Q".into()),
-            service: Some("shop.example".into()),
-            capability: Some("shop.order".into()),
-            hash: Some("h".into()),
-            cost_amount: Some(7136),
-            cost_currency: Some("USD".into()),
-            risk: Some("medium".into()),
-            undo: None,
-            expires: Some(1_790_000_600),
-            token_id: Some("t".into()),
-            caveats: Some(
-                r#"[{"svc":["shop.example"]},{"per":{"max":4000,"currency":"USD"}}]"#.into(),
-            ),
-            reason: Some("a\u{200b}b".into()),
-            principal: None,
+            event: NewEvent {
+                peer_uid: Some(1000),
+                peer_pid: Some(42),
+                peer_exe: Some("/usr/bin/py\u{202e}nohtyp".into()),
+                agent: Some("ed25519:gTl3Dqh9F19Wo1Rmw0x-zMuNipG07jeiXfYPW4_Js5Q".into()),
+                service: Some("shop.example".into()),
+                capability: Some("shop.order".into()),
+                hash: Some("h".into()),
+                cost_amount: Some(7136),
+                cost_currency: Some("USD".into()),
+                risk: Some("medium".into()),
+                expires: Some(1_790_000_600),
+                token_id: Some("t".into()),
+                caveats: Some(
+                    r#"[{"svc":["shop.example"]},{"per":{"max":4000,"currency":"USD"}}]"#.into(),
+                ),
+                reason: Some("a\u{200b}b".into()),
+                confirmed_by: Some("click+os-auth".into()),
+                ..NewEvent::new(kind, 1_790_000_000)
+            },
             prev: String::new(),
             row_hash: String::new(),
-            confirmed_by: Some("click+os-auth".into()),
             cut: None,
-            count: None,
-            span_start: None,
-            span_end: None,
             compacted_by: None,
-            peer_chain: None,
         }
     }
 
     #[test]
     fn rows_are_display_safe_and_in_words() {
         let v = EventView::new(&event(EventKind::ConsentApproved), |_| Some("bot".into()));
-        assert_eq!(v.peer_exe.as_deref(), Some("/usr/bin/py\\u{202e}nohtyp"));
-        assert_eq!(v.reason.as_deref(), Some("a\\u{200b}b"));
+        assert_eq!(v.row["peer_exe"], "/usr/bin/py\\u{202e}nohtyp");
+        assert_eq!(v.row["reason"], "a\\u{200b}b");
+        assert_eq!(v.row["seq"], 1);
+        assert_eq!(v.row["confirmed_by"], "click+os-auth");
         assert_eq!(v.cost.as_deref(), Some("71.36 USD"));
         assert_eq!(v.undo.as_deref(), Some("irreversible"));
         assert_eq!(v.agent_label.as_deref(), Some("bot"));
         assert_eq!(v.agent_short.as_deref(), Some("ed25519:gTl3Dqh9F1…"));
         assert_eq!(v.caveat_words.len(), 2);
-        assert!(v.preview.unwrap().contains("up to 40.00 USD each"));
+        assert!(v
+            .preview
+            .as_deref()
+            .unwrap()
+            .contains("up to 40.00 USD each"));
         let g = EventView::new(&event(EventKind::GrantIssued), |_| None);
         assert_eq!(g.undo, None, "grants have no undo window");
+        // One flat object for the window: the stored `undo` (seconds) gives
+        // way to the words, never a second `undo` key.
+        let text = serde_json::to_string(&v).unwrap();
+        assert_eq!(text.matches("\"undo\":").count(), 1, "{text}");
+        assert!(text.contains("\"undo\":\"irreversible\""), "{text}");
     }
 
     #[test]
     fn unreadable_caveats_are_said_so() {
         let mut e = event(EventKind::GrantIssued);
-        e.caveats = Some("{not json".into());
+        e.event.caveats = Some("{not json".into());
         let v = EventView::new(&e, |_| None);
         assert_eq!(v.caveat_words, ["(caveats not readable as JSON)"]);
     }
