@@ -2,7 +2,8 @@
 //! the currencies without minor units (from `parley_core::money`), how long a
 //! review window or grant form must have been in front before Approve or
 //! Issue counts ([`APPROVE_DELAY`]), and the longest field shown
-//! ([`MAX_FIELD_CHARS`](crate::display::MAX_FIELD_CHARS)).
+//! ([`MAX_FIELD_CHARS`](crate::display::MAX_FIELD_CHARS)), and the words
+//! for each verb ([`VERB_WORDS`]).
 //!
 //! The UI does not keep its own copies: it imports them from
 //! `ui/src/custody-constants.ts`, generated here ([`ui_constants`]; run
@@ -19,6 +20,26 @@ use std::time::Duration;
 /// enforces it (`parley_custody::desktop::permissions::APPROVE_DELAY` is
 /// this constant); the UI arms its buttons after the same delay.
 pub const APPROVE_DELAY: Duration = Duration::from_millis(1500);
+
+/// Each protocol verb in the words a person reads: the grant form's check
+/// boxes and custody's grant in one sentence ([`verb_words`]) say a verb
+/// the same way.
+pub const VERB_WORDS: [(&str, &str); 6] = [
+    ("HELLO", "connect"),
+    ("ASK", "ask for offers"),
+    ("INTENT", "state intents"),
+    ("COMMIT", "commit (place orders, book, pay)"),
+    ("UNDO", "undo"),
+    ("EXPAND", "expand results"),
+];
+
+/// A verb in words ([`VERB_WORDS`]); one we do not know is given as sent.
+pub fn verb_words(verb: &str) -> &str {
+    VERB_WORDS
+        .iter()
+        .find(|(v, _)| *v == verb)
+        .map_or(verb, |(_, words)| words)
+}
 
 /// The TypeScript module `ui/src/custody-constants.ts` the UI imports these
 /// facts from.
@@ -40,6 +61,16 @@ pub fn ui_constants() -> String {
         "/** How long a review window or grant form must have been in front, focused, before Approve or Issue counts (custody's APPROVE_DELAY). */\n\
          export const APPROVE_DELAY_MS = {}\n",
         APPROVE_DELAY.as_millis()
+    );
+    let words: Vec<String> = VERB_WORDS
+        .iter()
+        .map(|(v, w)| format!("  {v}: '{w}',"))
+        .collect();
+    let _ = writeln!(
+        out,
+        "/** Each protocol verb in the words a person reads (custody's grant sentence uses the same). */\n\
+         export const VERB_WORDS: Readonly<Record<string, string>> = {{\n{}\n}}\n",
+        words.join("\n")
     );
     let _ = writeln!(
         out,
@@ -74,6 +105,13 @@ mod tests {
             assert!(ts.contains(&format!("'{c}'")), "{c} missing");
         }
         assert!(ts.contains("export const APPROVE_DELAY_MS = 1500\n"));
+        for (v, w) in VERB_WORDS {
+            assert!(ts.contains(&format!("  {v}: '{w}',\n")), "{v} missing");
+            assert!(
+                !w.contains('\''),
+                "{w}: a quote would end the TypeScript string"
+            );
+        }
         assert!(ts.contains(&format!(
             "export const MAX_FIELD_CHARS = {MAX_FIELD_CHARS}\n"
         )));

@@ -1,6 +1,7 @@
 // The grant form's logic, without the DOM: the form's values become the
-// exact caveats (Parley §6.3) that will be signed, a plain-language preview,
-// errors per field and warnings. The engine checks the caveats again before
+// exact caveats (Parley §6.3) that will be signed, errors per field and
+// warnings. The grant in words is custody's sentence of these caveats (the
+// form asks for it with grant_preview; custody/src/review/preview.rs). The engine checks the caveats again before
 // signing (custody/src/review/grant.rs), so this is for the human, not the guard.
 //
 // Filling the form from a request must never widen it by accident: a value
@@ -9,20 +10,14 @@
 // condition instead of being reinterpreted. The engine names any widening
 // that remains and the form shows it before Issue (custody/src/widening.rs).
 
-import { money, parseAmount, isCurrency, when, fromTimeInput, toTimeInput, span, ZERO_DECIMAL } from './format'
+import { money, parseAmount, isCurrency, fromTimeInput, toTimeInput, span, ZERO_DECIMAL } from './format'
+import { VERB_WORDS } from './custody-constants'
 
 /** The verbs a grant can name (Parley §4). */
 export const VERBS = ['HELLO', 'ASK', 'INTENT', 'COMMIT', 'UNDO', 'EXPAND'] as const
 
-/** What each verb lets the agent do, in words. */
-export const VERB_WORDS: Record<string, string> = {
-  HELLO: 'connect',
-  ASK: 'ask for offers',
-  INTENT: 'state intents',
-  COMMIT: 'commit (place orders, book, pay)',
-  UNDO: 'undo',
-  EXPAND: 'expand results',
-}
+/** What each verb lets the agent do, in words: generated from custody's table, which its grant sentence uses. */
+export { VERB_WORDS }
 
 /** Expiry presets, seconds from now. */
 export const PRESETS: Record<string, number> = { '1h': 3600, '8h': 8 * 3600, '24h': 86400, '7d': 7 * 86400 }
@@ -75,19 +70,8 @@ export const MEASURES = ['spend', 'emails', 'messages', 'deletions', 'invites'] 
 const MEASURE_NAME = /^[a-z][a-z0-9_.-]{0,63}$/
 const UNIT = /^[A-Za-z0-9_./%-]{1,32}$/
 
-/** A YEA quantity in words, as custody says it (core's describe_use): money
- *  as money (`40.00 USD`, `5.00 USD of fees`), counts as `3 emails`, others
- *  as `1.5 GB of storage`. */
-export function describeUse(of: string, amount: number, scale: number, unit: string): string {
-  const digits = String(amount).padStart(scale + 1, '0')
-  const num = scale ? `${digits.slice(0, -scale)}.${digits.slice(-scale)}` : digits
-  const isMoney = isCurrency(unit) && scale === (ZERO_DECIMAL.includes(unit) ? 0 : 2)
-  if (isMoney) return of === 'spend' ? `${num} ${unit}` : `${num} ${unit} of ${of}`
-  return unit ? `${num} ${unit} of ${of}` : `${num} ${of}`
-}
-
 /** Reads one typed limit into its caveat, or says what is wrong. */
-function measureCaveat(m: MeasureLimit): { caveat?: Caveat; words?: string; error?: string } {
+function measureCaveat(m: MeasureLimit): { caveat?: Caveat; error?: string } {
   const of = m.of.trim()
   const unit = m.unit.trim()
   if (!MEASURE_NAME.test(of)) return { error: `“${of.slice(0, 40)}” is not a measure name: lowercase letters, digits, _ . - (like emails)` }
@@ -113,8 +97,7 @@ function measureCaveat(m: MeasureLimit): { caveat?: Caveat; words?: string; erro
   const limit: Record<string, unknown> = { of, max }
   if (scale) limit.scale = scale
   if (unit) limit.unit = unit
-  const what = describeUse(of, max, scale, unit)
-  return { caveat: { [m.kind]: limit }, words: m.kind === 'each' ? `up to ${what} each` : `at most ${what} in total` }
+  return { caveat: { [m.kind]: limit } }
 }
 
 export type Caveat = Record<string, unknown>
@@ -123,7 +106,6 @@ export interface GrantPlan {
   caveats: Caveat[]
   errors: Partial<Record<Field, string>>
   warnings: string[]
-  preview: string
   exp: number | null
   ok: boolean
 }
@@ -152,12 +134,8 @@ function isPrintableAscii(s: string): boolean {
   return /^[\x21-\x7e]+$/.test(s)
 }
 
-function joinWords(list: string[]): string {
-  if (list.length <= 1) return list.join('')
-  return `${list.slice(0, -1).join(', ')} and ${list[list.length - 1]}`
-}
 
-/** Turns the form into caveats, errors, warnings and a preview. `now` in unix seconds. */
+/** Turns the form into caveats, errors and warnings. `now` in unix seconds. */
 export function plan(v: GrantFormValues, now: number, maxLifetime: number): GrantPlan {
   const errors: Partial<Record<Field, string>> = {}
   const warnings: string[] = []
@@ -209,15 +187,11 @@ export function plan(v: GrantFormValues, now: number, maxLifetime: number): Gran
   }
   // YEA limits over measures; never mixed with Parley's per/spend in one grant
   // (each dialect refuses the other's limits as unknown caveats).
-  const measureWords: string[] = []
   const rows = v.measures.filter((m) => m.of.trim() !== '' || m.amount.trim() !== '')
   for (const m of rows) {
     const r = measureCaveat(m)
     if (r.error) errors.measures = r.error
-    else if (r.caveat && r.words) {
-      caveats.push(r.caveat)
-      measureWords.push(r.words)
-    }
+    else if (r.caveat) caveats.push(r.caveat)
   }
   if (rows.length && wantsMoney) {
     errors.measures = 'a grant limits either with per action / in total (Parley) or with measured limits (YEA), not both: clear one of them'
@@ -260,22 +234,7 @@ export function plan(v: GrantFormValues, now: number, maxLifetime: number): Gran
   for (const x of v.extra) caveats.push(x as Caveat)
   if (exp !== null) caveats.push({ exp })
 
-  // The preview: one sentence a person can check.
-  const parts: string[] = []
-  parts.push(`may ${verbs.length ? joinWords(verbs.map((x) => VERB_WORDS[x])) : '(no verbs)'}`)
-  parts.push(services.length ? `at ${joinWords(services)}` : 'at (no service)')
-  if (caps.length) parts.push(`for ${joinWords(caps)}`)
-  const limits: string[] = []
-  if (per !== undefined && isCurrency(currency)) limits.push(`up to ${money(per, currency)} each`)
-  if (spend !== undefined && isCurrency(currency)) limits.push(`${money(spend, currency)} in total`)
-  limits.push(...measureWords)
-  if (v.risk) limits.push(`risk up to ${v.risk}`)
-  if (nbf !== null) limits.push(`from ${when(nbf)}`)
-  limits.push(exp !== null ? `until ${when(exp)}` : 'until (no end chosen)')
-  if (v.extra.length) limits.push(`and ${v.extra.length} more condition${v.extra.length > 1 ? 's' : ''} kept from the request`)
-  const preview = `${parts.join(' ')}, ${limits.join(', ')}`
-
-  return { caveats, errors, warnings, preview, exp, ok: Object.keys(errors).length === 0 }
+  return { caveats, errors, warnings, exp, ok: Object.keys(errors).length === 0 }
 }
 
 /** Fills the form from requested caveats. The first caveat of each kind fills

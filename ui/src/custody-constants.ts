@@ -7,5 +7,15 @@ export const ZERO_DECIMAL: readonly string[] = ['JPY', 'KRW', 'VND', 'CLP', 'ISK
 /** How long a review window or grant form must have been in front, focused, before Approve or Issue counts (custody's APPROVE_DELAY). */
 export const APPROVE_DELAY_MS = 1500
 
+/** Each protocol verb in the words a person reads (custody's grant sentence uses the same). */
+export const VERB_WORDS: Readonly<Record<string, string>> = {
+  HELLO: 'connect',
+  ASK: 'ask for offers',
+  INTENT: 'state intents',
+  COMMIT: 'commit (place orders, book, pay)',
+  UNDO: 'undo',
+  EXPAND: 'expand results',
+}
+
 /** The most characters of one field shown; the rest is summarized visibly (display::MAX_FIELD_CHARS). */
 export const MAX_FIELD_CHARS = 4096

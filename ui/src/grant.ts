@@ -1,5 +1,5 @@
 // The grant form: a time-boxed grant for an agent key, as exact caveats,
-// with a plain-language preview. Issued to the agent that asked for it (a
+// with custody's plain-language sentence of them. Issued to the agent that asked for it (a
 // pending grant request, in that request's own window `grant-<id>`) or, with
 // no request, shown once for the human to copy (a view of the main window).
 //
@@ -262,6 +262,9 @@ async function main() {
     const v = current ? shown!.view : null
     // One caveat per line; each line made visible on its own (the line breaks are ours).
     if (v) exact.textContent = lines(v.caveats)
+    // The grant in words is custody's sentence of exactly these caveats,
+    // shown only while it is the current plan's (never a stale one).
+    setText(preview, v ? `This grant ${v.preview}.` : '')
     setText(checking, v ? '' : wantedKey ? 'Checking with custody…' : '')
     const who = v ? v.principal_short : null
     setText(signer, who ? `Signed with ${v!.principal_label ? `“${v!.principal_label}” ` : ''}${who}` : '')
@@ -290,7 +293,6 @@ async function main() {
 
   function refresh() {
     const pl = plan(read(), planNow, ctx.max_grant_lifetime_secs)
-    setText(preview, pl.ok || pl.caveats.length ? `This grant ${pl.preview}.` : '')
     replace(warnings, ...pl.warnings.map((w) => h('li', null, w)))
     warnings.hidden = pl.warnings.length === 0
     exact.textContent = lines(pl.caveats)

@@ -6,7 +6,7 @@
 import { mockIPC, mockWindows } from '@tauri-apps/api/mocks'
 import { emit } from '@tauri-apps/api/event'
 
-type Fixture = unknown | { __error: string } | { __delay: number; value: unknown } | { __echo: true; value: object }
+type Fixture = unknown | { __error: string } | { __delay: number; value: unknown } | { __echo: true; __delay?: number; value: object }
 
 declare global {
   interface Window {
@@ -31,10 +31,16 @@ mockIPC(
     const f = (window.__PARLEY_FIXTURES__ ?? {})[cmd]
     if (f === undefined) throw `no fixture for ${cmd}`
     if (typeof f === 'object' && f !== null && '__error' in f) throw (f as { __error: string }).__error
-    // `{ __echo: true, value }`: the value with the call's `caveats` (a preview of them).
+    // `{ __echo: true, value }`: the value with the call's `caveats` (a preview
+    // of them); a `{caveats}` in its `preview` sentence becomes those caveats'
+    // JSON, so a test sees which plan a shown sentence belongs to. With
+    // `__delay`, the answer comes that many ms later.
     if (typeof f === 'object' && f !== null && '__echo' in f) {
+      const e = f as unknown as { __delay?: number; value: { preview?: unknown } }
       const p = (payload ?? {}) as { caveats?: unknown }
-      return { ...(f as unknown as { value: object }).value, caveats: p.caveats }
+      if (e.__delay) await new Promise((r) => setTimeout(r, e.__delay))
+      const sentence = typeof e.value.preview === 'string' ? e.value.preview.replace('{caveats}', JSON.stringify(p.caveats)) : e.value.preview
+      return { ...e.value, caveats: p.caveats, preview: sentence }
     }
     if (typeof f === 'object' && f !== null && '__delay' in f) {
       const d = f as { __delay: number; value: unknown }
