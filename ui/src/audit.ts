@@ -8,7 +8,7 @@
 import './style.css'
 import { api, on, errorText, type AuditFilter, type AuditView, type EventView, type EventKind, type PausesView } from './ipc'
 import { h, replace, byId, say, setText } from './dom'
-import { when, whenExact, span, fromTimeInput, TIME_PLACEHOLDER } from './format'
+import { when, whenExact, span, fromTimeInput, TIME_FIELD_ATTRS } from './format'
 import { mainNav } from './nav'
 
 export const KIND_WORDS: Record<EventKind, string> = {
@@ -253,9 +253,8 @@ const count = h('p', { class: 'muted', testid: 'count' })
 const kind = h('select', { id: 'f-kind', testid: 'f-kind', attrs: { 'aria-label': 'Kind' } }, h('option', { attrs: { value: '' } }, 'Every kind'), ...Object.entries(KIND_WORDS).map(([k, w]) => h('option', { attrs: { value: k } }, w)))
 const agent = h('input', { id: 'f-agent', testid: 'f-agent', attrs: { type: 'text', placeholder: 'agent key (ed25519:…)', spellcheck: 'false' } })
 const service = h('input', { id: 'f-service', testid: 'f-service', attrs: { type: 'text', placeholder: 'service id', spellcheck: 'false' } })
-const timeAttrs = { type: 'text', placeholder: TIME_PLACEHOLDER, spellcheck: 'false', autocomplete: 'off', inputmode: 'numeric', size: '17' }
-const since = h('input', { id: 'f-since', testid: 'f-since', attrs: { ...timeAttrs, 'aria-label': 'From (your local time)' } })
-const until = h('input', { id: 'f-until', testid: 'f-until', attrs: { ...timeAttrs, 'aria-label': 'Until (your local time)' } })
+const since = h('input', { id: 'f-since', testid: 'f-since', attrs: { ...TIME_FIELD_ATTRS, 'aria-label': 'From (your local time)' } })
+const until = h('input', { id: 'f-until', testid: 'f-until', attrs: { ...TIME_FIELD_ATTRS, 'aria-label': 'Until (your local time)' } })
 const apply = h('button', { class: 'btn', testid: 'f-apply', attrs: { type: 'submit' } }, 'Filter')
 const reset = h('button', { class: 'btn btn-default', testid: 'f-reset', attrs: { type: 'button' } }, 'Clear')
 const exportJsonl = h('button', { class: 'btn', testid: 'export-jsonl', attrs: { type: 'button' } }, 'Export JSONL')

@@ -15,6 +15,7 @@
 
 import { HIDDEN, MARK, MAX_MARKS, EMOJI, PICTOGRAPHIC, EMOJI_MODIFIER } from './display-table'
 import { MAX_FIELD_CHARS } from './custody-constants'
+import { TIME_RUN } from './format'
 
 /** The longest field shown; the rest is summarized visibly (the engine's own, generated). */
 export { MAX_FIELD_CHARS }
@@ -157,7 +158,6 @@ export function h<K extends keyof HTMLElementTagNameMap>(
 }
 
 /** A time in the one shape (format.ts `when`), in our text or custody's sentences alike. */
-const TIME_RUN = /\d{4}-\d{2}-\d{2}\u00a0\d{2}:\d{2}(?::\d{2})?/g
 
 /**
  * A string as text nodes, made visible; a time in it is kept on one line

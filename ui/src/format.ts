@@ -77,6 +77,29 @@ export function span(secs: number): string {
 /** What an empty date field shows: the shape to type, never a sample date that could pass for a value. */
 export const TIME_PLACEHOLDER = 'YYYY-MM-DD HH:MM'
 
+/** A date field's attributes (the grant form's and the audit filter's): a
+ *  text field in the one shape, never WebKitGTK's native widget, which greys
+ *  in today's date as if it were a value. */
+export const TIME_FIELD_ATTRS: Readonly<Record<string, string>> = {
+  type: 'text',
+  placeholder: TIME_PLACEHOLDER,
+  spellcheck: 'false',
+  autocomplete: 'off',
+  inputmode: 'numeric',
+  size: '17',
+}
+
+// The shape `when` writes, as pattern parts: the date, and hours:minutes
+// with optional seconds (`whenExact`).
+const DATE = String.raw`(\d{4})-(\d{2})-(\d{2})`
+const CLOCK = String.raw`(\d{2}):(\d{2})(?::(\d{2}))?`
+
+/** A time as shown (with its no-break space) anywhere in a text: dom.ts keeps each one on one line. */
+export const TIME_RUN = new RegExp(`${DATE}\u00a0${CLOCK}`, 'g')
+
+/** A time as typed: the shown shape, with a space, a `T` or the no-break space between date and clock. */
+const TIME_TYPED = new RegExp(`^${DATE}[ T\u00a0]${CLOCK}$`)
+
 /** A time field's value for a unix time: the shape `when` shows, with a plain space to type over. */
 export function toTimeInput(unix: number): string {
   return when(unix).replace('\u00a0', ' ')
@@ -88,7 +111,7 @@ export function toTimeInput(unix: number): string {
  * time, or null if it is not a real date and time (30 February, 24:00).
  */
 export function fromTimeInput(v: string): number | null {
-  const m = /^(\d{4})-(\d{2})-(\d{2})[ T\u00a0](\d{2}):(\d{2})(?::(\d{2}))?$/.exec(v.trim())
+  const m = TIME_TYPED.exec(v.trim())
   if (!m) return null
   const [y, mo, d, hh, mm, ss] = m.slice(1).map((x) => (x === undefined ? 0 : Number(x)))
   const t = new Date(y, mo - 1, d, hh, mm, ss)

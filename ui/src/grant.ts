@@ -15,7 +15,7 @@ import { api, on, errorText, type GrantContext, type GrantPreviewView, type Gest
 import { pointerOnly } from './gesture'
 import { h, replace, byId, say, setText, copyText, visible } from './dom'
 import { emptyForm, fromCaveats, plan, MEASURES, PRESETS, VERBS, VERB_WORDS, type Caveat, type Field, type GrantFormValues, type MeasureLimit } from './caveats'
-import { when, TIME_PLACEHOLDER } from './format'
+import { when, TIME_FIELD_ATTRS } from './format'
 // The delay after the window (re)gains focus before Issue is enabled:
 // custody's own APPROVE_DELAY, generated into custody-constants.ts.
 import { APPROVE_DELAY_MS } from './custody-constants'
@@ -140,10 +140,9 @@ async function main() {
     r.checked = values.expiry === p
     return { p, r, el: h('label', { class: 'check' }, r, h('span', null, p === 'custom' ? ' until…' : ` ${p}`)) }
   })
-  const timeAttrs = { type: 'text', placeholder: TIME_PLACEHOLDER, spellcheck: 'false', autocomplete: 'off', inputmode: 'numeric', size: '17' }
-  const custom = h('input', { id: 'exp-at', testid: 'exp-at', attrs: { ...timeAttrs, 'aria-label': 'Ends at (your local time)' } })
+  const custom = h('input', { id: 'exp-at', testid: 'exp-at', attrs: { ...TIME_FIELD_ATTRS, 'aria-label': 'Ends at (your local time)' } })
   custom.value = values.customExpiry
-  const nbf = h('input', { id: 'nbf', testid: 'nbf', attrs: { ...timeAttrs } })
+  const nbf = h('input', { id: 'nbf', testid: 'nbf', attrs: { ...TIME_FIELD_ATTRS } })
   nbf.value = values.notBefore
   const note = input('note', { maxlength: '200', placeholder: 'why, for the audit log (optional)' })
 
