@@ -148,7 +148,14 @@ impl Ui {
             if v["id"] == id {
                 return match v.get("ok") {
                     Some(ok) => Ok(ok.clone()),
-                    None => Err(v["err"].as_str().unwrap_or("?").to_string()),
+                    // A refusal is `{code, message}`: given back as "code: message".
+                    None => Err(format!(
+                        "{}: {}",
+                        v["err"]["code"].as_str().expect("err.code is a string"),
+                        v["err"]["message"]
+                            .as_str()
+                            .expect("err.message is a string")
+                    )),
                 };
             }
             assert!(v.get("closed").is_none(), "the service closed the channel");
@@ -359,6 +366,13 @@ fn a_window_decides_only_its_own_request_in_front_after_the_delay_with_the_point
     ] {
         let e = ui.call(window, "review_decide", args).unwrap_err();
         assert!(e.contains(why), "{window}: {e}");
+        // The window table refuses as `not_permitted`; the gesture rules as `refused`.
+        let by_the_table = ["may not do that", "not one of", "its own request"].contains(&why);
+        assert_eq!(
+            e.starts_with("not_permitted: "),
+            by_the_table,
+            "{window}: {e}"
+        );
     }
     // The main window's own grant form answers no waiting agent.
     let e = ui

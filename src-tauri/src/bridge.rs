@@ -5,7 +5,7 @@
 //! from them). This process decides nothing: the service checks every call.
 
 use crate::channel::{Channel, Ending, Reader};
-use crate::protocol::{self, Event, Note};
+use crate::protocol::{self, CallError, Event, Note};
 use crate::windows::{self, OpenTarget};
 use serde_json::Value;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -21,7 +21,7 @@ pub async fn call(
     channel: State<'_, Arc<Channel>>,
     name: String,
     args: Value,
-) -> Result<Value, String> {
+) -> Result<Value, CallError> {
     channel.call(window.label(), &name, &args).await
 }
 

@@ -6,7 +6,9 @@
 //! connection that sends a longer one, and this process stops reading a
 //! service that does (it shows nothing it cannot back up).
 
-use crate::protocol::{self, Call, Event, HelloReply, Incoming, Note, ProtocolError, WindowNote};
+use crate::protocol::{
+    self, Call, CallError, Event, HelloReply, Incoming, Note, ProtocolError, WindowNote,
+};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -77,7 +79,7 @@ fn line(value: &impl serde::Serialize) -> Option<Vec<u8>> {
     Some(bytes)
 }
 
-type Waiting = oneshot::Sender<Result<Value, String>>;
+type Waiting = oneshot::Sender<Result<Value, CallError>>;
 
 /// The writing half and the calls waiting for answers; shared by every
 /// window's calls (Tauri state) and the reader.
@@ -141,7 +143,7 @@ impl Channel {
 
     /// Calls `name` with `args` for the window `window` and waits for the
     /// answer, at most [`CALL_TIMEOUT`]. Errors are sentences for the page.
-    pub async fn call(&self, window: &str, name: &str, args: &Value) -> Result<Value, String> {
+    pub async fn call(&self, window: &str, name: &str, args: &Value) -> Result<Value, CallError> {
         self.call_within(window, name, args, CALL_TIMEOUT).await
     }
 
@@ -151,7 +153,7 @@ impl Channel {
         name: &str,
         args: &Value,
         timeout: Duration,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, CallError> {
         if self.closed.load(Ordering::SeqCst) {
             return Err(gone());
         }
@@ -162,19 +164,27 @@ impl Channel {
             call: name,
             args,
         })
-        .ok_or_else(|| "This request is too large to send to custody.".to_string())?;
+        .ok_or_else(|| {
+            CallError::new(
+                "bad_request",
+                "This request is too large to send to custody.",
+            )
+        })?;
         let (tx, rx) = oneshot::channel();
         self.waiting_map().insert(id, tx);
         if let Err(e) = self.write(&bytes) {
             self.waiting_map().remove(&id);
-            return Err(format!("Cannot reach custody: {e}"));
+            return Err(CallError::new(
+                "not_running",
+                format!("Cannot reach custody: {e}"),
+            ));
         }
         match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(result)) => result,
             Ok(Err(_)) => Err(gone()),
             Err(_) => {
                 self.waiting_map().remove(&id);
-                Err("custody did not answer".into())
+                Err(CallError::new("timeout", "custody did not answer"))
             }
         }
     }
@@ -218,8 +228,8 @@ impl Channel {
     }
 }
 
-fn gone() -> String {
-    "Custody went away (the service stopped).".into()
+fn gone() -> CallError {
+    CallError::new("not_running", "Custody went away (the service stopped).")
 }
 
 impl Reader {
@@ -349,7 +359,7 @@ mod tests {
             // An event first, then the second call's answer, then the first's.
             w.write_all(b"{\"event\":\"pending-withdrawn\",\"id\":\"q3\"}\n")
                 .unwrap();
-            let a2 = json!({"id": second["id"], "err": "Not now."});
+            let a2 = json!({"id": second["id"], "err": {"code": "busy", "message": "Not now."}});
             let a1 = json!({"id": first["id"], "ok": {"running": true}});
             w.write_all(format!("{a2}\n{a1}\n").as_bytes()).unwrap();
             // Then the service goes away.
@@ -373,7 +383,7 @@ mod tests {
             (first.await.unwrap(), second)
         });
         assert_eq!(first, Ok(json!({"running": true})));
-        assert_eq!(second, Err("Not now.".into()));
+        assert_eq!(second, Err(CallError::new("busy", "Not now.")));
         service.join().unwrap();
         assert!(matches!(reading.join().unwrap(), Ending::Closed));
         assert_eq!(
@@ -417,7 +427,10 @@ mod tests {
             Ending::Failed(ChannelError::Protocol(ProtocolError::NotAnObject))
         ));
         let (slow, lost) = out;
-        assert_eq!(slow, Err("custody did not answer".into()));
+        assert_eq!(
+            slow,
+            Err(CallError::new("timeout", "custody did not answer"))
+        );
         let lost = tauri::async_runtime::block_on(lost).unwrap();
         assert_eq!(lost, Err(gone()));
         service.join().unwrap();

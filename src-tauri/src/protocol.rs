@@ -110,6 +110,29 @@ pub struct WindowNote<'a> {
     pub note: Note,
 }
 
+/// Why a call was refused, as the page receives it: custody's `code` (see
+/// `parley_custody::desktop::calls::ErrorCode`: `bad_request`,
+/// `not_permitted`, `gone`, `busy`, `timeout`, `not_running`, `refused`) and
+/// its sentence for the human. This process uses the same codes for what
+/// it finds itself (custody gone: `not_running`; no answer: `timeout`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CallError {
+    /// What kind of refusal: a page acts on this, never on the sentence.
+    pub code: String,
+    /// What happened, for the human.
+    pub message: String,
+}
+
+impl CallError {
+    /// A refusal of kind `code`.
+    pub fn new(code: &str, message: impl Into<String>) -> CallError {
+        CallError {
+            code: code.to_owned(),
+            message: message.into(),
+        }
+    }
+}
+
 /// Something the service sent after the hello.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Incoming {
@@ -118,7 +141,7 @@ pub enum Incoming {
         /// The call's id.
         id: u64,
         /// Its result.
-        result: Result<Value, String>,
+        result: Result<Value, CallError>,
     },
     /// An event.
     Event(Event),
@@ -158,8 +181,17 @@ pub fn parse_incoming(line: &[u8]) -> Result<Incoming, ProtocolError> {
             .ok_or(ProtocolError::Field("answer: id is not a u64"))?;
         let result = match (obj.get("ok"), obj.get("err")) {
             (Some(ok), None) => Ok(ok.clone()),
-            (None, Some(Value::String(err))) => Err(err.clone()),
-            (None, Some(_)) => return Err(ProtocolError::Field("answer: err is not a string")),
+            (None, Some(err)) => {
+                let text = |key| err.get(key).and_then(Value::as_str);
+                match (text("code"), text("message")) {
+                    (Some(code), Some(message)) => Err(CallError::new(code, message)),
+                    _ => {
+                        return Err(ProtocolError::Field(
+                            "answer: err is not {code, message} strings",
+                        ))
+                    }
+                }
+            }
             _ => {
                 return Err(ProtocolError::Field(
                     "answer: needs exactly one of ok and err",
@@ -342,10 +374,15 @@ mod tests {
             })
         );
         assert_eq!(
-            parse_incoming(br#"{"id":10,"err":"Not allowed from this window."}"#),
+            parse_incoming(
+                br#"{"id":10,"err":{"code":"not_permitted","message":"Not allowed from this window."}}"#
+            ),
             Ok(Incoming::Answer {
                 id: 10,
-                result: Err("Not allowed from this window.".into())
+                result: Err(CallError::new(
+                    "not_permitted",
+                    "Not allowed from this window."
+                ))
             })
         );
         for bad in [
@@ -354,6 +391,8 @@ mod tests {
             br#"{"id":1}"#,
             br#"{"id":1,"ok":1,"err":"x"}"#,
             br#"{"id":1,"err":{"message":"x"}}"#,
+            br#"{"id":1,"err":"a bare sentence"}"#,
+            br#"{"id":1,"err":{"code":1,"message":"x"}}"#,
         ] {
             assert!(
                 matches!(parse_incoming(bad), Err(ProtocolError::Field(_))),

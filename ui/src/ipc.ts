@@ -293,12 +293,32 @@ export interface SettingsView {
 /** How long a command may take before the window says so (the backend has its own limits). */
 export const CALL_TIMEOUT_MS = 90_000
 
-/** Calls custody (or, for `window_close`, the UI process), with a timeout; errors are the backend's sentence. */
+/**
+ * Why custody (or this UI's process) refused a call: a code a window acts on
+ * (custody's ErrorCode: `bad_request`, `not_permitted`, `gone`, `busy`,
+ * `timeout`, `not_running`, `refused`) and the sentence for the human.
+ */
+export class CallError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message)
+    this.name = 'CallError'
+  }
+}
+
+/** The code of a refused call, or null for anything else thrown. */
+export function errorCode(e: unknown): string | null {
+  return e instanceof CallError ? e.code : null
+}
+
+/** Calls custody (or, for `window_close`, the UI process), with a timeout; a refusal is a CallError with custody's code and sentence. */
 export async function call<T>(cmd: string, args: Record<string, unknown> = {}): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(
-      () => reject(new Error(`No answer from custody within ${CALL_TIMEOUT_MS / 1000} s.`)),
+      () => reject(new CallError('timeout', `No answer from custody within ${CALL_TIMEOUT_MS / 1000} s.`)),
       CALL_TIMEOUT_MS,
     )
   })
@@ -306,7 +326,12 @@ export async function call<T>(cmd: string, args: Record<string, unknown> = {}): 
     const sent = cmd === 'window_close' ? invoke<T>('window_close') : invoke<T>('call', { name: cmd, args })
     return await Promise.race([sent, timeout])
   } catch (e) {
-    throw new Error(errorText(e))
+    if (e instanceof CallError) throw e
+    const refusal = e as { code?: unknown; message?: unknown } | null
+    if (refusal && typeof refusal === 'object' && typeof refusal.code === 'string' && typeof refusal.message === 'string') {
+      throw new CallError(refusal.code, refusal.message)
+    }
+    throw new CallError('refused', errorText(e))
   } finally {
     clearTimeout(timer)
   }
@@ -316,6 +341,8 @@ export async function call<T>(cmd: string, args: Record<string, unknown> = {}): 
 export function errorText(e: unknown): string {
   if (e instanceof Error) return e.message
   if (typeof e === 'string') return e
+  const refusal = e as { message?: unknown } | null
+  if (refusal && typeof refusal === 'object' && typeof refusal.message === 'string') return refusal.message
   try {
     return JSON.stringify(e)
   } catch {

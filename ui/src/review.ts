@@ -12,7 +12,7 @@
 // refused without being shown.
 
 import './style.css'
-import { api, on, errorText, type Gesture, type PendingView, type Review } from './ipc'
+import { api, on, errorCode, errorText, type Gesture, type PendingView, type Review } from './ipc'
 import { pointerOnly } from './gesture'
 import { h, replace, byId, row, say, setText } from './dom'
 import { when, span } from './format'
@@ -290,7 +290,7 @@ function render(p: PendingView): void {
       setTimeout(() => void api.windowClose().catch(() => {}), 1500)
     } catch (e) {
       const msg = errorText(e)
-      if (/no longer waiting/.test(msg)) finish(msg, 'warn')
+      if (errorCode(e) === 'gone') finish(msg, 'warn')
       else say(status, 'error', msg)
       if (approveIt) armedAt = performance.now()
     } finally {
@@ -307,7 +307,7 @@ function render(p: PendingView): void {
       setTimeout(() => void api.windowClose().catch(() => {}), 4000)
     } catch (e) {
       const msg = errorText(e)
-      if (/no longer waiting/.test(msg)) finish(msg, 'warn')
+      if (errorCode(e) === 'gone') finish(msg, 'warn')
       else say(status, 'error', msg)
     } finally {
       setBusy(false)
@@ -324,7 +324,7 @@ function render(p: PendingView): void {
       setTimeout(() => void api.windowClose().catch(() => {}), 4000)
     } catch (e) {
       const msg = errorText(e)
-      if (/no longer waiting/.test(msg)) finish(msg, 'warn')
+      if (errorCode(e) === 'gone') finish(msg, 'warn')
       else say(status, 'error', msg)
     } finally {
       setBusy(false)

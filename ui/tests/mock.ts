@@ -6,7 +6,7 @@
 import { mockIPC, mockWindows } from '@tauri-apps/api/mocks'
 import { emit } from '@tauri-apps/api/event'
 
-type Fixture = unknown | { __error: string } | { __delay: number; value: unknown } | { __echo: true; __delay?: number; value: object }
+type Fixture = unknown | { __error: string | { code: string; message: string } } | { __delay: number; value: unknown } | { __echo: true; __delay?: number; value: object }
 
 declare global {
   interface Window {
@@ -30,7 +30,8 @@ mockIPC(
     window.__parleyCalls.push([cmd, JSON.parse(JSON.stringify(payload ?? {}))])
     const f = (window.__PARLEY_FIXTURES__ ?? {})[cmd]
     if (f === undefined) throw `no fixture for ${cmd}`
-    if (typeof f === 'object' && f !== null && '__error' in f) throw (f as { __error: string }).__error
+    // `{ __error }`: custody's refusal, `{ code, message }` as the UI process passes it on (a bare string stands for anything else thrown).
+    if (typeof f === 'object' && f !== null && '__error' in f) throw (f as { __error: unknown }).__error
     // `{ __echo: true, value }`: the value with the call's `caveats` (a preview
     // of them); a `{caveats}` in its `preview` sentence becomes those caveats'
     // JSON, so a test sees which plan a shown sentence belongs to. With

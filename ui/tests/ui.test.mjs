@@ -974,13 +974,13 @@ test('review: with nothing alike waiting, the list is not shown', async () => {
 })
 
 test('review: deny and pause on a request decided elsewhere says so; other errors leave it open', async () => {
-  const page = await open('review.html#q1', reviewFixtures(consent(), { review_deny_and_pause: { __error: 'the audit log could not record the pause, so it is not in force: disk full' } }), { label: 'review-q1' })
+  const page = await open('review.html#q1', reviewFixtures(consent(), { review_deny_and_pause: { __error: { code: 'refused', message: 'the audit log could not record the pause, so it is not in force: disk full' } } }), { label: 'review-q1' })
   await page.locator(tid('approve')).waitFor()
   await page.locator(tid('deny-pause')).click()
   await page.locator(`${tid('status')}.msg-error`).waitFor()
   assert.match(await text(page, 'status'), /not in force: disk full/)
   assert.equal(await page.locator(tid('deny')).isDisabled(), false, 'still open: the human can deny another way')
-  await page.evaluate(() => (window.__PARLEY_FIXTURES__.review_deny_and_pause = { __error: 'that request is no longer waiting (decided, expired or withdrawn)' }))
+  await page.evaluate(() => (window.__PARLEY_FIXTURES__.review_deny_and_pause = { __error: { code: 'gone', message: 'that request is no longer waiting (decided, expired or withdrawn)' } }))
   await page.locator(tid('deny-pause')).click()
   await page.locator(`${tid('status')}.msg-warn`).waitFor()
   assert.equal(await page.locator(tid('deny-pause')).isDisabled(), true)

@@ -15,7 +15,7 @@
 //! Tauri's window object, and each UI connection keeps its own window state,
 //! so one UI cannot arm another's window.
 
-use super::calls::{self, Caller};
+use super::calls::{self, CallError, Caller, ErrorCode};
 use super::events::UiEvent;
 use super::permissions::{Note, Windows};
 use super::service::Desktop;
@@ -239,7 +239,7 @@ async fn connection(stream: Stream, desktop: Arc<Desktop>) {
                     Ok(FromUi::Note { window, note }) => windows.note(&window, note),
                     Ok(FromUi::Call { id, window, call, args }) => {
                         let Ok(permit) = running.clone().try_acquire_owned() else {
-                            let busy = json!({"id": id, "err": "custody is still busy with this window's earlier requests; try again"});
+                            let busy = json!({"id": id, "err": CallError::new(ErrorCode::Busy, "custody is still busy with this window's earlier requests; try again")});
                             if !send(&mut writer, &busy).await { break; }
                             continue;
                         };
@@ -249,7 +249,7 @@ async fn connection(stream: Stream, desktop: Arc<Desktop>) {
                             let answer = match calls::dispatch(&d, &caller, &call, args).await {
                                 Ok(v) => json!({"id": id, "ok": v}),
                                 Err(e) => {
-                                    tracing::info!(window = %display::for_log(&window), call = %display::for_log(&call), "refused: {}", display::for_log(&e));
+                                    tracing::info!(window = %display::for_log(&window), call = %display::for_log(&call), "refused: {}", display::for_log(&e.to_string()));
                                     json!({"id": id, "err": e})
                                 }
                             };

@@ -10,6 +10,7 @@
 //! form, audit, keys) and is shown as such.
 
 use super::approver::DesktopApprover;
+use super::calls::{CallError, ErrorCode};
 use super::hub::UiHub;
 use super::notify::Notifier;
 use super::settings::Settings;
@@ -121,10 +122,13 @@ pub struct Desktop {
 
 impl Desktop {
     /// Custody, or why it is not running.
-    pub fn core(&self) -> Result<&Core, String> {
-        self.core
-            .as_ref()
-            .map_err(|e| format!("custody is not running: {e}"))
+    pub fn core(&self) -> Result<&Core, CallError> {
+        self.core.as_ref().map_err(|e| {
+            CallError::new(
+                ErrorCode::NotRunning,
+                format!("custody is not running: {e}"),
+            )
+        })
     }
 
     /// The human's label for an agent key, display-safe.
@@ -142,7 +146,7 @@ impl Desktop {
 
     /// Reads the labels again from custody (after a change).
     pub fn reload_labels(&self) -> Result<(), String> {
-        let fresh = self.core()?.engine.agent_labels()?;
+        let fresh = self.core().map_err(|e| e.message)?.engine.agent_labels()?;
         if let Ok(mut l) = self.labels.lock() {
             *l = fresh.into_iter().collect();
         }

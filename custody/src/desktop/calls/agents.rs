@@ -1,6 +1,7 @@
 //! Agents as the human deals with them: pausing and resuming, the agents
 //! known from the audit log, and the human's labels for them.
 
+use super::refused;
 use super::{blocking, R};
 use crate::audit::{EventKind, Query};
 use crate::desktop::events::UiEvent;
@@ -54,7 +55,7 @@ fn agent_key(agent: &str) -> R<PublicKey> {
     agent
         .trim()
         .parse()
-        .map_err(|e| format!("not an agent key: {e}"))
+        .map_err(|e| refuse!("not an agent key: {e}"))
 }
 
 /// Pauses an agent from the audit view: its requests
@@ -64,7 +65,7 @@ pub async fn agent_pause(state: &Desktop, agent: String, secs: Option<i64>) -> R
     let key = agent_key(&agent)?;
     if let Some(s) = secs {
         if !(1..=MAX_PAUSE_SECS).contains(&s) {
-            return Err(format!(
+            return Err(refuse!(
                 "a pause lasts from 1 second to {}; longer is \"until resumed\"",
                 parley_core::lens::duration(MAX_PAUSE_SECS)
             ));
@@ -73,7 +74,7 @@ pub async fn agent_pause(state: &Desktop, agent: String, secs: Option<i64>) -> R
     let e = state.core()?.engine.clone();
     blocking("pausing the agent", move || {
         e.pause_agent(&key.to_string(), secs, "paused by the human in the app")
-            .map_err(|e| e.to_string())
+            .map_err(refused)
     })
     .await?;
     paused_changed(state);
@@ -85,7 +86,7 @@ pub async fn agent_resume(state: &Desktop, agent: String) -> R<PausesView> {
     let key = agent_key(&agent)?;
     let e = state.core()?.engine.clone();
     let was = blocking("resuming the agent", move || {
-        e.resume_agent(&key.to_string()).map_err(|e| e.to_string())
+        e.resume_agent(&key.to_string()).map_err(refused)
     })
     .await?;
     if !was {
@@ -103,7 +104,7 @@ pub async fn agent_pauses(state: &Desktop) -> R<PausesView> {
 async fn pauses_view(state: &Desktop) -> R<PausesView> {
     let e = state.core()?.engine.clone();
     let pauses = blocking("reading the paused agents", move || {
-        e.pauses().map_err(|e| e.to_string())
+        e.pauses().map_err(refused)
     })
     .await?;
     let paused = pauses
@@ -163,7 +164,7 @@ pub(super) async fn known_agents(state: &Desktop) -> R<Vec<KnownAgent>> {
                 ..Default::default()
             })
         })
-        .map_err(|e| e.to_string())
+        .map_err(refused)
     })
     .await?;
     let mut agents: Vec<KnownAgent> = Vec::new();
@@ -203,8 +204,7 @@ pub(super) async fn known_agents(state: &Desktop) -> R<Vec<KnownAgent>> {
 pub async fn agent_label_set(state: &Desktop, agent: String, label: Option<String>) -> R<()> {
     let e = state.core()?.engine.clone();
     blocking("naming the agent", move || {
-        e.set_agent_label(&agent, label.as_deref())
-            .map_err(|e| e.to_string())
+        e.set_agent_label(&agent, label.as_deref()).map_err(refused)
     })
     .await?;
     state.reload_labels()?;

@@ -1,5 +1,6 @@
 //! The audit view: events, live grants, the chain's state, and export.
 
+use super::refused;
 use super::{blocking, R};
 use crate::audit::{self, EventKind, Query, VerifyReport};
 use crate::desktop::service::Desktop;
@@ -31,7 +32,7 @@ impl AuditFilter {
         let kinds = self
             .kinds
             .iter()
-            .map(|k| k.parse::<EventKind>().map_err(|e| e.to_string()))
+            .map(|k| k.parse::<EventKind>().map_err(refused))
             .collect::<R<Vec<_>>>()?;
         let text = |o: &Option<String>| {
             o.as_deref()
@@ -87,7 +88,7 @@ pub async fn audit_query(state: &Desktop, filter: AuditFilter) -> R<AuditView> {
             let verify = a.verify_incremental()?;
             Ok::<_, audit::AuditError>((rows, live, verify))
         })
-        .map_err(|e| e.to_string())
+        .map_err(refused)
     })
     .await?;
     let truncated = rows.len() > limit as usize;
@@ -129,7 +130,7 @@ pub async fn audit_export(state: &Desktop, format: String, filter: AuditFilter) 
     let ext = if csv { "csv" } else { "jsonl" };
     let e = core.engine.clone();
     let (rows, path) = blocking("exporting the audit log", move || {
-        let rows = e.with_audit(|a| a.query(&q)).map_err(|e| e.to_string())?;
+        let rows = e.with_audit(|a| a.query(&q)).map_err(refused)?;
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         // A new file every time (never overwritten), readable by the user only.
         let mut n = 1;
@@ -142,7 +143,7 @@ pub async fn audit_export(state: &Desktop, format: String, filter: AuditFilter) 
             match crate::paths::create_private_file(&out) {
                 Ok(f) => break (f, out),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 100 => n += 1,
-                Err(e) => return Err(format!("{}: {e}", out.display())),
+                Err(e) => return Err(refuse!("{}: {e}", out.display())),
             }
         };
         let w = std::io::BufWriter::new(file);

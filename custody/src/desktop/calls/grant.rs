@@ -2,6 +2,7 @@
 //! issuing (to a waiting agent, or for the human to copy).
 
 use super::agents::{known_agents, KnownAgent};
+use super::refused;
 use super::review::may_sign;
 use super::{blocking, pending, request_id, timed, Caller, R};
 use crate::approver::{Gesture, PendingView, Verdict, Yes};
@@ -44,10 +45,7 @@ pub async fn grant_context(state: &Desktop, request: Option<String>) -> R<GrantC
         None => None,
     };
     let e = core.engine.clone();
-    let keys = blocking("reading keys", move || {
-        e.keystore().list().map_err(|e| e.to_string())
-    })
-    .await?;
+    let keys = blocking("reading keys", move || e.keystore().list().map_err(refused)).await?;
     let agents = known_agents(state).await?;
     Ok(GrantContext {
         principals: keys
@@ -107,7 +105,7 @@ fn form_principal(principal: Option<&str>) -> R<Option<PublicKey>> {
         Some(p) => p
             .parse()
             .map(Some)
-            .map_err(|e| format!("the principal key is not usable: {e}")),
+            .map_err(|e| refuse!("the principal key is not usable: {e}")),
         None => Ok(None),
     }
 }
@@ -199,7 +197,7 @@ pub async fn grant_issue(
             .as_ref()
             .is_some_and(|pk| pk.to_string() != p.review.principal)
         {
-            return Err(format!(
+            return Err(refuse!(
                 "This request is answered with the principal {}; issue a separate grant to use another key.",
                 p.review.principal
             ));

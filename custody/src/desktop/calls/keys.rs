@@ -1,6 +1,7 @@
 //! Principal keys from the UI: list, create, import, shred, delete, each
 //! with its audit row.
 
+use super::refused;
 use super::{blocking, R};
 use crate::admin::{self, KeyChange};
 use crate::desktop::events::UiEvent;
@@ -24,10 +25,7 @@ pub struct KeysView {
 pub async fn keys_list(state: &Desktop) -> R<KeysView> {
     let core = state.core()?;
     let e = core.engine.clone();
-    let keys = blocking("listing keys", move || {
-        e.keystore().list().map_err(|e| e.to_string())
-    })
-    .await?;
+    let keys = blocking("listing keys", move || e.keystore().list().map_err(refused)).await?;
     Ok(KeysView {
         store: views::store_words(&core.store),
         keys: keys.into_iter().map(KeyView::from).collect(),
@@ -44,7 +42,7 @@ async fn log_key_event(
     let key = key.clone();
     blocking("writing the audit log", move || {
         e.with_audit(|a| admin::record_key_change(a, change, &key, &reason, unix_now()))
-            .map_err(|e| e.to_string())
+            .map_err(refused)
     })
     .await
 }
@@ -52,10 +50,7 @@ async fn log_key_event(
 async fn key_view(state: &Desktop, public: String) -> R<KeyView> {
     let core = state.core()?;
     let e = core.engine.clone();
-    let keys = blocking("listing keys", move || {
-        e.keystore().list().map_err(|e| e.to_string())
-    })
-    .await?;
+    let keys = blocking("listing keys", move || e.keystore().list().map_err(refused)).await?;
     keys.into_iter()
         .find(|k| k.public.to_string() == public)
         .map(KeyView::from)
@@ -68,7 +63,7 @@ pub async fn key_create(state: &Desktop, label: String) -> R<KeyView> {
     let e = core.engine.clone();
     let l = label.clone();
     let key = blocking("creating the key", move || {
-        e.keystore().create(l.trim()).map_err(|e| e.to_string())
+        e.keystore().create(l.trim()).map_err(refused)
     })
     .await?;
     log_key_event(
@@ -104,9 +99,7 @@ pub async fn key_import(state: &Desktop, path: String, label: String) -> R<KeyVi
     let e = core.engine.clone();
     let (f, l) = (file.clone(), label.clone());
     let key = blocking("importing the key", move || {
-        e.keystore()
-            .import_seed_file(&f, l.trim())
-            .map_err(|e| e.to_string())
+        e.keystore().import_seed_file(&f, l.trim()).map_err(refused)
     })
     .await?;
     let public = key.to_string();
@@ -137,7 +130,7 @@ pub async fn key_shred(state: &Desktop, path: String) -> R<()> {
     }
     let f = file.clone();
     blocking("shredding the key file", move || {
-        crate::keystore::shred_file(&f).map_err(|e| e.to_string())
+        crate::keystore::shred_file(&f).map_err(refused)
     })
     .await?;
     if let Ok(mut m) = state.imported.lock() {
@@ -153,7 +146,7 @@ pub async fn key_delete(state: &Desktop, public: String, confirm: String) -> R<(
     let e = core.engine.clone();
     let (p, c) = (pk.clone(), confirm.trim().to_string());
     blocking("deleting the key", move || {
-        e.keystore().delete(&p, &c).map_err(|e| e.to_string())
+        e.keystore().delete(&p, &c).map_err(refused)
     })
     .await?;
     log_key_event(state, KeyChange::Deleted, &pk, "deleted in the app".into()).await?;

@@ -23,8 +23,16 @@
 //! | [`keys`] | principal keys: list, create, import, shred, delete |
 //! | [`setup`] | settings, restart, start at login, agent users |
 
+/// `format!` as a [`CallError`] of kind `Refused`.
+macro_rules! refuse {
+    ($($t:tt)*) => {
+        $crate::desktop::calls::CallError::from(format!($($t)*))
+    };
+}
+
 mod agents;
 mod audit;
+mod error;
 mod grant;
 mod keys;
 mod review;
@@ -40,6 +48,8 @@ use std::time::Duration;
 
 pub use agents::{KnownAgent, PauseView, PausesView};
 pub use audit::{AuditFilter, AuditView, ExportView};
+use error::refused;
+pub use error::{CallError, ErrorCode};
 pub use grant::{GrantContext, GrantPreviewView, IssuedView};
 pub use keys::KeysView;
 pub use review::{DecisionView, StatusView, TrayStatus};
@@ -83,13 +93,16 @@ macro_rules! args {
         #[derive(serde::Deserialize)]
         struct A { $($f: $t),* }
         let a: A = serde_json::from_value($v)
-            .map_err(|e| format!("custody did not understand the window's request: {e}"))?;
+            .map_err(|e| CallError::new(
+                ErrorCode::BadRequest,
+                format!("custody did not understand the window's request: {e}"),
+            ))?;
         ($(a.$f,)*)
     }};
 }
 
 fn json<T: serde::Serialize>(r: R<T>) -> R<Value> {
-    r.and_then(|v| serde_json::to_value(v).map_err(|e| format!("cannot send the answer: {e}")))
+    r.and_then(|v| serde_json::to_value(v).map_err(|e| refuse!("cannot send the answer: {e}")))
 }
 
 /// Runs call `name` for `caller`: the permission table first, then the call.
@@ -99,7 +112,8 @@ pub async fn dispatch(d: &Arc<Desktop>, caller: &Caller, name: &str, args: Value
     } else {
         args
     };
-    permissions::check(caller.label(), name, &args)?;
+    permissions::check(caller.label(), name, &args)
+        .map_err(|e| CallError::new(ErrorCode::NotPermitted, e))?;
     let w = caller;
     match name {
         "status" => json(review::status(d).await),
@@ -208,7 +222,10 @@ pub async fn dispatch(d: &Arc<Desktop>, caller: &Caller, name: &str, args: Value
             let (user, shown) = args!(args; user: String, shown: Vec<String>);
             json(setup::agent_user_apply(d, user, shown).await)
         }
-        other => Err(format!("custody has no call {other:?}")),
+        other => Err(CallError::new(
+            ErrorCode::BadRequest,
+            format!("custody has no call {other:?}"),
+        )),
     }
 }
 
@@ -220,7 +237,7 @@ const BLOCKING_TIMEOUT: Duration = Duration::from_secs(60);
 /// engine finishes a decision even when this wait gives up.
 const DECIDE_TIMEOUT: Duration = Duration::from_secs(crate::stepup::DEFAULT_TIMEOUT.as_secs() + 30);
 
-type R<T> = Result<T, String>;
+type R<T> = Result<T, CallError>;
 
 async fn blocking<T: Send + 'static>(
     what: &'static str,
@@ -228,19 +245,25 @@ async fn blocking<T: Send + 'static>(
 ) -> R<T> {
     match tokio::time::timeout(BLOCKING_TIMEOUT, tokio::task::spawn_blocking(f)).await {
         Ok(Ok(r)) => r,
-        Ok(Err(e)) => Err(format!("{what} failed: {e}")),
-        Err(_) => Err(format!(
-            "{what} did not finish within {} s (is the keychain locked and waiting for you?)",
-            BLOCKING_TIMEOUT.as_secs()
+        Ok(Err(e)) => Err(refuse!("{what} failed: {e}")),
+        Err(_) => Err(CallError::new(
+            ErrorCode::Timeout,
+            format!(
+                "{what} did not finish within {} s (is the keychain locked and waiting for you?)",
+                BLOCKING_TIMEOUT.as_secs()
+            ),
         )),
     }
 }
 
 async fn timed<T>(what: &'static str, f: impl Future<Output = T>) -> R<T> {
     tokio::time::timeout(DECIDE_TIMEOUT, f).await.map_err(|_| {
-        format!(
-            "{what} did not finish within {} s",
-            DECIDE_TIMEOUT.as_secs()
+        CallError::new(
+            ErrorCode::Timeout,
+            format!(
+                "{what} did not finish within {} s",
+                DECIDE_TIMEOUT.as_secs()
+            ),
         )
     })
 }
@@ -249,7 +272,7 @@ fn request_id(id: &str) -> R<()> {
     if valid_request_id(id) {
         Ok(())
     } else {
-        Err("not a request id".into())
+        Err(CallError::new(ErrorCode::BadRequest, "not a request id"))
     }
 }
 
@@ -261,7 +284,9 @@ fn pending(state: &Desktop, id: &str) -> R<PendingView> {
         .find(|p| p.id == id)
         .map(|p| state.label(p))
         .ok_or_else(|| {
-            "This request is no longer waiting: it was decided, expired, or the agent withdrew it."
-                .to_string()
+            CallError::new(
+                ErrorCode::Gone,
+                "This request is no longer waiting: it was decided, expired, or the agent withdrew it.",
+            )
         })
 }

@@ -4,6 +4,7 @@
 use super::agents::paused_changed;
 use super::setup::{autostart_view, AutostartView};
 use super::{blocking, pending, request_id, timed, Caller, APPROVE_DELAY, R};
+use super::{refused, CallError};
 use crate::approver::{Gesture, PendingView, Verdict, Yes};
 use crate::desktop::events::{OpenTarget, View};
 use crate::desktop::notify::NotifyStatus;
@@ -54,13 +55,9 @@ pub async fn status(state: &Desktop) -> R<StatusView> {
     let (keys, keys_error) = match state.core() {
         Ok(core) => {
             let e = core.engine.clone();
-            match blocking("listing keys", move || {
-                e.keystore().list().map_err(|e| e.to_string())
-            })
-            .await
-            {
+            match blocking("listing keys", move || e.keystore().list().map_err(refused)).await {
                 Ok(k) => (k.into_iter().map(KeyView::from).collect(), None),
-                Err(e) => (Vec::new(), Some(e)),
+                Err(e) => (Vec::new(), Some(e.message)),
             }
         }
         Err(_) => (Vec::new(), None),
@@ -134,7 +131,7 @@ pub async fn review_get(state: &Desktop, id: String) -> R<Option<PendingView>> {
 /// and the human used the pointer. `what` names the button.
 pub(super) fn may_sign(window: &Caller, gesture: Option<Gesture>, what: &str) -> R<Gesture> {
     let Some(gesture) = gesture else {
-        return Err(format!(
+        return Err(refuse!(
             "{what} needs a click or press-and-hold with the pointer; the keyboard alone cannot {}.",
             what.to_lowercase()
         ));
@@ -143,15 +140,15 @@ pub(super) fn may_sign(window: &Caller, gesture: Option<Gesture>, what: &str) ->
     // press-and-hold (the UI ignores keyboard-made clicks). A window cannot
     // claim to be the terminal.
     if gesture == Gesture::Terminal {
-        return Err(format!("{what} is given with the pointer in this window."));
+        return Err(refuse!("{what} is given with the pointer in this window."));
     }
     if !window.focused() {
-        return Err(format!(
+        return Err(refuse!(
             "{what} counts only while its window is in front and focused."
         ));
     }
     if !window.ready() {
-        return Err(format!("{what} came too soon after the window appeared or regained focus. Read it, then try again."));
+        return Err(refuse!("{what} came too soon after the window appeared or regained focus. Read it, then try again."));
     }
     Ok(gesture)
 }
@@ -210,9 +207,7 @@ pub async fn review_decide(
         Verdict::Deny(Some(reason))
     };
     let core = state.core()?;
-    let outcome = timed("the decision", core.engine.decide(&id, verdict))
-        .await?
-        .map_err(|e| e.to_string())?;
+    let outcome = timed("the decision", core.engine.decide(&id, verdict)).await??;
     Ok(match outcome {
         Outcome::Approved(_) => DecisionView {
             outcome: "approved",
@@ -254,7 +249,7 @@ pub async fn review_deny_and_pause(
     let e = state.core()?.engine.clone();
     let denied = blocking("denying and pausing", move || {
         e.deny_and_pause(&id, DENY_AND_PAUSE_SECS)
-            .map_err(|e| e.to_string())
+            .map_err(CallError::from)
     })
     .await?;
     paused_changed(state);
@@ -304,7 +299,7 @@ pub async fn review_deny_alike(
     let e = state.core()?.engine.clone();
     let denied = blocking("denying alike requests", move || {
         e.deny_alike(&id, reason.as_deref())
-            .map_err(|e| e.to_string())
+            .map_err(CallError::from)
     })
     .await?;
     Ok(DecisionView {

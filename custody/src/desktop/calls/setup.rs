@@ -2,6 +2,7 @@
 //! OS user's agents connect.
 
 use super::{blocking, R};
+use super::{refused, CallError};
 use crate::desktop::autostart::Autostart;
 use crate::desktop::events::UiEvent;
 use crate::desktop::service::{Core, Desktop, PolicyView, SocketStatus};
@@ -60,7 +61,7 @@ pub async fn settings_save(state: &Desktop, settings: Settings) -> R<SettingsVie
         // Changed only by autostart_set, like the labels.
         settings.autostart_offered = cur.autostart_offered;
     }
-    settings.validate().map_err(|e| e.to_string())?;
+    settings.validate().map_err(refused)?;
     persist(state, core, settings).await?;
     state.hub.send(UiEvent::StatusChanged);
     Ok(settings_view(state))
@@ -115,8 +116,8 @@ pub(super) fn autostart_view(state: &Desktop) -> AutostartView {
 pub async fn autostart_set(state: &Desktop, enabled: bool) -> R<AutostartView> {
     let core = state.core()?;
     blocking("changing start at login", move || {
-        let a = Autostart::for_this_app().map_err(|e| e.to_string())?;
-        if enabled { a.enable() } else { a.disable() }.map_err(|e| e.to_string())
+        let a = Autostart::for_this_app().map_err(refused)?;
+        if enabled { a.enable() } else { a.disable() }.map_err(refused)
     })
     .await?;
     let mut next = state
@@ -162,7 +163,7 @@ fn agent_user_plan_for(user: &str) -> R<crate::agent_access::Plan> {
         },
         None,
     )
-    .map_err(|e| e.to_string())
+    .map_err(refused)
 }
 
 fn plan_view(plan: &crate::agent_access::Plan) -> AgentUserPlanView {
@@ -238,12 +239,12 @@ fn run_helper(plan: &crate::agent_access::Plan) -> R<()> {
             Ok(None) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!(
+                return Err(refuse!(
                     "no answer at the password dialog within {} s: nothing more was changed",
                     HELPER_WAIT.as_secs()
                 ));
             }
-            Err(e) => return Err(format!("waiting for the set-up helper failed: {e}")),
+            Err(e) => return Err(refuse!("waiting for the set-up helper failed: {e}")),
         }
     };
     if status.success() {
@@ -253,7 +254,7 @@ fn run_helper(plan: &crate::agent_access::Plan) -> R<()> {
     if let Some(mut err) = child.stderr.take() {
         let _ = err.by_ref().take(4096).read_to_string(&mut said);
     }
-    Err(match status.code() {
+    Err(CallError::from(match status.code() {
         Some(126) => "the administrator's password was not given: nothing changed".to_string(),
         Some(127) => "polkit refused (no authentication agent, or not authorized): nothing changed"
             .to_string(),
@@ -261,7 +262,7 @@ fn run_helper(plan: &crate::agent_access::Plan) -> R<()> {
             "the set-up helper failed: {}",
             crate::display::bounded(said.trim(), 400)
         ),
-    })
+    }))
 }
 
 /// Saves the settings file (off the async threads) and then makes it the
@@ -269,10 +270,7 @@ fn run_helper(plan: &crate::agent_access::Plan) -> R<()> {
 async fn persist(state: &Desktop, core: &Core, next: Settings) -> R<()> {
     let dir = core.data_dir.clone();
     let s = next.clone();
-    blocking("saving the settings", move || {
-        s.save(&dir).map_err(|e| e.to_string())
-    })
-    .await?;
+    blocking("saving the settings", move || s.save(&dir).map_err(refused)).await?;
     if let Ok(mut cur) = state.settings.lock() {
         *cur = next;
     }

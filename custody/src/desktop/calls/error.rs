@@ -1,0 +1,124 @@
+//! Why a call from the UI was refused, as the window receives it: a stable
+//! `code` a window can act on (a request that is gone closes its review, a
+//! busy custody can be asked again) and a sentence for the human. Sent as
+//! `{"id": …, "err": {"code": "gone", "message": "…"}}` on the UI channel.
+
+use crate::engine::{DecideError, PauseError};
+use serde::Serialize;
+
+/// What kind of refusal: the UI acts on the code, never on the sentence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The window's request was not one custody understands (unknown call,
+    /// missing or mistyped arguments, an id that is not an id).
+    BadRequest,
+    /// This window may not make this call (see `permissions`).
+    NotPermitted,
+    /// The request the call is about is no longer waiting: decided,
+    /// expired, or withdrawn by the agent.
+    Gone,
+    /// Custody is still busy with this window's earlier calls.
+    Busy,
+    /// The call did not finish in time (a locked keychain, a slow disk).
+    Timeout,
+    /// Custody's core did not start (the key store or the audit log could
+    /// not be opened); Settings says why.
+    NotRunning,
+    /// Custody refused or could not do what was asked; the message says why.
+    Refused,
+}
+
+/// A refused call: its [`ErrorCode`] and a sentence for the human
+/// (display-safe where it quotes anything from outside).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+#[error("{message}")]
+pub struct CallError {
+    /// What kind of refusal.
+    pub code: ErrorCode,
+    /// What happened, for the human.
+    pub message: String,
+}
+
+impl CallError {
+    /// A refusal of kind `code`.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> CallError {
+        CallError {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+/// Custody's own sentences (the engine's, the key store's, the audit
+/// log's) are refusals unless a call says otherwise.
+impl From<String> for CallError {
+    fn from(message: String) -> CallError {
+        CallError::new(ErrorCode::Refused, message)
+    }
+}
+
+/// A decision the engine could not carry out: `gone` when the request was
+/// decided, expired or withdrawn meanwhile (the review closes), else
+/// `refused` with the engine's sentence.
+impl From<DecideError> for CallError {
+    fn from(e: DecideError) -> CallError {
+        let code = match e {
+            DecideError::NotPending => ErrorCode::Gone,
+            _ => ErrorCode::Refused,
+        };
+        CallError::new(code, e.to_string())
+    }
+}
+
+/// A pause (or deny-and-pause) the engine could not carry out, coded as
+/// for [`DecideError`].
+impl From<PauseError> for CallError {
+    fn from(e: PauseError) -> CallError {
+        let code = match e {
+            PauseError::NotPending => ErrorCode::Gone,
+            _ => ErrorCode::Refused,
+        };
+        CallError::new(code, e.to_string())
+    }
+}
+
+/// Custody's own error as a refusal (for `map_err`).
+pub fn refused(e: impl std::fmt::Display) -> CallError {
+    CallError::new(ErrorCode::Refused, e.to_string())
+}
+
+impl From<&str> for CallError {
+    fn from(message: &str) -> CallError {
+        CallError::new(ErrorCode::Refused, message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_is_sent_as_code_and_message() {
+        let e = CallError::new(ErrorCode::NotRunning, "custody is not running: locked");
+        assert_eq!(
+            serde_json::to_value(&e).unwrap(),
+            serde_json::json!({"code": "not_running", "message": "custody is not running: locked"})
+        );
+        assert_eq!(e.to_string(), "custody is not running: locked");
+        let from: CallError = String::from("no").into();
+        assert_eq!(from.code, ErrorCode::Refused);
+        assert_eq!(
+            CallError::from(DecideError::NotPending).code,
+            ErrorCode::Gone
+        );
+        assert_eq!(
+            CallError::from(PauseError::NotPending).code,
+            ErrorCode::Gone
+        );
+        assert_eq!(
+            CallError::from(DecideError::NotAGrant).code,
+            ErrorCode::Refused
+        );
+    }
+}
