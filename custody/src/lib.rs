@@ -30,6 +30,7 @@ pub mod queue;
 pub mod review;
 pub mod server;
 mod signer;
+pub mod startup;
 pub mod stepup;
 pub mod summary_cost;
 pub mod terminal;

@@ -9,13 +9,12 @@
 use clap::Parser;
 use parley_custody::agent_access;
 use parley_custody::audit::Audit;
-use parley_custody::engine::{unix_now, Engine, EngineConfig};
-use parley_custody::ipc::peer::PeerPolicy;
-use parley_custody::ipc::socket::{resolve_socket_path, BindOptions, ConnLimits, Listener};
+use parley_custody::engine::{unix_now, EngineConfig};
+use parley_custody::ipc::socket::resolve_socket_path;
 use parley_custody::keystore::{Keystore, Passphrase};
 use parley_custody::logging::{self, LogTarget};
 use parley_custody::paths;
-use parley_custody::server::{self, ServerLimits};
+use parley_custody::startup::{self, Custody, CustodyConfig};
 use parley_custody::stepup::{Polkit, StepUpPolicy, TextAgent};
 use parley_custody::terminal::TerminalApprover;
 use std::io::{BufRead, Write};
@@ -406,11 +405,10 @@ fn main() -> ExitCode {
             );
         }
     }
-    let mut policy = match PeerPolicy::new(args.agents_group.as_deref()) {
+    let policy = match startup::peer_policy(args.agents_group.as_deref(), args.allow_uid.clone()) {
         Ok(p) => p,
         Err(e) => return fail(e),
     };
-    policy.extra_uids.extend(&args.allow_uid);
     let mut config = EngineConfig::default();
     config.review.max_consent_horizon = args.max_consent_horizon;
     config.review.max_grant_lifetime = args.max_grant_lifetime;
@@ -424,11 +422,14 @@ fn main() -> ExitCode {
         .with_timeout(std::time::Duration::from_secs(args.step_up_timeout.max(1)));
     eprintln!("parley-custodyd: {}", config.step_up.describe());
     rt.block_on(async move {
-        let listener = match Listener::bind(BindOptions {
-            path: resolve_socket_path(args.socket.as_deref()),
-            policy,
-            limits: ConnLimits::default(),
-        }) {
+        let custody = Custody::start(
+            audit,
+            keystore,
+            approver.clone(),
+            CustodyConfig::new(config, resolve_socket_path(args.socket.as_deref()), policy),
+        )
+        .await;
+        let listener = match &custody.socket {
             Ok(l) => l,
             Err(e) => return fail(e),
         };
@@ -436,8 +437,7 @@ fn main() -> ExitCode {
         if let Some(dir) = listener.unreachable_for_agents() {
             eprintln!("parley-custodyd: note: agents of other users cannot reach {}; use --socket in a directory the agents group can enter", dir.display());
         }
-        let engine = Engine::new(keystore, audit, approver.clone(), config);
-        if let Err(e) = approver.run(engine.clone(), tokio::runtime::Handle::current()) {
+        if let Err(e) = approver.run(custody.engine.clone(), tokio::runtime::Handle::current()) {
             return fail(e);
         }
         let shutdown = async {
@@ -450,7 +450,9 @@ fn main() -> ExitCode {
                 _ = term.recv() => {}
             }
         };
-        server::serve(listener, engine, ServerLimits::default(), shutdown).await;
+        if let Err(e) = custody.serve(shutdown).await {
+            return fail(e);
+        }
         eprintln!("parley-custodyd: stopped");
         ExitCode::SUCCESS
     })

@@ -19,13 +19,10 @@ use super::ui_process::Opener;
 use crate::approver::PendingView;
 use crate::audit::Audit;
 use crate::engine::{Engine, EngineConfig};
-use crate::ipc::peer::PeerPolicy;
-use crate::ipc::socket::{
-    resolve_socket_path, BindOptions, ConnLimits, Listener, SocketError, SOCKET_ENV,
-};
+use crate::ipc::socket::{resolve_socket_path, SOCKET_ENV};
 use crate::keystore::{Keystore, StoreKind};
 use crate::paths;
-use crate::server::{self, ServerLimits};
+use crate::startup::{self, Custody, CustodyConfig};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -307,23 +304,20 @@ async fn start_core(
         .agents_group
         .clone()
         .or_else(|| settings.agents_group.clone());
-    let mut policy = PeerPolicy::new(group.as_deref()).map_err(|e| e.to_string())?;
-    policy.extra_uids.extend(&opts.allow_uid);
+    let mut extra_uids = opts.allow_uid.clone();
     for u in &settings.extra_users {
         match user_to_uid(u) {
-            Ok(uid) => policy.extra_uids.push(uid),
+            Ok(uid) => extra_uids.push(uid),
             Err(e) => warnings.push(format!("Allowed users: {e}; ignored")),
         }
     }
-    policy.extra_uids.sort_unstable();
-    policy.extra_uids.dedup();
+    let policy = startup::peer_policy(group.as_deref(), extra_uids).map_err(|e| e.to_string())?;
     let mut config = EngineConfig::default();
     config.review.max_consent_horizon = settings.max_consent_horizon_secs;
     config.review.max_grant_lifetime = settings.max_grant_lifetime_secs;
     config.queue.total = settings.queue_size;
     config.queue.per_minute = settings.rate_per_minute;
     config.step_up = settings.step_up.clone();
-    let engine = Engine::new(keystore, audit, approver, config);
     let policy_view = PolicyView {
         own_uid: policy.own_uid,
         agents_group: group,
@@ -343,46 +337,31 @@ async fn start_core(
         .or(if env_set { None } else { from_settings });
     let path = resolve_socket_path(flag.as_deref());
     let shown_path = path.path.display().to_string();
-    let bind = BindOptions {
-        path,
-        policy,
-        limits: ConnLimits::default(),
-    };
-    // A restart may find the previous process still letting go of the socket.
-    let mut tries = 0;
-    let bound = loop {
-        match Listener::bind(bind.clone()) {
-            Err(SocketError::AlreadyRunning(_)) if tries < 15 => {
-                tries += 1;
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-            other => break other,
-        }
-    };
-    let (socket, shutdown, served) = match bound {
-        Ok(listener) => {
-            let unreachable = listener
-                .unreachable_for_agents()
-                .map(|d| d.display().to_string());
-            let (tx, rx) = oneshot::channel::<()>();
-            let e = engine.clone();
-            let task = tokio::spawn(async move {
-                server::serve(listener, e, ServerLimits::default(), async {
-                    let _ = rx.await;
-                })
-                .await;
-            });
-            (
-                SocketStatus {
-                    path: shown_path,
-                    listening: true,
-                    error: None,
-                    unreachable_for_agents: unreachable,
-                },
-                Some(tx),
-                Some(task),
-            )
-        }
+    let custody = Custody::start(
+        audit,
+        keystore,
+        approver,
+        CustodyConfig::new(config, path, policy),
+    )
+    .await;
+    let engine = custody.engine.clone();
+    let unreachable = custody
+        .socket
+        .as_ref()
+        .ok()
+        .and_then(|l| l.unreachable_for_agents())
+        .map(|d| d.display().to_string());
+    let (socket, shutdown, served) = match custody.spawn() {
+        Ok(serving) => (
+            SocketStatus {
+                path: shown_path,
+                listening: true,
+                error: None,
+                unreachable_for_agents: unreachable,
+            },
+            Some(serving.stop),
+            Some(serving.task),
+        ),
         Err(e) => {
             tracing::error!("socket: {e}");
             (
