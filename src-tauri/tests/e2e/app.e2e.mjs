@@ -230,8 +230,11 @@ test('grant request: the human narrows it in the form; the agent receives exactl
   await wd.type('#spend', '100')
   await wd.click('#exp-8h')
   await wd.type('#agent-label', 'groceries bot')
+  // The sentence is custody's, for the current plan: it comes when custody has answered.
+  const sentence = /up to 40\.00 USD each, 100\.00 USD in total, until/
+  await wd.until(async () => sentence.test(await wd.text(tid('preview'))), 'custody\'s sentence of the grant').catch(() => {})
   const preview = await wd.text(tid('preview'))
-  assert.match(preview, /up to 40\.00 USD each, 100\.00 USD in total, until/)
+  assert.match(preview, sentence)
   await wd.exec(`document.querySelector('.preview-box').scrollIntoView({ block: 'end' })`)
   await wd.screenshot(join(SHOTS, 'grant-form.png'))
   await issueWhenArmed()
