@@ -155,7 +155,7 @@ test('consent: the review shows the real effects; Approve signs exactly that pro
   assert.equal(await wd.text(tid('summary')), 'Order 3 items')
   // Other windows cannot decide: the home window has no permission for it at all.
   await wd.switchTo(main)
-  const refused = await wd.exec(`return window.__TAURI_INTERNALS__.invoke('call', { name: 'review_decide', args: { id: arguments[0], approve: true, confirmed: true, reason: null } }).then(() => 'accepted', (e) => (e && typeof e === 'object' ? `${e.code}: ${e.message}` : String(e)))`, id)
+  const refused = await wd.exec(`return window.__TAURI_INTERNALS__.invoke('call', { name: 'review_decide', args: { id: arguments[0], approve: true, confirmed: true, reason: null } }).then(() => 'accepted', (e) => (e && typeof e === 'object' ? e.code + ': ' + e.message : String(e)))`, id)
   assert.match(refused, /^not_permitted: .*may not do that/, refused)
   await wd.switchTo(review)
   await wd.until(async () => (await wd.prop(tid('approve'), 'disabled')) === false, 'Approve after the delay')
@@ -370,7 +370,7 @@ test('a_widening_form_edit_is_shown_and_refused_unless_confirmed', async () => {
   const shown = JSON.parse(await wd.text(tid('caveats-json')))
   assert.ok(shown.some((c) => c.verbs?.includes('COMMIT')), JSON.stringify(shown))
   const refused = await wd.exec(
-    `return window.__TAURI_INTERNALS__.invoke('call', { name: 'grant_issue', args: { agent: arguments[0], caveats: arguments[1], shown: arguments[1], widenings: [], gesture: 'click', principal: null, note: null, request: arguments[2] } }).then(() => 'accepted', (e) => (e && typeof e === 'object' ? `${e.code}: ${e.message}` : String(e)))`,
+    `return window.__TAURI_INTERNALS__.invoke('call', { name: 'grant_issue', args: { agent: arguments[0], caveats: arguments[1], shown: arguments[1], widenings: [], gesture: 'click', principal: null, note: null, request: arguments[2] } }).then(() => 'accepted', (e) => (e && typeof e === 'object' ? e.code + ': ' + e.message : String(e)))`,
     agentPub,
     shown,
     opened.size ? [...opened].at(-1) : null,

@@ -89,7 +89,7 @@ test('tab_and_space_in_the_review_window_do_not_approve', async () => {
   // The backend refuses an approval that no pointer made, even from this window.
   const id = 'q3'
   const refused = await wd.exec(
-    `return window.__TAURI_INTERNALS__.invoke('call', { name: 'review_decide', args: { id: arguments[0], approve: true, confirmed: false, gesture: null, reason: null } }).then(() => 'accepted', (e) => (e && typeof e === 'object' ? `${e.code}: ${e.message}` : String(e)))`,
+    `return window.__TAURI_INTERNALS__.invoke('call', { name: 'review_decide', args: { id: arguments[0], approve: true, confirmed: false, gesture: null, reason: null } }).then(() => 'accepted', (e) => (e && typeof e === 'object' ? e.code + ': ' + e.message : String(e)))`,
     id,
   )
   assert.match(refused, /keyboard alone cannot approve/, refused)

@@ -147,7 +147,7 @@ test('deny and pause: the agent is told, and its next request is refused unseen'
   await wd.screenshot(join(SHOTS, 'review-deny-and-pause.png'))
   // Each window may call only what it needs: a review cannot pause agents at
   // will, the home window cannot deny and pause.
-  const invoke = (cmd, args) => wd.exec(`return window.__TAURI_INTERNALS__.invoke('call', { name: arguments[0], args: arguments[1] }).then(() => 'accepted', (e) => (e && typeof e === 'object' ? `${e.code}: ${e.message}` : String(e)))`, cmd, args)
+  const invoke = (cmd, args) => wd.exec(`return window.__TAURI_INTERNALS__.invoke('call', { name: arguments[0], args: arguments[1] }).then(() => 'accepted', (e) => (e && typeof e === 'object' ? e.code + ': ' + e.message : String(e)))`, cmd, args)
   for (const [cmd, args] of [['agent_pause', { agent: agentPub, secs: null }], ['agent_resume', { agent: agentPub }]]) {
     assert.match(await invoke(cmd, args), /may not do that/, `${cmd} from a review window`)
   }
