@@ -79,16 +79,20 @@ pub struct Custody {
 }
 
 impl Custody {
-    /// Builds the engine over `audit` and `keystore` and binds the socket,
-    /// waiting up to `config.handover` for a previous custody to let go of
-    /// it.
+    /// Binds the socket, waiting up to `config.handover` for a previous
+    /// custody to let go of it, and builds the engine over `audit` and
+    /// `keystore` (also when the socket could not be bound: the desktop
+    /// still shows the key store and the log).
     pub async fn start(
         audit: Audit,
         keystore: Keystore,
         approver: Arc<dyn Approver>,
         config: CustodyConfig,
     ) -> Custody {
-        let engine = Engine::new(keystore, audit, approver, config.engine);
+        // The socket first: a custody that finds another one running must
+        // not touch the shared audit log (building the engine records the
+        // retention policy when it changed). Nothing is accepted before
+        // serving starts, so binding early lets no agent in early.
         let step = Duration::from_millis(200);
         let mut waited = Duration::ZERO;
         let socket = loop {
@@ -100,6 +104,7 @@ impl Custody {
                 other => break other,
             }
         };
+        let engine = Engine::new(keystore, audit, approver, config.engine);
         Custody {
             engine,
             socket,
