@@ -8,7 +8,17 @@ cd "$(dirname "$0")/.."
 started=$(date +%s)
 scripts/setup.sh
 export CARGO_TERM_COLOR=never
-step() { printf '\n== %s (%d s in)\n' "$*" "$(( $(date +%s) - started ))"; }
+# One full run builds each crate once per profile and never edits and
+# rebuilds: incremental caches (GiBs: the debug target's and the package's
+# app profile's) would only take disk (the profiles' debug info is trimmed
+# for the same reason, see Cargo.toml). Developers' own builds keep them.
+export CARGO_INCREMENTAL=0
+# Each step says how long the run has taken and the disk left for target/
+# (a full disk once ended a CI run midway; the log then shows which step ate it).
+step() {
+  printf '\n== %s (%d s in, %s free)\n' "$*" "$(( $(date +%s) - started ))" \
+    "$(df -h --output=avail . | tail -n1 | tr -d ' ')"
+}
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -56,4 +66,4 @@ step "fuzz smoke run (every target, briefly)"
 scripts/fuzz-smoke.sh
 
 echo
-echo "test: everything passed in $(( $(date +%s) - started )) s"
+echo "test: everything passed in $(( $(date +%s) - started )) s; target/ holds $(du -sh target | cut -f1), fuzz/target $(du -sh fuzz/target | cut -f1)"
