@@ -20,6 +20,7 @@
 
 use crate::error::CliError;
 use parley_core::{Dialect, PublicKey, SecretKey};
+use parley_custody_client::private_fs;
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
@@ -105,28 +106,10 @@ pub fn ensure_dir(dir: &Path) -> Result<(), CliError> {
             "{} exists but is not a directory: move it away or set {HOME_ENV} elsewhere",
             dir.display()
         ))),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            create_private_dir(dir).map_err(|e| io_err(format!("creating {}", dir.display()), e))
-        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => private_fs::create_dir_all(dir)
+            .map_err(|e| io_err(format!("creating {}", dir.display()), e)),
         Err(e) => Err(io_err(format!("reading {}", dir.display()), e)),
     }
-}
-
-#[cfg(unix)]
-fn create_private_dir(dir: &Path) -> io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    // The umask can only remove bits; set 0700 anyway so the result does not
-    // depend on it.
-    fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
-}
-
-#[cfg(not(unix))]
-fn create_private_dir(dir: &Path) -> io::Result<()> {
-    fs::create_dir_all(dir)
 }
 
 /// The agent's key, loaded from `agent.key`.
@@ -229,7 +212,7 @@ pub fn init_agent_key(home: &Path) -> Result<(AgentKey, bool), CliError> {
     let mut line = Zeroizing::new(String::with_capacity(44));
     line.push_str(&secret.to_seed_b64());
     line.push('\n');
-    let mut file = match parley_custody::paths::create_private_file(&path) {
+    let mut file = match private_fs::create_new(&path) {
         Ok(f) => f,
         // Another `init` won the race: use its key.
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
@@ -301,7 +284,7 @@ pub fn save_token(dir: &Path, stem: &str, token: &str) -> Result<PathBuf, CliErr
     let tmp = dir.join(format!(".{stem}.pg.tmp{}", std::process::id()));
     let _ = fs::remove_file(&tmp);
     let result = (|| {
-        let mut f = parley_custody::paths::create_private_file(&tmp)?;
+        let mut f = private_fs::create_new(&tmp)?;
         f.write_all(token.as_bytes())?;
         f.write_all(b"\n")?;
         f.sync_all()?;
@@ -323,7 +306,7 @@ pub fn save_consent_new(dir: &Path, hash: &str, token: &str) -> Result<PathBuf, 
     check_stem(hash)?;
     ensure_dir(dir)?;
     let path = dir.join(hash);
-    let mut f = match parley_custody::paths::create_private_file(&path) {
+    let mut f = match private_fs::create_new(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
             let same = fs::read_to_string(&path).is_ok_and(|t| t.trim() == token);
@@ -375,7 +358,7 @@ pub fn import_agent_key(from: &Path, to: &Path) -> Result<(AgentKey, bool), CliE
     let mut line = Zeroizing::new(String::with_capacity(44));
     line.push_str(&source.secret.to_seed_b64());
     line.push('\n');
-    let mut file = parley_custody::paths::create_private_file(&path)
+    let mut file = private_fs::create_new(&path)
         .map_err(|e| io_err(format!("creating {}", path.display()), e))?;
     if let Err(e) = file
         .write_all(line.as_bytes())

@@ -44,6 +44,7 @@ const RUNNERS: &[&str] = &[
     "lens-verbatim.json",
     "estimate.json",
     "fit.json",
+    "money.json",
 ];
 
 /// Files whose runners live beside the code they test, outside core.
@@ -80,6 +81,55 @@ fn canonical_vectors() {
         // Canonical output parses back to the same value.
         let back: Value = serde_json::from_str(&got).unwrap();
         assert_eq!(canonical::canonical(&back).unwrap(), got);
+    }
+}
+
+/// Ours: the money format and the reading of a typed amount, which the UI's
+/// `money` and `parseAmount` pass too (ui/tests/money.test.mjs).
+#[test]
+fn money_vectors() {
+    let v = load("money.json");
+    let display = v["display"].as_array().expect("display cases");
+    assert!(
+        display.len() >= 15,
+        "the vector file lost its display cases"
+    );
+    for c in display {
+        let m = Money {
+            amount: c["amount"].as_i64().expect("amount"),
+            currency: c["currency"].as_str().expect("currency").into(),
+        };
+        assert_eq!(
+            m.to_string(),
+            c["text"].as_str().unwrap(),
+            "case {}",
+            name(c)
+        );
+    }
+    let typed = v["amount"].as_array().expect("amount cases");
+    assert!(typed.len() >= 30, "the vector file lost its amount cases");
+    for c in typed {
+        let (text, currency) = (c["text"].as_str().unwrap(), c["currency"].as_str().unwrap());
+        let want = c["minor"].as_i64();
+        assert!(
+            want.is_some() || c["minor"].is_null(),
+            "case {}: minor",
+            name(c)
+        );
+        let got = Money::parse_amount(text, currency).ok();
+        assert_eq!(got, want, "case {}", name(c));
+        // The command-line form reads its number by the same rule.
+        let flag = Money::parse_flag(&format!("{text}{currency}")).map(|m| m.amount);
+        assert_eq!(flag.ok(), want, "case {} as a flag", name(c));
+        // A difference of purpose is stated, never silent.
+        if c.get("ui_minor").is_some() {
+            let why = c["ui_differs_because"].as_str().unwrap_or("");
+            assert!(
+                !why.trim().is_empty(),
+                "case {}: ui_minor without a reason",
+                name(c)
+            );
+        }
     }
 }
 

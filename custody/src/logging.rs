@@ -17,7 +17,8 @@
 //!   is read later, by tools as much as people).
 
 use crate::display;
-use std::fs::{File, OpenOptions};
+use parley_custody_client::private_fs;
+use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -147,20 +148,9 @@ impl Write for BoundedFile {
     }
 }
 
+/// `path` for appending, created 0600 or made 0600 ([`private_fs::open_append`]).
 fn open_private(path: &Path) -> io::Result<File> {
-    let mut o = OpenOptions::new();
-    o.create(true).append(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-        o.mode(0o600);
-        let f = o.open(path)?;
-        // An existing file keeps its mode on open: make it private too.
-        f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-        Ok(f)
-    }
-    #[cfg(not(unix))]
-    o.open(path)
+    private_fs::open_append(path).map(|(file, _)| file)
 }
 
 /// One log line as written: display-safe, at most [`LOG_LINE_CHARS`], one

@@ -11,6 +11,7 @@
 //! for what) and possibly encrypted keys, which no other local user has any
 //! business listing, let alone reading.
 
+use parley_custody_client::private_fs::{self, DirError};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -99,71 +100,26 @@ pub fn file_store_dir(data_dir: &Path) -> Result<PathBuf, PathsError> {
 }
 
 /// Creates `dir` (and missing parents) with mode 0700, or checks an existing
-/// one is a real directory and removes any group/world permission bits.
+/// one is a real directory and removes any group/world permission bits
+/// ([`private_fs::ensure_dir`]), with a warning in the log if others had
+/// access.
 pub fn ensure_private_dir(dir: &Path) -> Result<(), PathsError> {
-    let io = |source| PathsError::Io {
-        path: dir.to_path_buf(),
-        source,
-    };
-    match std::fs::symlink_metadata(dir) {
-        Ok(meta) if meta.is_dir() => tighten(dir, &meta).map_err(io),
-        Ok(_) => Err(PathsError::NotADirectory(dir.to_path_buf())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => create_private(dir).map_err(io),
-        Err(e) => Err(io(e)),
+    match private_fs::ensure_dir(dir) {
+        Ok(tightened) => {
+            if let Some(t) = tightened.filter(|t| t.was_exposed()) {
+                tracing::warn!(dir = %dir.display(), mode = format!("{:o}", t.was), "data directory was accessible to other users; setting it to 0700");
+            }
+            Ok(())
+        }
+        Err(DirError::NotADirectory(path)) => Err(PathsError::NotADirectory(path)),
+        Err(DirError::Io { path, source }) => Err(PathsError::Io { path, source }),
     }
 }
 
 /// Opens a new file that only this user can read or write (0600 on Unix),
-/// failing if anything exists at `path`: a secret, an export or a settings
-/// file is never written into a file someone else prepared. The one way
-/// every crate here creates such a file.
-pub fn create_private_file(path: &Path) -> std::io::Result<std::fs::File> {
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(0o600);
-    }
-    opts.open(path)
-}
-
-#[cfg(unix)]
-fn create_private(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    // The umask may have removed bits but never adds any; still, set it
-    // explicitly so the result does not depend on the caller's umask.
-    let meta = std::fs::symlink_metadata(dir)?;
-    tighten(dir, &meta)
-}
-
-#[cfg(not(unix))]
-fn create_private(dir: &Path) -> std::io::Result<()> {
-    // On Windows the profile directory's ACL already restricts access to the user.
-    std::fs::create_dir_all(dir)
-}
-
-#[cfg(unix)]
-fn tighten(dir: &Path, meta: &std::fs::Metadata) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let mode = meta.permissions().mode() & 0o7777;
-    if mode != 0o700 {
-        if mode & 0o077 != 0 {
-            tracing::warn!(dir = %dir.display(), mode = format!("{mode:o}"), "data directory was accessible to other users; setting it to 0700");
-        }
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
-    }
-    Ok(())
-}
-
-#[cfg(not(unix))]
-fn tighten(_dir: &Path, _meta: &std::fs::Metadata) -> std::io::Result<()> {
-    Ok(())
-}
+/// failing if anything exists at `path`: [`private_fs::create_new`], under
+/// the name custody's code has always called it by.
+pub use parley_custody_client::private_fs::create_new as create_private_file;
 
 #[cfg(test)]
 mod tests {

@@ -5,26 +5,16 @@
 
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
-import { join, dirname } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { chromium } from 'playwright-core'
+import { launch, rulesPage, vectors as load } from './chromium.mjs'
 
-const here = dirname(fileURLToPath(import.meta.url))
-const mock = join(here, 'dist', 'mock.js')
-const vectors = JSON.parse(readFileSync(join(here, '..', '..', 'conformance', 'display-safety.json'), 'utf8'))
+const vectors = load('display-safety.json')
 
 let browser
 let page
 
 before(async () => {
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  })
-  page = await browser.newPage()
-  await page.setContent('<!doctype html><title>display</title>')
-  await page.addScriptTag({ path: mock })
+  browser = await launch()
+  page = await rulesPage(browser, 'display')
 })
 
 after(async () => {

@@ -55,14 +55,17 @@ mockIPC(
 window.__parleyEmit = (event, payload) => emit(event, payload)
 
 // The display-safety rule itself, for tests/display.test.mjs (the same
-// ui/src/dom.ts the pages are built from).
+// ui/src/dom.ts the pages are built from), and the time and money formats
+// for tests/time.test.mjs and tests/money.test.mjs (ui/src/format.ts).
 import { visible, bounded } from '../src/dom'
-import { when, whenExact } from '../src/format'
+import { when, whenExact, money, parseAmount } from '../src/format'
 declare global {
   interface Window {
     __parleyDisplay: { visible: typeof visible; bounded: typeof bounded }
     __parleyTime: { when: typeof when; whenExact: typeof whenExact }
+    __parleyMoney: { money: typeof money; parseAmount: typeof parseAmount }
   }
 }
 window.__parleyDisplay = { visible, bounded }
 window.__parleyTime = { when, whenExact }
+window.__parleyMoney = { money, parseAmount }

@@ -6,22 +6,14 @@
 
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
-import { join, dirname } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { chromium } from 'playwright-core'
+import { launch, rulesPage, vectors as load } from './chromium.mjs'
 
-const here = dirname(fileURLToPath(import.meta.url))
-const mock = join(here, 'dist', 'mock.js')
-const vectors = JSON.parse(readFileSync(join(here, '..', '..', 'conformance', 'local-time.json'), 'utf8'))
+const vectors = load('local-time.json')
 
 let browser
 
 before(async () => {
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  })
+  browser = await launch()
 })
 
 after(async () => {
@@ -33,10 +25,7 @@ test('time format: every vector of conformance/local-time.json, each in its own 
   const zones = [...new Set(vectors.cases.map((c) => c.tz))]
   assert.ok(zones.length >= 5, 'vectors in several zones')
   for (const tz of zones) {
-    const context = await browser.newContext({ timezoneId: tz })
-    const page = await context.newPage()
-    await page.setContent('<!doctype html><title>time</title>')
-    await page.addScriptTag({ path: mock })
+    const page = await rulesPage(browser, 'time', { timezoneId: tz })
     const cases = vectors.cases.filter((c) => c.tz === tz)
     const got = await page.evaluate(
       (unix) => unix.map((u) => [window.__parleyTime.when(u), window.__parleyTime.whenExact(u)]),
@@ -46,16 +35,13 @@ test('time format: every vector of conformance/local-time.json, each in its own 
       assert.equal(got[i][0], c.minutes, `${c.name} (${tz}): minutes`)
       assert.equal(got[i][1], c.seconds, `${c.name} (${tz}): seconds`)
     })
-    await context.close()
+    await page.context().close()
   }
 })
 
 test('time format: a fraction of a second never rounds a time up', async () => {
-  const context = await browser.newContext({ timezoneId: 'UTC' })
-  const page = await context.newPage()
-  await page.setContent('<!doctype html><title>time</title>')
-  await page.addScriptTag({ path: mock })
+  const page = await rulesPage(browser, 'time', { timezoneId: 'UTC' })
   const got = await page.evaluate(() => [window.__parleyTime.when(59.999), window.__parleyTime.whenExact(59.999)])
   assert.deepEqual(got, ['1970-01-01\u00a000:00', '1970-01-01\u00a000:00:59'])
-  await context.close()
+  await page.context().close()
 })

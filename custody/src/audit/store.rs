@@ -13,6 +13,7 @@ use super::event::prepare;
 use super::{
     retention, space, Audit, AuditError, Event, EventKind, NewEvent, Recorded, UnknownKind, GENESIS,
 };
+use parley_custody_client::private_fs;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::Serialize;
@@ -440,36 +441,17 @@ fn insert_sql() -> String {
 }
 
 /// Creates the database file 0600 before SQLite opens it (SQLite would use
-/// the umask, often 0644), or tightens an existing one. SQLite gives its
-/// `-wal` and `-shm` files the main file's permissions.
-#[cfg(unix)]
+/// the umask, often 0644), or tightens an existing one, with a warning in the
+/// log if others had access. SQLite gives its `-wal` and `-shm` files the
+/// main file's permissions.
 fn create_private_file(path: &Path) -> Result<(), AuditError> {
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let io = |source| AuditError::Io {
+    let (_, tightened) = private_fs::open_or_create(path).map_err(|source| AuditError::Io {
         path: path.to_path_buf(),
         source,
-    };
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .open(path)
-        .map_err(io)?;
-    let mode = file.metadata().map_err(io)?.permissions().mode() & 0o777;
-    if mode != 0o600 {
-        if mode & 0o077 != 0 {
-            tracing::warn!(file = %path.display(), mode = format!("{mode:o}"), "audit log was accessible to other users; setting it to 0600");
-        }
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))
-            .map_err(io)?;
+    })?;
+    if let Some(t) = tightened.filter(|t| t.was_exposed()) {
+        tracing::warn!(file = %path.display(), mode = format!("{:o}", t.was), "audit log was accessible to other users; setting it to 0600");
     }
-    Ok(())
-}
-
-#[cfg(not(unix))]
-fn create_private_file(_path: &Path) -> Result<(), AuditError> {
     Ok(())
 }
 

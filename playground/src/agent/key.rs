@@ -5,7 +5,8 @@
 
 use crate::ids::random_key;
 use parley_core::SecretKey;
-use std::fs::{self, OpenOptions};
+use parley_custody_client::private_fs;
+use std::fs;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use zeroize::Zeroizing;
@@ -73,14 +74,7 @@ pub fn load_or_create(path: &Path) -> Result<(SecretKey, bool), KeyFileError> {
                 })?;
             }
             let key = random_key();
-            let mut opts = OpenOptions::new();
-            opts.write(true).create_new(true);
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::OpenOptionsExt;
-                opts.mode(0o600);
-            }
-            match opts.open(path) {
+            match private_fs::create_new(path) {
                 Ok(mut f) => {
                     let text = key.to_seed_b64();
                     f.write_all(text.as_bytes()).map_err(io)?;
@@ -97,18 +91,12 @@ pub fn load_or_create(path: &Path) -> Result<(SecretKey, bool), KeyFileError> {
     }
 }
 
+/// `dir` (and missing parents) made 0700; an existing one is left as it is.
 fn create_private_dir(dir: &Path) -> io::Result<()> {
     if dir.is_dir() {
         return Ok(());
     }
-    let mut b = fs::DirBuilder::new();
-    b.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        b.mode(0o700);
-    }
-    b.create(dir)
+    private_fs::create_dir_all(dir)
 }
 
 #[cfg(test)]
