@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 use support::agent::Agent;
-use support::custody::{Keys, TestCustody};
+use support::custody::{Keys, Options, TestCustody};
 use zeroize::Zeroizing;
 
 const SERVICE: &str = "shop.example";
@@ -58,10 +58,11 @@ fn rt() -> tokio::runtime::Runtime {
 /// The engine and server on a real socket; the audit log in `audit_dir`
 /// (default: the temporary directory).
 async fn start(config: EngineConfig, audit_dir: Option<&Path>) -> TestCustody {
-    let c = match audit_dir {
-        Some(dir) => TestCustody::with_audit_in(Keys::File, config, dir),
-        None => TestCustody::new(Keys::File, config),
+    let options = Options {
+        audit_dir: audit_dir.map(Path::to_path_buf),
+        ..Options::new(config)
     };
+    let mut c = TestCustody::start_with(Keys::File, options).await;
     c.serve();
     c
 }

@@ -23,7 +23,7 @@ use support::{in_session, Session};
 use zeroize::Zeroizing;
 
 async fn start(config: EngineConfig) -> TestCustody {
-    let c = TestCustody::new(Keys::Keychain, config);
+    let mut c = TestCustody::start(Keys::Keychain, config).await;
     c.serve();
     c
 }

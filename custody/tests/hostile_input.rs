@@ -34,7 +34,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use support::custody::{Keys, TestCustody};
+use support::custody::{Keys, Options, TestCustody};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixStream;
@@ -71,14 +71,20 @@ struct Setup {
 }
 
 async fn start(setup: Setup) -> TestCustody {
-    let c = TestCustody::new(Keys::File, setup.config);
-    // Reachable by the second user (the socket's own mode is opened below).
-    std::fs::set_permissions(&c.dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     let policy = PeerPolicy {
         extra_uids: setup.extra_uid.into_iter().collect(),
         ..PeerPolicy::own_user_only()
     };
-    c.serve_with(policy, setup.conn, setup.server);
+    let options = Options {
+        policy,
+        conn: setup.conn,
+        server: setup.server,
+        ..Options::new(setup.config)
+    };
+    let mut c = TestCustody::start_with(Keys::File, options).await;
+    // Reachable by the second user (the socket's own mode is opened below).
+    std::fs::set_permissions(&c.dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    c.serve();
     if setup.extra_uid.is_some() {
         // The peer policy, not the file mode, is what admits the flood user.
         std::fs::set_permissions(&c.socket, std::fs::Permissions::from_mode(0o666)).unwrap();

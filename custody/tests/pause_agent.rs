@@ -25,8 +25,8 @@ fn agent(seed: u8) -> String {
         .to_string()
 }
 
-fn custody() -> TestCustody {
-    TestCustody::new(Keys::File, no_step_up())
+async fn custody() -> TestCustody {
+    TestCustody::start(Keys::File, no_step_up()).await
 }
 
 fn request_at(id: &str, n: i64, agent: &str, principal: &PublicKey, service: &str) -> Request {
@@ -91,7 +91,7 @@ fn rt() -> tokio::runtime::Runtime {
 #[test]
 fn a_paused_agent_is_refused_unseen_and_told_why_until_resumed() {
     rt().block_on(async {
-        let mut c = custody();
+        let mut c = custody().await;
         let (a, b) = (agent(2), agent(3));
         // A request already waiting is denied by the pause, with its reason.
         let mut waiting = submit(&c, "w", 1, &a);
@@ -155,7 +155,7 @@ fn a_paused_agent_is_refused_unseen_and_told_why_until_resumed() {
 #[test]
 fn deny_and_pause_denies_this_request_and_refuses_the_agent_for_an_hour() {
     rt().block_on(async {
-        let mut c = custody();
+        let mut c = custody().await;
         let a = agent(2);
         let mut first = submit(&c, "f", 1, &a);
         assert_eq!(reply(&mut first).await["kind"], "PENDING");
@@ -213,7 +213,7 @@ fn a_pause_ends_by_itself_at_its_time() {
 #[test]
 fn alike_requests_are_listed_together_and_denied_at_once_and_nothing_else() {
     rt().block_on(async {
-        let mut c = custody();
+        let mut c = custody().await;
         let (a, b) = (agent(2), agent(3));
         // Three orders from one agent at one service (different proposals),
         // one from it elsewhere, one from another agent.

@@ -64,7 +64,7 @@ fn story(dialect: Dialect) {
         .unwrap();
     rt.block_on(async {
         // Custody, as parley-custodyd runs it, with a scripted human.
-        let custody = TestCustody::new(Keys::Keychain, no_step_up());
+        let mut custody = TestCustody::start(Keys::Keychain, no_step_up()).await;
         let socket = custody.serve();
         let TestCustody {
             engine,

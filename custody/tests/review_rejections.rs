@@ -38,7 +38,7 @@ async fn start() -> TestCustody {
     config.queue.per_minute = 10_000;
     // Every case's row is checked, so none may be summarized.
     config.retention.rejections_per_hour = 10_000;
-    let c = TestCustody::new(Keys::Keychain, config);
+    let mut c = TestCustody::start(Keys::Keychain, config).await;
     c.serve();
     c
 }

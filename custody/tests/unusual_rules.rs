@@ -467,8 +467,8 @@ fn the_agents_record_counts_signed_consents_per_currency_and_live_grants() {
 
 // ---- through the engine ----
 
-fn custody() -> TestCustody {
-    TestCustody::new(Keys::File, no_step_up())
+async fn custody() -> TestCustody {
+    TestCustody::start(Keys::File, no_step_up()).await
 }
 
 fn frame(id: &str, a: &Ask, principal: &PublicKey) -> Request {
@@ -520,7 +520,7 @@ fn the_engine_warns_of_a_tenfold_cost_and_a_look_alike_service_and_shows_the_rec
         .build()
         .unwrap();
     rt.block_on(async {
-        let mut c = custody();
+        let mut c = custody().await;
         let (first, _rx) = ask(&mut c, "r1", &Ask::default()).await;
         let rules: Vec<&str> = first.review.unusual.iter().map(|u| u.rule).collect();
         assert_eq!(
