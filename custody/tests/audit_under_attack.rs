@@ -10,8 +10,6 @@
 mod support;
 
 use nix::unistd::Uid;
-use parley_core::proposal::proposal_hash;
-use parley_core::{PublicKey, SecretKey};
 use parley_custody::approver::{Gesture, Verdict, Yes};
 use parley_custody::audit::{
     Audit, AuditError, Event, EventKind, NewEvent, Query, Recorded, RetentionPolicy,
@@ -27,9 +25,9 @@ use std::process::Command;
 use std::time::Duration;
 use support::agent::Agent;
 use support::custody::{Keys, Options, TestCustody};
-use zeroize::Zeroizing;
+use support::requests::{agent_key, consent_req, proposal, SERVICE};
+use support::rt;
 
-const SERVICE: &str = "shop.example";
 /// A click with the second confirmation (no OS authentication: these tests
 /// attack the audit log, not the step-up; `StepUpPolicy::Never`).
 const YES: Yes = Yes {
@@ -45,14 +43,6 @@ fn config() -> EngineConfig {
     }
 }
 
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 // ---------------------------------------------------------------- the daemon
 
 /// The engine and server on a real socket; the audit log in `audit_dir`
@@ -65,29 +55,6 @@ async fn start(config: EngineConfig, audit_dir: Option<&Path>) -> TestCustody {
     let mut c = TestCustody::start_with(Keys::File, options).await;
     c.serve();
     c
-}
-
-fn agent_key() -> PublicKey {
-    SecretKey::from_seed(&Zeroizing::new([2u8; 32])).public()
-}
-
-fn proposal(id: &str, amount: i64) -> Value {
-    let mut p = json!({
-        "id": id, "capability": "shop.order", "summary": "Order",
-        "effects": [{"op": "charge", "target": "card ••42", "detail": "USD"}],
-        "cost": {"amount": amount, "currency": "USD"}, "risk": "low",
-        "undo": {"window": 1800}, "expires": unix_now() + 600
-    });
-    p["hash"] = json!(proposal_hash(&p).unwrap());
-    p
-}
-
-fn consent_req(id: &str, principal: &PublicKey, p: &Value) -> Value {
-    json!({"custody": 1, "id": id, "op": "consent", "service": SERVICE,
-           "agent": agent_key().to_string(), "proposal": p,
-           "consent": {"proposal": p["id"], "hash": p["hash"], "service": SERVICE,
-                       "capability": p["capability"], "principal": principal.to_string(),
-                       "summary": p["summary"], "expires": p["expires"]}})
 }
 
 fn rejections(audit: &Audit) -> Vec<Event> {

@@ -7,9 +7,8 @@
 
 mod support;
 
-use parley_core::proposal::proposal_hash;
-use parley_core::{PublicKey, SecretKey};
-use parley_custody::audit::{Audit, EventKind, Query};
+use parley_core::PublicKey;
+use parley_custody::audit::EventKind;
 use parley_custody::engine::{unix_now, EngineConfig};
 use parley_custody::ipc::peer::PeerInfo;
 use parley_custody::ipc::socket::ConnLimits;
@@ -20,9 +19,10 @@ use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use support::agent::Agent;
-use support::custody::{no_step_up, Keys, Options, TestCustody};
+use support::custody::{next_reply, no_step_up, Keys, Options, TestCustody};
+use support::requests::{consent_req, kind_code, rehash};
+use support::rt;
 use tokio::sync::mpsc;
-use zeroize::Zeroizing;
 
 /// Nobody decides: requests stay pending until their deadline (what the
 /// approver was asked to show is never read).
@@ -58,12 +58,6 @@ fn peer(uid: u32) -> PeerInfo {
     }
 }
 
-fn agent() -> String {
-    SecretKey::from_seed(&Zeroizing::new([2u8; 32]))
-        .public()
-        .to_string()
-}
-
 /// A consent request for a fresh, well-formed proposal `n`.
 fn consent(id: &str, n: u32, principal: &PublicKey) -> Value {
     let mut p = json!({
@@ -72,43 +66,13 @@ fn consent(id: &str, n: u32, principal: &PublicKey) -> Value {
         "cost": {"amount": 100 + i64::from(n), "currency": "USD"}, "risk": "low",
         "undo": {"window": 60}, "expires": unix_now() + 3600
     });
-    p["hash"] = json!(proposal_hash(&p).unwrap());
-    json!({"custody": 1, "id": id, "op": "consent", "service": "shop.example",
-           "agent": agent(), "proposal": p,
-           "consent": {"proposal": p["id"], "hash": p["hash"], "service": "shop.example",
-                       "capability": "shop.order", "principal": principal.to_string(),
-                       "summary": "Order", "expires": p["expires"]}})
+    rehash(&mut p);
+    consent_req(id, principal, &p)
 }
 
 /// Starts a request on the engine; returns the channel its replies arrive on.
 fn submit(c: &TestCustody, uid: u32, frame: Value) -> mpsc::Receiver<Value> {
-    let (tx, rx) = mpsc::channel(16);
-    let req = Request::from_value(&frame).unwrap();
-    let engine = c.engine.clone();
-    tokio::spawn(async move { engine.handle(&peer(uid), req, tx).await });
-    rx
-}
-
-async fn first(rx: &mut mpsc::Receiver<Value>) -> Value {
-    tokio::time::timeout(Duration::from_secs(30), rx.recv())
-        .await
-        .expect("a reply in time")
-        .expect("a reply")
-}
-
-fn kind_code(v: &Value) -> String {
-    match v["code"].as_str() {
-        Some(code) => format!("{}:{code}", v["kind"].as_str().unwrap_or("?")),
-        None => v["kind"].as_str().unwrap_or("?").to_string(),
-    }
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
+    c.submit(&peer(uid), Request::from_value(&frame).unwrap())
 }
 
 #[test]
@@ -119,7 +83,7 @@ fn pending_requests_are_capped_per_peer_and_in_total() {
         let mut got = Vec::new();
         for (i, uid) in [1001, 1001, 1001, 1002, 1003].into_iter().enumerate() {
             let mut rx = submit(&c, uid, consent(&format!("r{i}"), i as u32, &c.principal));
-            got.push(kind_code(&first(&mut rx).await));
+            got.push(kind_code(&next_reply(&mut rx).await));
             keep.push(rx);
         }
         assert_eq!(
@@ -140,13 +104,13 @@ fn requests_per_minute_per_peer_are_rate_limited_even_invalid_ones() {
             let mut bad = consent(&format!("r{i}"), i, &c.principal);
             bad["proposal"]["summary"] = json!("tampered after hashing");
             let mut rx = submit(&c, 1001, bad);
-            got.push(kind_code(&first(&mut rx).await));
+            got.push(kind_code(&next_reply(&mut rx).await));
         }
         assert_eq!(got[..3], ["REJECTED:proposal_hash"; 3]);
         assert_eq!(got[3], "ERROR:rate_limited");
         // Another uid has its own budget.
         let mut rx = submit(&c, 1002, consent("o", 9, &c.principal));
-        assert_eq!(kind_code(&first(&mut rx).await), "PENDING");
+        assert_eq!(kind_code(&next_reply(&mut rx).await), "PENDING");
     });
 }
 
@@ -156,17 +120,11 @@ fn a_request_nobody_decides_expires_at_the_approver_deadline() {
         let c = custody(limits(8, 64, 100, Duration::from_secs(1))).await;
         let started = Instant::now();
         let mut rx = submit(&c, 1001, consent("r", 1, &c.principal));
-        assert_eq!(kind_code(&first(&mut rx).await), "PENDING");
-        assert_eq!(kind_code(&first(&mut rx).await), "EXPIRED");
+        assert_eq!(kind_code(&next_reply(&mut rx).await), "PENDING");
+        assert_eq!(kind_code(&next_reply(&mut rx).await), "EXPIRED");
         assert!(started.elapsed() >= Duration::from_secs(1));
         assert!(c.engine.pending().is_empty(), "the prompt is withdrawn");
-        let rows = Audit::open(&c.audit_path)
-            .unwrap()
-            .query(&Query {
-                kinds: vec![EventKind::RequestExpired],
-                ..Default::default()
-            })
-            .unwrap();
+        let rows = c.rows(EventKind::RequestExpired);
         assert_eq!(rows.len(), 1);
     });
 }

@@ -20,18 +20,11 @@ use parley_custody::stepup::StepUpPolicy;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use support::{in_session, scratch, Session};
+use support::{in_session, rt_per_core, scratch, Session};
 use zeroize::Zeroizing;
 
 fn agent() -> PublicKey {
     SecretKey::from_seed(&Zeroizing::new([7u8; 32])).public()
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 fn engine(with_key: bool) -> (Engine, Option<PublicKey>, PathBuf) {
@@ -70,7 +63,7 @@ fn form_grant_is_signed_as_shown_and_logged_before_it_is_returned() {
     ) {
         return;
     }
-    rt().block_on(async {
+    rt_per_core().block_on(async {
         let (engine, principal, audit_path) = engine(true);
         let principal = principal.unwrap();
         let exp = unix_now() + 3600;
@@ -167,7 +160,7 @@ fn form_grant_expiry_is_clamped_and_a_missing_one_is_added() {
     ) {
         return;
     }
-    rt().block_on(async {
+    rt_per_core().block_on(async {
         let (engine, _, _) = engine(true);
         let far = unix_now() + 365 * 86400;
         let issued = engine
@@ -217,7 +210,7 @@ fn form_grant_refuses_what_review_refuses_and_logs_nothing() {
     ) {
         return;
     }
-    rt().block_on(async {
+    rt_per_core().block_on(async {
         // No principal key yet: nothing to sign with.
         let (engine, _, audit_path) = engine(false);
         let ok_caveats = json!([{"svc": ["a.example"]}, {"exp": unix_now() + 60}]);

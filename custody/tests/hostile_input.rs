@@ -15,8 +15,6 @@
 mod support;
 
 use nix::unistd::Uid;
-use parley_core::proposal::proposal_hash;
-use parley_core::{PublicKey, SecretKey};
 use parley_custody::approver::Verdict;
 use parley_custody::approver::{Gesture, Yes};
 use parley_custody::audit::{Audit, EventKind, Query, RetentionPolicy, MAX_LIMIT};
@@ -35,28 +33,20 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use support::custody::{Keys, Options, TestCustody};
+use support::requests::{agent_key, consent_req, proposal, SERVICE};
+use support::rt;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixStream;
-use zeroize::Zeroizing;
 
 const FLOOD_USER: &str = "parley-test-flood";
 const PYTHON: &str = "/usr/bin/python3";
-const SERVICE: &str = "shop.example";
 
 /// The tests that load the machine or measure promptness run one at a time.
 static HEAVY: Mutex<()> = Mutex::new(());
 
 fn heavy() -> std::sync::MutexGuard<'static, ()> {
     HEAVY.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 // ---------------------------------------------------------------- the daemon
@@ -161,31 +151,6 @@ fn vm_rss_kib() -> u64 {
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .expect("VmRSS in /proc/self/status")
-}
-
-// ---------------------------------------------------------------- requests
-
-fn agent_key() -> PublicKey {
-    SecretKey::from_seed(&Zeroizing::new([2u8; 32])).public()
-}
-
-fn proposal(id: &str, amount: i64) -> Value {
-    let mut p = json!({
-        "id": id, "capability": "shop.order", "summary": "Order",
-        "effects": [{"op": "charge", "target": "card ••42", "detail": "USD"}],
-        "cost": {"amount": amount, "currency": "USD"}, "risk": "low",
-        "undo": {"window": 1800}, "expires": unix_now() + 600
-    });
-    p["hash"] = json!(proposal_hash(&p).unwrap());
-    p
-}
-
-fn consent_req(id: &str, principal: &PublicKey, p: &Value) -> Value {
-    json!({"custody": 1, "id": id, "op": "consent", "service": SERVICE,
-           "agent": agent_key().to_string(), "proposal": p,
-           "consent": {"proposal": p["id"], "hash": p["hash"], "service": SERVICE,
-                       "capability": p["capability"], "principal": principal.to_string(),
-                       "summary": p["summary"], "expires": p["expires"]}})
 }
 
 // ---------------------------------------------------------------- the tests
@@ -487,18 +452,13 @@ fn a_client_that_never_finishes_a_line_blocks_no_one_and_is_dropped_when_idle() 
 
 /// Fails loudly when not root, unless PARLEY_SKIP_ROOT_TESTS=1.
 fn require_root(test: &str) -> bool {
-    if Uid::effective().is_root() {
-        return true;
-    }
-    if std::env::var("PARLEY_SKIP_ROOT_TESTS").as_deref() == Ok("1") {
-        eprintln!("SKIPPED {test}: needs root (PARLEY_SKIP_ROOT_TESTS=1)");
-        return false;
-    }
-    panic!(
-        "{test} needs root: it creates the OS user `{FLOOD_USER}` and connects as that user, \
-         so that the flood and the well-behaved client have different uids. Run the tests as \
-         root (as CI does), or set PARLEY_SKIP_ROOT_TESTS=1 to skip it knowingly."
-    );
+    support::require_root(
+        test,
+        &format!(
+            "it creates the OS user `{FLOOD_USER}` and connects as that user, so that the \
+             flood and the well-behaved client have different uids"
+        ),
+    )
 }
 
 /// Creates the flood user if missing; returns its uid.

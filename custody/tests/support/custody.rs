@@ -7,18 +7,20 @@
 
 use parley_core::PublicKey;
 use parley_custody::approver::{PendingView, ScriptedApprover};
-use parley_custody::audit::Audit;
+use parley_custody::audit::{Audit, Event, EventKind, Query};
 use parley_custody::engine::{Engine, EngineConfig};
-use parley_custody::ipc::peer::PeerPolicy;
+use parley_custody::ipc::peer::{PeerInfo, PeerPolicy};
 use parley_custody::ipc::socket::{ConnLimits, SocketPath};
 use parley_custody::keystore::{KdfParams, Keystore, Passphrase};
+use parley_custody::protocol::Request;
 use parley_custody::server::ServerLimits;
 use parley_custody::startup::{Custody, CustodyConfig, Serving};
 use parley_custody::stepup::StepUpPolicy;
+use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::sync::mpsc::{self, UnboundedReceiver};
 use zeroize::Zeroizing;
 
 /// Where the test's principal key lives.
@@ -165,4 +167,34 @@ impl TestCustody {
         self.serving = Some(serving);
         self.socket.clone()
     }
+
+    /// The audit rows of `kind`, newest first, read from the file as another
+    /// reader of the log would.
+    pub fn rows(&self, kind: EventKind) -> Vec<Event> {
+        Audit::open(&self.audit_path)
+            .expect("the audit file")
+            .query(&Query {
+                kinds: vec![kind],
+                ..Default::default()
+            })
+            .expect("the audit rows")
+    }
+
+    /// Starts `req` on the engine as `peer` asking over the socket would
+    /// (without the socket); returns the channel its replies arrive on.
+    pub fn submit(&self, peer: &PeerInfo, req: Request) -> mpsc::Receiver<Value> {
+        let (tx, rx) = mpsc::channel(16);
+        let engine = self.engine.clone();
+        let peer = peer.clone();
+        tokio::spawn(async move { engine.handle(&peer, req, tx).await });
+        rx
+    }
+}
+
+/// The next reply on a channel from [`TestCustody::submit`], within 30 s.
+pub async fn next_reply(rx: &mut mpsc::Receiver<Value>) -> Value {
+    tokio::time::timeout(Duration::from_secs(30), rx.recv())
+        .await
+        .expect("a reply in time")
+        .expect("a reply")
 }
