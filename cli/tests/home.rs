@@ -4,6 +4,8 @@
 //! file key store in a temporary data directory.
 #![cfg(unix)]
 
+mod support;
+
 use parley_core::grant::UnverifiedGrant;
 use parley_core::{PublicKey, SecretKey};
 use serde_json::{json, Value};
@@ -14,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use support::{parley_with, stderr, stdout, vectors};
 use zeroize::Zeroizing;
 
 /// A fresh directory under the system temp dir, removed on drop.
@@ -48,34 +51,13 @@ impl Drop for Temp {
 /// Runs `parley` with `PARLEY_HOME` in `t` and a socket nobody listens on
 /// (unless `args` pass `--socket`).
 fn parley(t: &Temp, args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_parley"))
-        .args(args)
-        .env("PARLEY_HOME", t.home())
-        // Never the real ~/.yea: YEA consents and keys go here.
-        .env("YEA_HOME", t.0.join("yea"))
-        .env("PARLEY_CUSTODY_SOCKET", t.0.join("nobody.sock"))
-        .env_remove("PARLEY_CUSTODY_PASSPHRASE")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut sin = child.stdin.take().unwrap();
-    let data = stdin.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = sin.write_all(&data);
-    });
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    out
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).unwrap()
+    parley_with(args, stdin, |cmd| {
+        cmd.env("PARLEY_HOME", t.home())
+            // Never the real ~/.yea: YEA consents and keys go here.
+            .env("YEA_HOME", t.0.join("yea"))
+            .env("PARLEY_CUSTODY_SOCKET", t.0.join("nobody.sock"))
+            .env_remove("PARLEY_CUSTODY_PASSPHRASE");
+    })
 }
 
 fn mode(p: &Path) -> u32 {
@@ -646,11 +628,7 @@ fn keys_and_audit_in_a_file_store() {
 }
 
 fn yea_vectors() -> Value {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../conformance/yea/grants.json"
-    );
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    vectors("yea/grants.json")
 }
 
 #[test]
