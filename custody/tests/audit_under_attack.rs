@@ -16,7 +16,6 @@ use parley_custody::audit::{
     CUT_FIELD_BYTES, CUT_MARK, GENESIS, MAX_FIELD_BYTES, MAX_LIMIT,
 };
 use parley_custody::engine::{unix_now, DecideError, EngineConfig};
-use parley_custody::stepup::StepUpPolicy;
 use rusqlite::Connection;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -24,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 use support::agent::Agent;
-use support::custody::{Keys, Options, TestCustody};
+use support::custody::{no_step_up, Keys, Options, TestCustody};
 use support::requests::{agent_key, consent_req, proposal, SERVICE};
 use support::rt;
 
@@ -34,14 +33,6 @@ const YES: Yes = Yes {
     gesture: Gesture::Click,
     second_confirmation: true,
 };
-
-/// The engine settings of these tests: the defaults, without step-up.
-fn config() -> EngineConfig {
-    EngineConfig {
-        step_up: StepUpPolicy::Never,
-        ..EngineConfig::default()
-    }
-}
 
 // ---------------------------------------------------------------- the daemon
 
@@ -102,7 +93,7 @@ fn text_bytes(e: &Event) -> usize {
 #[test]
 fn a_70_kib_field_is_logged_cut_with_its_size() {
     rt().block_on(async {
-        let d = start(config(), None).await;
+        let d = start(no_step_up(), None).await;
         let p = proposal("p_big", 4200);
         let mut req = consent_req("big-service", &d.principal, &p);
         // 70 KiB: above the writer's old 64 KiB cap, which refused the row.
@@ -134,7 +125,7 @@ fn a_70_kib_field_is_logged_cut_with_its_size() {
 #[test]
 fn a_900_kb_hash_rejection_is_logged() {
     rt().block_on(async {
-        let d = start(config(), None).await;
+        let d = start(no_step_up(), None).await;
         let p = proposal("p_hash", 99_900);
         let mut req = consent_req("big-hash", &d.principal, &p);
         let hash = "A".repeat(900_000);
@@ -192,7 +183,7 @@ fn a_signed_row_is_never_cut_but_refused_whole() {
 fn a_flood_of_rejected_requests_keeps_the_audit_bounded_and_counts_every_request() {
     const FLOOD: usize = 2_000;
     rt().block_on(async {
-        let mut config = config();
+        let mut config = no_step_up();
         // Half of the flood passes the rate limit and is rejected by review,
         // half is refused by the rate limiter: both are rejections.
         config.queue.per_minute = (FLOOD / 2) as u32;
@@ -623,7 +614,7 @@ fn a_full_disk_refuses_to_sign() {
     assert!(ok, "mount -t tmpfs failed");
     let _mounted = Tmpfs(mnt.path().to_path_buf());
     rt().block_on(async {
-        let mut d = start(config(), Some(mnt.path())).await;
+        let mut d = start(no_step_up(), Some(mnt.path())).await;
         // Fill the disk that holds the log.
         let filler = mnt.path().join("filler");
         {

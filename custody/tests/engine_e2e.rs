@@ -12,11 +12,10 @@ use parley_custody::approver::{Gesture, Yes};
 use parley_custody::audit::{Audit, EventKind, Query};
 use parley_custody::engine::{unix_now, DecideError, EngineConfig};
 use parley_custody::review::FormGrant;
-use parley_custody::stepup::StepUpPolicy;
 use serde_json::{json, Value};
 use std::time::Duration;
 use support::agent::Agent;
-use support::custody::{Keys, TestCustody};
+use support::custody::{no_step_up, Keys, TestCustody};
 use support::requests::{agent_key, consent_req, rehash};
 use support::{in_session, rt_per_core, Session};
 
@@ -68,11 +67,7 @@ fn approved_consent_authorizes_exactly_that_commit_and_nothing_else() {
         return;
     }
     rt_per_core().block_on(async {
-        let mut c = start(EngineConfig {
-            step_up: StepUpPolicy::Never,
-            ..EngineConfig::default()
-        })
-        .await;
+        let mut c = start(no_step_up()).await;
         let mut agent = Agent::connect(&c.socket).await;
         let p = proposal("p_1", 7136, 600, "medium");
         agent.send(consent_req("c1", &c.principal, &p)).await;
@@ -216,11 +211,7 @@ fn a_yea_consent_is_reviewed_with_every_measure_and_authorizes_that_commit_under
         return;
     }
     rt_per_core().block_on(async {
-        let mut c = start(EngineConfig {
-            step_up: StepUpPolicy::Never,
-            ..EngineConfig::default()
-        })
-        .await;
+        let mut c = start(no_step_up()).await;
         let mut agent = Agent::connect(&c.socket).await;
         let uses =
             json!({"spend": {"amount": 2287, "scale": 2, "unit": "USD"}, "emails": {"amount": 1}});
@@ -305,11 +296,7 @@ fn deny_expire_cancel_dedupe_and_rejection() {
         return;
     }
     rt_per_core().block_on(async {
-        let mut c = start(EngineConfig {
-            step_up: StepUpPolicy::Never,
-            ..EngineConfig::default()
-        })
-        .await;
+        let mut c = start(no_step_up()).await;
         let mut agent = Agent::connect(&c.socket).await;
 
         // Deny.
@@ -533,7 +520,7 @@ fn grants_are_reviewed_narrowed_and_time_boxed() {
         return;
     }
     rt_per_core().block_on(async {
-        let mut c = start(EngineConfig { step_up: StepUpPolicy::Never, ..EngineConfig::default() }).await;
+        let mut c = start(no_step_up()).await;
         let mut agent = Agent::connect(&c.socket).await;
         let me = agent_key().to_string();
         // A malformed caveat is rejected before the human sees it.
@@ -606,11 +593,7 @@ fn a_missing_second_confirmation_is_refused_by_the_engine() {
         return;
     }
     rt_per_core().block_on(async {
-        let mut c = start(EngineConfig {
-            step_up: StepUpPolicy::Never,
-            ..EngineConfig::default()
-        })
-        .await;
+        let mut c = start(no_step_up()).await;
         let mut agent = Agent::connect(&c.socket).await;
         let p = proposal("p_high", 9900, 600, "high");
         agent.send(consent_req("h1", &c.principal, &p)).await;
@@ -668,11 +651,7 @@ fn a_decision_whose_caller_gave_up_still_finishes_and_never_sticks() {
         return;
     }
     rt_per_core().block_on(async {
-        let mut c = start(EngineConfig {
-            step_up: StepUpPolicy::Never,
-            ..EngineConfig::default()
-        })
-        .await;
+        let mut c = start(no_step_up()).await;
         let mut agent = Agent::connect(&c.socket).await;
         let p = proposal("p_gave_up", 1200, 600, "low");
         agent.send(consent_req("g1", &c.principal, &p)).await;

@@ -13,13 +13,13 @@ use parley_core::{PublicKey, SecretKey};
 use parley_custody::approver::ScriptedApprover;
 use parley_custody::approver::{Gesture, Yes};
 use parley_custody::audit::{Audit, EventKind, Query};
-use parley_custody::engine::{unix_now, Engine, EngineConfig, IssueError};
+use parley_custody::engine::{unix_now, Engine, IssueError};
 use parley_custody::keystore::Keystore;
 use parley_custody::review;
-use parley_custody::stepup::StepUpPolicy;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use support::custody::no_step_up;
 use support::{in_session, rt_per_core, scratch, Session};
 use zeroize::Zeroizing;
 
@@ -33,15 +33,7 @@ fn engine(with_key: bool) -> (Engine, Option<PublicKey>, PathBuf) {
     let audit_path = scratch().join("audit.sqlite3");
     let audit = Audit::open(&audit_path).unwrap();
     let (approver, _shown) = ScriptedApprover::new();
-    let engine = Engine::new(
-        ks,
-        audit,
-        Arc::new(approver),
-        EngineConfig {
-            step_up: StepUpPolicy::Never,
-            ..EngineConfig::default()
-        },
-    );
+    let engine = Engine::new(ks, audit, Arc::new(approver), no_step_up());
     (engine, principal, audit_path)
 }
 

@@ -22,7 +22,6 @@ use parley_custody::engine::{unix_now, EngineConfig};
 use parley_custody::ipc::peer::PeerPolicy;
 use parley_custody::ipc::socket::ConnLimits;
 use parley_custody::server::ServerLimits;
-use parley_custody::stepup::StepUpPolicy;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
@@ -32,7 +31,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use support::custody::{Keys, Options, TestCustody};
+use support::custody::{no_step_up, Keys, Options, TestCustody};
 use support::requests::{agent_key, consent_req, proposal, SERVICE};
 use support::rt;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -695,10 +694,7 @@ fn ten_thousand_consent_requests_are_limited_memory_stays_bounded_and_every_answ
     let _one_at_a_time = heavy();
     let flood_uid = flood_user();
     rt().block_on(async {
-        let mut config = EngineConfig {
-            step_up: StepUpPolicy::Never,
-            ..EngineConfig::default()
-        };
+        let mut config = no_step_up();
         // Above the default (30/min), so that the flood also loads review
         // and the audit log, not only the rate limiter.
         config.queue.per_minute = FLOOD_RATE;
