@@ -68,6 +68,20 @@ fn secret(seed: u8) -> SecretKey {
     SecretKey::from_seed(&Zeroizing::new([seed; 32]))
 }
 
+/// The consent object for order `p_1` at shop.example hashed `hash`, under
+/// the principal of seed 1.
+fn order_consent(hash: &str) -> Value {
+    json!({"proposal":"p_1","hash":hash,"service":"shop.example",
+        "capability":"shop.order","principal":secret(1).public().to_string(),
+        "summary":"Order","expires":1790000600})
+}
+
+/// `consent` as a `pc1.` consent code, as `parley approve` reads it.
+fn consent_code(consent: &Value) -> String {
+    let req = parley_core::consent::ConsentRequest::from_value(consent).unwrap();
+    parley_core::code::encode(&req, None).unwrap()
+}
+
 /// `parley init` in `t`, returning the agent's public key.
 fn init(t: &Temp) -> PublicKey {
     let o = parley(t, &["init", "--json"], b"");
@@ -195,11 +209,7 @@ fn delegate_round_trip_verifies_with_parley_core() {
 fn approve_without_a_daemon_exits_2_with_the_actionable_message() {
     let t = Temp::new("nod");
     init(&t);
-    let p = secret(1).public().to_string();
-    let consent = json!({"proposal":"p_1","hash":"mH3v","service":"shop.example",
-        "capability":"shop.order","principal":p,"summary":"Order","expires":1790000600});
-    let req = parley_core::consent::ConsentRequest::from_value(&consent).unwrap();
-    let code = parley_core::code::encode(&req, None).unwrap();
+    let code = consent_code(&order_consent("mH3v"));
     let sock = t.0.join("nobody.sock");
     let o = parley(&t, &["approve", &code], b"");
     assert_eq!(o.status.code(), Some(2));
@@ -226,9 +236,7 @@ fn approve_without_a_daemon_exits_2_with_the_actionable_message() {
 fn bad_consent_input_exits_2() {
     let t = Temp::new("bad");
     init(&t);
-    let p = secret(1).public().to_string();
-    let good_consent = json!({"proposal":"p_1","hash":"mH3v","service":"shop.example",
-        "capability":"shop.order","principal":p,"summary":"Order","expires":1790000600});
+    let good_consent = order_consent("mH3v");
     let mut traversal = good_consent.clone();
     traversal["hash"] = json!("../../.bashrc");
     let cases: Vec<(Vec<u8>, &str)> = vec![
@@ -321,9 +329,7 @@ fn approve_saves_the_token_where_upstream_agents_look() {
     let agent = init(&t);
     let principal = secret(1);
     let hash = "mH3vQ-_x9";
-    let consent = json!({"proposal":"p_1","hash":hash,"service":"shop.example",
-        "capability":"shop.order","principal":principal.public().to_string(),
-        "summary":"Order","expires":1790000600});
+    let consent = order_consent(hash);
     let file = t.0.join("consent.json");
     std::fs::write(
         &file,
@@ -382,11 +388,7 @@ fn approve_saves_the_token_where_upstream_agents_look() {
 fn a_denied_approval_exits_1_and_saves_nothing() {
     let t = Temp::new("deny");
     init(&t);
-    let p = secret(1).public().to_string();
-    let consent = json!({"proposal":"p_1","hash":"h1","service":"shop.example",
-        "capability":"shop.order","principal":p,"summary":"Order","expires":1790000600});
-    let req = parley_core::consent::ConsentRequest::from_value(&consent).unwrap();
-    let code = parley_core::code::encode(&req, None).unwrap();
+    let code = consent_code(&order_consent("h1"));
     let sock = t.0.join("c.sock");
     let server = fake_custody(sock.clone(), |req| {
         vec![json!({"custody":1,"re":req["id"],"kind":"DENIED","reason":"too\u{202e}much"})]
