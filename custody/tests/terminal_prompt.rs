@@ -22,7 +22,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use support::on_path;
+use support::not_on_path;
 use zeroize::Zeroizing;
 
 /// How long any one thing may take before the test says what it waited for.
@@ -51,15 +51,12 @@ fn sh_quote(s: &str) -> String {
 
 impl Term {
     fn start() -> Term {
-        let missing: Vec<&str> = [
+        let missing = not_on_path(&[
             "tmux",
             "dbus-run-session",
             "dbus-send",
             "gnome-keyring-daemon",
-        ]
-        .into_iter()
-        .filter(|t| !on_path(t))
-        .collect();
+        ]);
         assert!(
             missing.is_empty(),
             "the terminal tests need {missing:?}: apt-get install -y --no-install-recommends tmux gnome-keyring dbus-x11"

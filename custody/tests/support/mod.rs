@@ -48,6 +48,11 @@ pub fn on_path(tool: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// The tools of `tools` that are not on PATH, in order.
+pub fn not_on_path<'a>(tools: &[&'a str]) -> Vec<&'a str> {
+    tools.iter().copied().filter(|t| !on_path(t)).collect()
+}
+
 /// `true`: we are inside the private session, run the body. `false`: we are
 /// the parent, the child already ran the body and passed.
 pub fn in_session(test: &str, session: Session) -> bool {
@@ -71,10 +76,7 @@ pub fn in_session(test: &str, session: Session) -> bool {
     let test_args = [test, "--exact", "--nocapture", "--test-threads=1"];
     let mut cmd = match session {
         Session::Keyring => {
-            let missing: Vec<&str> = ["dbus-run-session", "dbus-send", "gnome-keyring-daemon"]
-                .into_iter()
-                .filter(|t| !on_path(t))
-                .collect();
+            let missing = not_on_path(&["dbus-run-session", "dbus-send", "gnome-keyring-daemon"]);
             assert!(
                 missing.is_empty(),
                 "the keyring tests need {missing:?} on PATH; {APT_HINT}"
