@@ -2,26 +2,17 @@
 //! a document over 64 MiB, a consent over 1 MiB and JSON nested deeper than
 //! 64 levels are clear errors (exit 2), never a panic or an unbounded read.
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+mod support;
 
+use std::process::Output;
+use support::parley_with;
+
+/// `parley` with its home in `home` and a socket nobody listens on.
 fn parley(args: &[&str], stdin: Vec<u8>, home: &std::path::Path) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_parley"))
-        .args(args)
-        .env("PARLEY_HOME", home)
-        .env("PARLEY_CUSTODY_SOCKET", home.join("no.sock"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut sin = child.stdin.take().unwrap();
-    let writer = std::thread::spawn(move || {
-        let _ = sin.write_all(&stdin);
-    });
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    out
+    parley_with(args, &stdin, |cmd| {
+        cmd.env("PARLEY_HOME", home)
+            .env("PARLEY_CUSTODY_SOCKET", home.join("no.sock"));
+    })
 }
 
 fn refused(o: &Output, want: &str) {

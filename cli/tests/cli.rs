@@ -1,35 +1,9 @@
 //! The `parley` binary, end to end: output, `--json`, exit codes, bad input.
 
+mod support;
+
 use serde_json::Value;
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
-
-fn parley(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_parley"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut sin = child.stdin.take().unwrap();
-    let data = stdin.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = sin.write_all(&data);
-    });
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    out
-}
-
-fn vectors(name: &str) -> Value {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../conformance/").to_string() + name;
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
+use support::{expected_outcome, parley, stdout, vectors, verify_args};
 
 #[test]
 fn lens_prints_every_vector_exactly() {
@@ -121,25 +95,7 @@ fn verify_outcomes_and_exit_codes() {
     let grants = vectors("grants.json");
     for case in grants["cases"].as_array().unwrap() {
         let ctx = &case["ctx"];
-        let now = ctx["now"].to_string();
-        let mut args: Vec<String> = vec![
-            "verify".into(),
-            case["token"].as_str().unwrap().into(),
-            "--json".into(),
-            "--svc".into(),
-            ctx["service"].as_str().unwrap().into(),
-            "--verb".into(),
-            ctx["verb"].as_str().unwrap().into(),
-            "--cap".into(),
-            ctx["capability"].as_str().unwrap().into(),
-            "--now".into(),
-            now,
-            "--proof-key".into(),
-            case["proofKey"].as_str().unwrap().into(),
-        ];
-        for t in case["trusted"].as_array().unwrap() {
-            args.extend(["--trust".into(), t.as_str().unwrap().into()]);
-        }
+        let mut args = verify_args(case);
         if let Some(p) = ctx.get("proposal") {
             args.extend(["--hash".into(), p["hash"].as_str().unwrap().into()]);
             args.extend(["--risk".into(), p["risk"].as_str().unwrap().into()]);
@@ -162,11 +118,7 @@ fn verify_outcomes_and_exit_codes() {
         }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let o = parley(&args, b"");
-        let want = if case["expect"]["ok"] == true {
-            "ok"
-        } else {
-            case["expect"]["code"].as_str().unwrap()
-        };
+        let want = expected_outcome(case);
         if o.status.code() == Some(2) {
             // Only a token that is not even a grant may be bad input.
             assert_eq!(

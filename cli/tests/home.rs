@@ -4,6 +4,8 @@
 //! file key store in a temporary data directory.
 #![cfg(unix)]
 
+mod support;
+
 use parley_core::grant::UnverifiedGrant;
 use parley_core::{PublicKey, SecretKey};
 use serde_json::{json, Value};
@@ -14,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use support::{parley_with, stderr, stdout, vectors};
 use zeroize::Zeroizing;
 
 /// A fresh directory under the system temp dir, removed on drop.
@@ -48,34 +51,13 @@ impl Drop for Temp {
 /// Runs `parley` with `PARLEY_HOME` in `t` and a socket nobody listens on
 /// (unless `args` pass `--socket`).
 fn parley(t: &Temp, args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_parley"))
-        .args(args)
-        .env("PARLEY_HOME", t.home())
-        // Never the real ~/.yea: YEA consents and keys go here.
-        .env("YEA_HOME", t.0.join("yea"))
-        .env("PARLEY_CUSTODY_SOCKET", t.0.join("nobody.sock"))
-        .env_remove("PARLEY_CUSTODY_PASSPHRASE")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut sin = child.stdin.take().unwrap();
-    let data = stdin.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = sin.write_all(&data);
-    });
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    out
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).unwrap()
+    parley_with(args, stdin, |cmd| {
+        cmd.env("PARLEY_HOME", t.home())
+            // Never the real ~/.yea: YEA consents and keys go here.
+            .env("YEA_HOME", t.0.join("yea"))
+            .env("PARLEY_CUSTODY_SOCKET", t.0.join("nobody.sock"))
+            .env_remove("PARLEY_CUSTODY_PASSPHRASE");
+    })
 }
 
 fn mode(p: &Path) -> u32 {
@@ -84,6 +66,20 @@ fn mode(p: &Path) -> u32 {
 
 fn secret(seed: u8) -> SecretKey {
     SecretKey::from_seed(&Zeroizing::new([seed; 32]))
+}
+
+/// The consent object for order `p_1` at shop.example hashed `hash`, under
+/// the principal of seed 1.
+fn order_consent(hash: &str) -> Value {
+    json!({"proposal":"p_1","hash":hash,"service":"shop.example",
+        "capability":"shop.order","principal":secret(1).public().to_string(),
+        "summary":"Order","expires":1790000600})
+}
+
+/// `consent` as a `pc1.` consent code, as `parley approve` reads it.
+fn consent_code(consent: &Value) -> String {
+    let req = parley_core::consent::ConsentRequest::from_value(consent).unwrap();
+    parley_core::code::encode(&req, None).unwrap()
 }
 
 /// `parley init` in `t`, returning the agent's public key.
@@ -213,11 +209,7 @@ fn delegate_round_trip_verifies_with_parley_core() {
 fn approve_without_a_daemon_exits_2_with_the_actionable_message() {
     let t = Temp::new("nod");
     init(&t);
-    let p = secret(1).public().to_string();
-    let consent = json!({"proposal":"p_1","hash":"mH3v","service":"shop.example",
-        "capability":"shop.order","principal":p,"summary":"Order","expires":1790000600});
-    let req = parley_core::consent::ConsentRequest::from_value(&consent).unwrap();
-    let code = parley_core::code::encode(&req, None).unwrap();
+    let code = consent_code(&order_consent("mH3v"));
     let sock = t.0.join("nobody.sock");
     let o = parley(&t, &["approve", &code], b"");
     assert_eq!(o.status.code(), Some(2));
@@ -244,9 +236,7 @@ fn approve_without_a_daemon_exits_2_with_the_actionable_message() {
 fn bad_consent_input_exits_2() {
     let t = Temp::new("bad");
     init(&t);
-    let p = secret(1).public().to_string();
-    let good_consent = json!({"proposal":"p_1","hash":"mH3v","service":"shop.example",
-        "capability":"shop.order","principal":p,"summary":"Order","expires":1790000600});
+    let good_consent = order_consent("mH3v");
     let mut traversal = good_consent.clone();
     traversal["hash"] = json!("../../.bashrc");
     let cases: Vec<(Vec<u8>, &str)> = vec![
@@ -339,9 +329,7 @@ fn approve_saves_the_token_where_upstream_agents_look() {
     let agent = init(&t);
     let principal = secret(1);
     let hash = "mH3vQ-_x9";
-    let consent = json!({"proposal":"p_1","hash":hash,"service":"shop.example",
-        "capability":"shop.order","principal":principal.public().to_string(),
-        "summary":"Order","expires":1790000600});
+    let consent = order_consent(hash);
     let file = t.0.join("consent.json");
     std::fs::write(
         &file,
@@ -400,11 +388,7 @@ fn approve_saves_the_token_where_upstream_agents_look() {
 fn a_denied_approval_exits_1_and_saves_nothing() {
     let t = Temp::new("deny");
     init(&t);
-    let p = secret(1).public().to_string();
-    let consent = json!({"proposal":"p_1","hash":"h1","service":"shop.example",
-        "capability":"shop.order","principal":p,"summary":"Order","expires":1790000600});
-    let req = parley_core::consent::ConsentRequest::from_value(&consent).unwrap();
-    let code = parley_core::code::encode(&req, None).unwrap();
+    let code = consent_code(&order_consent("h1"));
     let sock = t.0.join("c.sock");
     let server = fake_custody(sock.clone(), |req| {
         vec![json!({"custody":1,"re":req["id"],"kind":"DENIED","reason":"too\u{202e}much"})]
@@ -646,11 +630,7 @@ fn keys_and_audit_in_a_file_store() {
 }
 
 fn yea_vectors() -> Value {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../conformance/yea/grants.json"
-    );
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    vectors("yea/grants.json")
 }
 
 #[test]

@@ -6,34 +6,14 @@
 //!
 //! Everything runs the real binary: stdout a pipe, or a real pty (`script`).
 
+mod support;
+
 use parley_core::lens;
 use proptest::prelude::*;
 use serde_json::{Map, Value};
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-
-fn parley(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_parley"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut sin = child.stdin.take().unwrap();
-    let data = stdin.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = sin.write_all(&data);
-    });
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    out
-}
-
-fn conformance_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../conformance")
-}
+use std::process::{Command, Stdio};
+use support::{conformance_dir, parley};
 
 /// Every Lens vector file in `conformance/`: `lens.json` (the public
 /// vectors) and ours (`lens-*.json`).

@@ -164,13 +164,10 @@ impl Drop for Daemon {
     }
 }
 
-const UNLOCK: &str = r#"printf '%s' "$KEYRING_PW" | gnome-keyring-daemon --unlock --components=secrets >/dev/null
-i=0
-until dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
-      org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null | grep -q 'boolean true'; do
-  i=$((i+1)); [ "$i" -gt 100 ] && exit 97; sleep 0.1
-done
-exec "$@""#;
+/// Unlocks the keyring of a fresh D-Bus session with `$KEYRING_PW`, waits
+/// for it on the bus, then runs its arguments: `sh -c UNLOCK sh CMD…`.
+/// One script for every test that runs the real daemon on a real keyring.
+const UNLOCK: &str = include_str!("../../scripts/unlock-keyring.sh");
 
 fn as_user(user: &str, home: &Path) -> Command {
     let mut c = Command::new("runuser");

@@ -5,54 +5,40 @@
 //! ambiguous input refused with a pointer to --dialect, a malformed `uses`
 //! refused, and `--each`/`--total` signed in the vectors' shape.
 
+mod support;
+
 use parley_core::grant::UnverifiedGrant;
 use parley_core::quantity::Quantity;
 use serde_json::{json, Value};
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
+use support::{expected_outcome, parley_with, stdout};
 
+/// `parley` with neither `$PARLEY_HOME` nor `$YEA_HOME` from the test's
+/// environment, and `env` set.
 fn parley_env(args: &[&str], stdin: &[u8], env: &[(&str, &Path)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_parley"));
-    cmd.args(args)
-        .env_remove("PARLEY_HOME")
-        .env_remove("YEA_HOME")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().unwrap();
-    let mut sin = child.stdin.take().unwrap();
-    let data = stdin.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = sin.write_all(&data);
-    });
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    out
+    parley_with(args, stdin, |cmd| {
+        cmd.env_remove("PARLEY_HOME").env_remove("YEA_HOME");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+    })
 }
 
 fn parley(args: &[&str], stdin: &[u8]) -> Output {
     parley_env(args, stdin, &[])
 }
 
+/// A YEA vector file of `conformance/yea/`.
 fn vectors(name: &str) -> Value {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../conformance/yea")
-        .join(name);
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    support::vectors(&format!("yea/{name}"))
 }
 
 fn cases(v: &Value) -> &Vec<Value> {
     v.get("cases").unwrap_or(v).as_array().unwrap()
 }
 
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
-
+/// Stderr as text, whatever its bytes.
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
@@ -168,25 +154,11 @@ fn uses_as_flags(uses: &Value) -> Option<Vec<String>> {
     Some(out)
 }
 
-fn verify_args(case: &Value, ctx: &Value, uses_flags: bool) -> Option<Vec<String>> {
-    let mut args: Vec<String> = vec![
-        "verify".into(),
-        case["token"].as_str().unwrap().into(),
-        "--json".into(),
-        "--svc".into(),
-        ctx["service"].as_str().unwrap().into(),
-        "--verb".into(),
-        ctx["verb"].as_str().unwrap().into(),
-        "--cap".into(),
-        ctx["capability"].as_str().unwrap().into(),
-        "--now".into(),
-        ctx["now"].to_string(),
-        "--proof-key".into(),
-        case["proofKey"].as_str().unwrap().into(),
-    ];
-    for t in case["trusted"].as_array().unwrap() {
-        args.extend(["--trust".into(), t.as_str().unwrap().into()]);
-    }
+/// The verify command line of a YEA grant case: its `uses` as `--uses`
+/// flags (`None` where they cannot say it) or as `--uses-json`.
+fn yea_verify_args(case: &Value, uses_flags: bool) -> Option<Vec<String>> {
+    let ctx = &case["ctx"];
+    let mut args = support::verify_args(case);
     if let Some(p) = ctx.get("proposal").filter(|p| !p.is_null()) {
         args.extend(["--hash".into(), p["hash"].as_str().unwrap().into()]);
         args.extend(["--risk".into(), p["risk"].as_str().unwrap().into()]);
@@ -219,14 +191,10 @@ fn yea_grant_vectors_through_verify() {
     let mut tally = std::collections::BTreeMap::<String, usize>::new();
     let mut flag_runs = 0;
     for case in cases(&v) {
-        let want = if case["expect"]["ok"] == true {
-            "ok"
-        } else {
-            case["expect"]["code"].as_str().unwrap()
-        };
+        let want = expected_outcome(case);
         *tally.entry(want.to_string()).or_default() += 1;
         for (uses_flags, dialect) in [(false, false), (false, true), (true, false)] {
-            let Some(mut args) = verify_args(case, &case["ctx"], uses_flags) else {
+            let Some(mut args) = yea_verify_args(case, uses_flags) else {
                 continue;
             };
             if uses_flags {
@@ -381,16 +349,16 @@ fn the_dialect_is_never_guessed_where_the_readings_differ() {
 fn verify_refuses_mixed_flags_and_floats() {
     let v = vectors("grants.json");
     let case = &cases(&v)[1];
-    let mut args = verify_args(case, &case["ctx"], true).unwrap();
+    let mut args = yea_verify_args(case, true).unwrap();
     args.extend(["--cost".into(), "1USD".into()]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let o = parley(&args, b"");
     assert_eq!(o.status.code(), Some(2));
-    let mut args = verify_args(case, &case["ctx"], false).unwrap();
+    let mut args = yea_verify_args(case, false).unwrap();
     args.extend(["--spent".into(), "x=1".into()]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     assert_eq!(parley(&args, b"").status.code(), Some(2));
-    let mut args = verify_args(case, &case["ctx"], false).unwrap();
+    let mut args = yea_verify_args(case, false).unwrap();
     let at = args.iter().position(|a| a == "--uses-json").unwrap();
     args.drain(at..at + 2);
     args.extend(["--uses".into(), "spend=1e3USD".into()]);

@@ -10,15 +10,12 @@
 mod support;
 
 use nix::unistd::Uid;
-use parley_core::proposal::proposal_hash;
-use parley_core::{PublicKey, SecretKey};
 use parley_custody::approver::{Gesture, Verdict, Yes};
 use parley_custody::audit::{
     Audit, AuditError, Event, EventKind, NewEvent, Query, Recorded, RetentionPolicy,
     CUT_FIELD_BYTES, CUT_MARK, GENESIS, MAX_FIELD_BYTES, MAX_LIMIT,
 };
 use parley_custody::engine::{unix_now, DecideError, EngineConfig};
-use parley_custody::stepup::StepUpPolicy;
 use rusqlite::Connection;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -26,10 +23,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 use support::agent::Agent;
-use support::custody::{Keys, TestCustody};
-use zeroize::Zeroizing;
+use support::custody::{no_step_up, Keys, Options, TestCustody};
+use support::requests::{agent_key, consent_req, proposal, SERVICE};
+use support::rt;
 
-const SERVICE: &str = "shop.example";
 /// A click with the second confirmation (no OS authentication: these tests
 /// attack the audit log, not the step-up; `StepUpPolicy::Never`).
 const YES: Yes = Yes {
@@ -37,56 +34,18 @@ const YES: Yes = Yes {
     second_confirmation: true,
 };
 
-/// The engine settings of these tests: the defaults, without step-up.
-fn config() -> EngineConfig {
-    EngineConfig {
-        step_up: StepUpPolicy::Never,
-        ..EngineConfig::default()
-    }
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 // ---------------------------------------------------------------- the daemon
 
 /// The engine and server on a real socket; the audit log in `audit_dir`
 /// (default: the temporary directory).
 async fn start(config: EngineConfig, audit_dir: Option<&Path>) -> TestCustody {
-    let c = match audit_dir {
-        Some(dir) => TestCustody::with_audit_in(Keys::File, config, dir),
-        None => TestCustody::new(Keys::File, config),
+    let options = Options {
+        audit_dir: audit_dir.map(Path::to_path_buf),
+        ..Options::new(config)
     };
+    let mut c = TestCustody::start_with(Keys::File, options).await;
     c.serve();
     c
-}
-
-fn agent_key() -> PublicKey {
-    SecretKey::from_seed(&Zeroizing::new([2u8; 32])).public()
-}
-
-fn proposal(id: &str, amount: i64) -> Value {
-    let mut p = json!({
-        "id": id, "capability": "shop.order", "summary": "Order",
-        "effects": [{"op": "charge", "target": "card ••42", "detail": "USD"}],
-        "cost": {"amount": amount, "currency": "USD"}, "risk": "low",
-        "undo": {"window": 1800}, "expires": unix_now() + 600
-    });
-    p["hash"] = json!(proposal_hash(&p).unwrap());
-    p
-}
-
-fn consent_req(id: &str, principal: &PublicKey, p: &Value) -> Value {
-    json!({"custody": 1, "id": id, "op": "consent", "service": SERVICE,
-           "agent": agent_key().to_string(), "proposal": p,
-           "consent": {"proposal": p["id"], "hash": p["hash"], "service": SERVICE,
-                       "capability": p["capability"], "principal": principal.to_string(),
-                       "summary": p["summary"], "expires": p["expires"]}})
 }
 
 fn rejections(audit: &Audit) -> Vec<Event> {
@@ -134,7 +93,7 @@ fn text_bytes(e: &Event) -> usize {
 #[test]
 fn a_70_kib_field_is_logged_cut_with_its_size() {
     rt().block_on(async {
-        let d = start(config(), None).await;
+        let d = start(no_step_up(), None).await;
         let p = proposal("p_big", 4200);
         let mut req = consent_req("big-service", &d.principal, &p);
         // 70 KiB: above the writer's old 64 KiB cap, which refused the row.
@@ -166,7 +125,7 @@ fn a_70_kib_field_is_logged_cut_with_its_size() {
 #[test]
 fn a_900_kb_hash_rejection_is_logged() {
     rt().block_on(async {
-        let d = start(config(), None).await;
+        let d = start(no_step_up(), None).await;
         let p = proposal("p_hash", 99_900);
         let mut req = consent_req("big-hash", &d.principal, &p);
         let hash = "A".repeat(900_000);
@@ -224,7 +183,7 @@ fn a_signed_row_is_never_cut_but_refused_whole() {
 fn a_flood_of_rejected_requests_keeps_the_audit_bounded_and_counts_every_request() {
     const FLOOD: usize = 2_000;
     rt().block_on(async {
-        let mut config = config();
+        let mut config = no_step_up();
         // Half of the flood passes the rate limit and is rejected by review,
         // half is refused by the rate limiter: both are rejections.
         config.queue.per_minute = (FLOOD / 2) as u32;
@@ -655,7 +614,7 @@ fn a_full_disk_refuses_to_sign() {
     assert!(ok, "mount -t tmpfs failed");
     let _mounted = Tmpfs(mnt.path().to_path_buf());
     rt().block_on(async {
-        let mut d = start(config(), Some(mnt.path())).await;
+        let mut d = start(no_step_up(), Some(mnt.path())).await;
         // Fill the disk that holds the log.
         let filler = mnt.path().join("filler");
         {

@@ -7,11 +7,10 @@
 
 mod support;
 
-use parley_core::proposal::proposal_hash;
-use parley_core::{PublicKey, SecretKey};
-use parley_custody::audit::{Audit, EventKind, Query};
+use parley_core::PublicKey;
+use parley_custody::audit::EventKind;
 use parley_custody::engine::{unix_now, EngineConfig};
-use parley_custody::ipc::peer::{PeerInfo, PeerPolicy};
+use parley_custody::ipc::peer::PeerInfo;
 use parley_custody::ipc::socket::ConnLimits;
 use parley_custody::protocol::Request;
 use parley_custody::queue::{Offer, Outcome, Queue, QueueLimits};
@@ -20,20 +19,22 @@ use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use support::agent::Agent;
-use support::custody::{no_step_up, Keys, TestCustody};
+use support::custody::{next_reply, no_step_up, Keys, Options, TestCustody};
+use support::requests::{consent_req, kind_code, rehash};
+use support::rt;
 use tokio::sync::mpsc;
-use zeroize::Zeroizing;
 
-fn custody(queue: QueueLimits) -> TestCustody {
-    // Nobody decides: requests stay pending until their deadline (what the
-    // approver was asked to show is never read).
-    TestCustody::new(
-        Keys::File,
-        EngineConfig {
-            queue,
-            ..no_step_up()
-        },
-    )
+/// Nobody decides: requests stay pending until their deadline (what the
+/// approver was asked to show is never read).
+fn config(queue: QueueLimits) -> EngineConfig {
+    EngineConfig {
+        queue,
+        ..no_step_up()
+    }
+}
+
+async fn custody(queue: QueueLimits) -> TestCustody {
+    TestCustody::start(Keys::File, config(queue)).await
 }
 
 fn limits(per_peer: usize, total: usize, per_minute: u32, max_wait: Duration) -> QueueLimits {
@@ -57,12 +58,6 @@ fn peer(uid: u32) -> PeerInfo {
     }
 }
 
-fn agent() -> String {
-    SecretKey::from_seed(&Zeroizing::new([2u8; 32]))
-        .public()
-        .to_string()
-}
-
 /// A consent request for a fresh, well-formed proposal `n`.
 fn consent(id: &str, n: u32, principal: &PublicKey) -> Value {
     let mut p = json!({
@@ -71,54 +66,24 @@ fn consent(id: &str, n: u32, principal: &PublicKey) -> Value {
         "cost": {"amount": 100 + i64::from(n), "currency": "USD"}, "risk": "low",
         "undo": {"window": 60}, "expires": unix_now() + 3600
     });
-    p["hash"] = json!(proposal_hash(&p).unwrap());
-    json!({"custody": 1, "id": id, "op": "consent", "service": "shop.example",
-           "agent": agent(), "proposal": p,
-           "consent": {"proposal": p["id"], "hash": p["hash"], "service": "shop.example",
-                       "capability": "shop.order", "principal": principal.to_string(),
-                       "summary": "Order", "expires": p["expires"]}})
+    rehash(&mut p);
+    consent_req(id, principal, &p)
 }
 
 /// Starts a request on the engine; returns the channel its replies arrive on.
 fn submit(c: &TestCustody, uid: u32, frame: Value) -> mpsc::Receiver<Value> {
-    let (tx, rx) = mpsc::channel(16);
-    let req = Request::from_value(&frame).unwrap();
-    let engine = c.engine.clone();
-    tokio::spawn(async move { engine.handle(&peer(uid), req, tx).await });
-    rx
-}
-
-async fn first(rx: &mut mpsc::Receiver<Value>) -> Value {
-    tokio::time::timeout(Duration::from_secs(30), rx.recv())
-        .await
-        .expect("a reply in time")
-        .expect("a reply")
-}
-
-fn kind_code(v: &Value) -> String {
-    match v["code"].as_str() {
-        Some(code) => format!("{}:{code}", v["kind"].as_str().unwrap_or("?")),
-        None => v["kind"].as_str().unwrap_or("?").to_string(),
-    }
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
+    c.submit(&peer(uid), Request::from_value(&frame).unwrap())
 }
 
 #[test]
 fn pending_requests_are_capped_per_peer_and_in_total() {
     rt().block_on(async {
-        let c = custody(limits(2, 3, 100, Duration::from_secs(60)));
+        let c = custody(limits(2, 3, 100, Duration::from_secs(60))).await;
         let mut keep = Vec::new();
         let mut got = Vec::new();
         for (i, uid) in [1001, 1001, 1001, 1002, 1003].into_iter().enumerate() {
             let mut rx = submit(&c, uid, consent(&format!("r{i}"), i as u32, &c.principal));
-            got.push(kind_code(&first(&mut rx).await));
+            got.push(kind_code(&next_reply(&mut rx).await));
             keep.push(rx);
         }
         assert_eq!(
@@ -133,39 +98,33 @@ fn pending_requests_are_capped_per_peer_and_in_total() {
 #[test]
 fn requests_per_minute_per_peer_are_rate_limited_even_invalid_ones() {
     rt().block_on(async {
-        let c = custody(limits(8, 64, 3, Duration::from_secs(60)));
+        let c = custody(limits(8, 64, 3, Duration::from_secs(60))).await;
         let mut got = Vec::new();
         for i in 0..4 {
             let mut bad = consent(&format!("r{i}"), i, &c.principal);
             bad["proposal"]["summary"] = json!("tampered after hashing");
             let mut rx = submit(&c, 1001, bad);
-            got.push(kind_code(&first(&mut rx).await));
+            got.push(kind_code(&next_reply(&mut rx).await));
         }
         assert_eq!(got[..3], ["REJECTED:proposal_hash"; 3]);
         assert_eq!(got[3], "ERROR:rate_limited");
         // Another uid has its own budget.
         let mut rx = submit(&c, 1002, consent("o", 9, &c.principal));
-        assert_eq!(kind_code(&first(&mut rx).await), "PENDING");
+        assert_eq!(kind_code(&next_reply(&mut rx).await), "PENDING");
     });
 }
 
 #[test]
 fn a_request_nobody_decides_expires_at_the_approver_deadline() {
     rt().block_on(async {
-        let c = custody(limits(8, 64, 100, Duration::from_secs(1)));
+        let c = custody(limits(8, 64, 100, Duration::from_secs(1))).await;
         let started = Instant::now();
         let mut rx = submit(&c, 1001, consent("r", 1, &c.principal));
-        assert_eq!(kind_code(&first(&mut rx).await), "PENDING");
-        assert_eq!(kind_code(&first(&mut rx).await), "EXPIRED");
+        assert_eq!(kind_code(&next_reply(&mut rx).await), "PENDING");
+        assert_eq!(kind_code(&next_reply(&mut rx).await), "EXPIRED");
         assert!(started.elapsed() >= Duration::from_secs(1));
         assert!(c.engine.pending().is_empty(), "the prompt is withdrawn");
-        let rows = Audit::open(&c.audit_path)
-            .unwrap()
-            .query(&Query {
-                kinds: vec![EventKind::RequestExpired],
-                ..Default::default()
-            })
-            .unwrap();
+        let rows = c.rows(EventKind::RequestExpired);
         assert_eq!(rows.len(), 1);
     });
 }
@@ -173,24 +132,32 @@ fn a_request_nobody_decides_expires_at_the_approver_deadline() {
 /// Replies in these tests come at once or not at all.
 const WAIT: Duration = Duration::from_secs(20);
 
+/// A custody with `queue` limits, serving with these connection and
+/// server limits (until it is dropped); returns it and its socket.
 async fn start_server(
-    c: &TestCustody,
+    queue: QueueLimits,
     conn: ConnLimits,
     server: ServerLimits,
-) -> (PathBuf, tokio::task::JoinHandle<()>) {
-    let task = c.serve_with(PeerPolicy::own_user_only(), conn, server);
-    (c.socket.clone(), task)
+) -> (TestCustody, PathBuf) {
+    let options = Options {
+        conn,
+        server,
+        ..Options::new(config(queue))
+    };
+    let mut c = TestCustody::start_with(Keys::File, options).await;
+    let path = c.serve();
+    (c, path)
 }
 
 #[test]
 fn requests_in_flight_per_connection_are_capped() {
     rt().block_on(async {
-        let c = custody(limits(8, 64, 100, Duration::from_secs(60)));
         let server = ServerLimits {
             in_flight: 2,
             ..Default::default()
         };
-        let (path, _task) = start_server(&c, ConnLimits::default(), server).await;
+        let queue = limits(8, 64, 100, Duration::from_secs(60));
+        let (c, path) = start_server(queue, ConnLimits::default(), server).await;
         let mut a = Agent::connect(&path).await;
         for i in 0..3 {
             a.w.send(&consent(&format!("r{i}"), i, &c.principal))
@@ -231,12 +198,12 @@ fn requests_in_flight_per_connection_are_capped() {
 #[test]
 fn connections_beyond_the_total_cap_get_busy_before_any_byte_is_read() {
     rt().block_on(async {
-        let c = custody(limits(8, 64, 100, Duration::from_secs(60)));
         let conn = ConnLimits {
             per_uid: 100,
             total: 2,
         };
-        let (path, _task) = start_server(&c, conn, ServerLimits::default()).await;
+        let queue = limits(8, 64, 100, Duration::from_secs(60));
+        let (_c, path) = start_server(queue, conn, ServerLimits::default()).await;
         let _a = Agent::connect(&path).await;
         let _b = Agent::connect(&path).await;
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -250,12 +217,12 @@ fn connections_beyond_the_total_cap_get_busy_before_any_byte_is_read() {
 #[test]
 fn a_silent_connection_is_closed_after_the_idle_timeout() {
     rt().block_on(async {
-        let c = custody(limits(8, 64, 100, Duration::from_secs(60)));
         let server = ServerLimits {
             idle: Duration::from_millis(300),
             ..Default::default()
         };
-        let (path, _task) = start_server(&c, ConnLimits::default(), server).await;
+        let queue = limits(8, 64, 100, Duration::from_secs(60));
+        let (_c, path) = start_server(queue, ConnLimits::default(), server).await;
         let started = Instant::now();
         let mut a = Agent::connect(&path).await;
         // Half a line, then silence: the line never completes.

@@ -7,29 +7,22 @@ mod support;
 
 use parley_core::caveat::{CommitFacts, RequestContext};
 use parley_core::grant::{authorize, Decision, UnverifiedGrant};
-use parley_core::proposal::proposal_hash;
-use parley_core::{PublicKey, SecretKey};
 use parley_custody::approver::Verdict;
 use parley_custody::approver::{Gesture, Yes};
 use parley_custody::audit::{Audit, EventKind, Query};
 use parley_custody::engine::{unix_now, DecideError, EngineConfig};
 use parley_custody::review::FormGrant;
-use parley_custody::stepup::StepUpPolicy;
 use serde_json::{json, Value};
 use std::time::Duration;
 use support::agent::Agent;
-use support::custody::{Keys, TestCustody};
-use support::{in_session, Session};
-use zeroize::Zeroizing;
+use support::custody::{no_step_up, Keys, TestCustody};
+use support::requests::{agent_key, consent_req, rehash};
+use support::{in_session, rt_per_core, Session};
 
 async fn start(config: EngineConfig) -> TestCustody {
-    let c = TestCustody::new(Keys::Keychain, config);
+    let mut c = TestCustody::start(Keys::Keychain, config).await;
     c.serve();
     c
-}
-
-fn agent_key() -> SecretKey {
-    SecretKey::from_seed(&Zeroizing::new([2u8; 32]))
 }
 
 fn proposal(id: &str, amount: i64, expires_in: i64, risk: &str) -> Value {
@@ -42,16 +35,8 @@ fn proposal(id: &str, amount: i64, expires_in: i64, risk: &str) -> Value {
         "cost": {"amount": amount, "currency": "USD"}, "risk": risk,
         "undo": {"window": 1800}, "expires": unix_now() + expires_in
     });
-    p["hash"] = json!(proposal_hash(&p).unwrap());
+    rehash(&mut p);
     p
-}
-
-fn consent_req(id: &str, principal: &PublicKey, p: &Value) -> Value {
-    json!({"custody": 1, "id": id, "op": "consent", "service": "shop.example",
-           "agent": agent_key().public().to_string(), "proposal": p,
-           "consent": {"proposal": p["id"], "hash": p["hash"], "service": "shop.example",
-                       "capability": "shop.order", "principal": principal.to_string(),
-                       "summary": "Order 3 items", "expires": p["expires"]}})
 }
 
 fn commit_ctx(p: &Value, service: &str, capability: &str, verb: &str, now: i64) -> RequestContext {
@@ -73,13 +58,6 @@ fn commit_ctx(p: &Value, service: &str, capability: &str, verb: &str, now: i64) 
     }
 }
 
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 #[test]
 fn approved_consent_authorizes_exactly_that_commit_and_nothing_else() {
     if !in_session(
@@ -88,12 +66,8 @@ fn approved_consent_authorizes_exactly_that_commit_and_nothing_else() {
     ) {
         return;
     }
-    rt().block_on(async {
-        let mut c = start(EngineConfig {
-            step_up: StepUpPolicy::Never,
-            ..EngineConfig::default()
-        })
-        .await;
+    rt_per_core().block_on(async {
+        let mut c = start(no_step_up()).await;
         let mut agent = Agent::connect(&c.socket).await;
         let p = proposal("p_1", 7136, 600, "medium");
         agent.send(consent_req("c1", &c.principal, &p)).await;
@@ -136,7 +110,7 @@ fn approved_consent_authorizes_exactly_that_commit_and_nothing_else() {
 
         let now = unix_now();
         let trust = [c.principal.clone()];
-        let me = agent_key().public();
+        let me = agent_key();
         let ok = |ctx: &RequestContext| authorize(token, &trust, &me, ctx);
         assert_eq!(
             ok(&commit_ctx(&p, "shop.example", "shop.order", "COMMIT", now)),
@@ -224,7 +198,7 @@ fn yea_proposal(id: &str, uses: Value) -> Value {
         "uses": uses, "risk": "medium",
         "undo": {"window": 1800}, "expires": unix_now() + 600
     });
-    p["hash"] = json!(proposal_hash(&p).unwrap());
+    rehash(&mut p);
     p
 }
 
@@ -236,12 +210,8 @@ fn a_yea_consent_is_reviewed_with_every_measure_and_authorizes_that_commit_under
     ) {
         return;
     }
-    rt().block_on(async {
-        let mut c = start(EngineConfig {
-            step_up: StepUpPolicy::Never,
-            ..EngineConfig::default()
-        })
-        .await;
+    rt_per_core().block_on(async {
+        let mut c = start(no_step_up()).await;
         let mut agent = Agent::connect(&c.socket).await;
         let uses =
             json!({"spend": {"amount": 2287, "scale": 2, "unit": "USD"}, "emails": {"amount": 1}});
@@ -294,7 +264,7 @@ fn a_yea_consent_is_reviewed_with_every_measure_and_authorizes_that_commit_under
         assert_eq!(fin["kind"], "APPROVED", "{fin}");
         let token = fin["grant"].as_str().unwrap();
         let trust = [c.principal.clone()];
-        let me = agent_key().public();
+        let me = agent_key();
         let ctx = |hash: &str| RequestContext {
             service: "shop.example".into(),
             verb: "COMMIT".into(),
@@ -325,12 +295,8 @@ fn deny_expire_cancel_dedupe_and_rejection() {
     if !in_session("deny_expire_cancel_dedupe_and_rejection", Session::Keyring) {
         return;
     }
-    rt().block_on(async {
-        let mut c = start(EngineConfig {
-            step_up: StepUpPolicy::Never,
-            ..EngineConfig::default()
-        })
-        .await;
+    rt_per_core().block_on(async {
+        let mut c = start(no_step_up()).await;
         let mut agent = Agent::connect(&c.socket).await;
 
         // Deny.
@@ -477,10 +443,10 @@ fn a_widening_form_edit_is_refused_unless_each_widening_is_confirmed() {
     ) {
         return;
     }
-    rt().block_on(async {
+    rt_per_core().block_on(async {
         let mut c = start(EngineConfig::default()).await;
         let mut agent = Agent::connect(&c.socket).await;
-        let me = agent_key().public().to_string();
+        let me = agent_key().to_string();
         let exp = unix_now() + 3600;
         agent
             .send(json!({"custody": 1, "id": "w1", "op": "grant", "agent": me,
@@ -553,10 +519,10 @@ fn grants_are_reviewed_narrowed_and_time_boxed() {
     ) {
         return;
     }
-    rt().block_on(async {
-        let mut c = start(EngineConfig { step_up: StepUpPolicy::Never, ..EngineConfig::default() }).await;
+    rt_per_core().block_on(async {
+        let mut c = start(no_step_up()).await;
         let mut agent = Agent::connect(&c.socket).await;
-        let me = agent_key().public().to_string();
+        let me = agent_key().to_string();
         // A malformed caveat is rejected before the human sees it.
         agent.send(json!({"custody": 1, "id": "g0", "op": "grant", "agent": me, "caveats": [{"risk": "toString"}]})).await;
         assert_eq!(agent.final_for("g0").await["code"], "caveat_malformed");
@@ -579,7 +545,7 @@ fn grants_are_reviewed_narrowed_and_time_boxed() {
         assert_eq!(fin["caveats"], narrowed);
         let g = UnverifiedGrant::decode(fin["grant"].as_str().unwrap()).unwrap();
         assert_eq!(g.expiry(), Some(exp));
-        let v = g.verify(&[c.principal.clone()], &agent_key().public()).unwrap();
+        let v = g.verify(&[c.principal.clone()], &agent_key()).unwrap();
         let ctx = RequestContext { service: "shop.example".into(), verb: "UNDO".into(), capability: "shop.order".into(), now: unix_now(), ..Default::default() };
         assert!(matches!(v.evaluate(&ctx), Decision::Forbidden { .. }), "UNDO was narrowed away");
 
@@ -626,12 +592,8 @@ fn a_missing_second_confirmation_is_refused_by_the_engine() {
     ) {
         return;
     }
-    rt().block_on(async {
-        let mut c = start(EngineConfig {
-            step_up: StepUpPolicy::Never,
-            ..EngineConfig::default()
-        })
-        .await;
+    rt_per_core().block_on(async {
+        let mut c = start(no_step_up()).await;
         let mut agent = Agent::connect(&c.socket).await;
         let p = proposal("p_high", 9900, 600, "high");
         agent.send(consent_req("h1", &c.principal, &p)).await;
@@ -670,13 +632,7 @@ fn a_missing_second_confirmation_is_refused_by_the_engine() {
             .unwrap();
         let fin = agent.final_for("h1").await;
         assert_eq!(fin["kind"], "APPROVED", "{fin}");
-        let rows = Audit::open(&c.audit_path)
-            .unwrap()
-            .query(&Query {
-                kinds: vec![EventKind::ConsentApproved],
-                ..Default::default()
-            })
-            .unwrap();
+        let rows = c.rows(EventKind::ConsentApproved);
         assert_eq!(rows.len(), 1);
         assert!(
             format!("{:?}", rows[0]).contains("click+second"),
@@ -694,12 +650,8 @@ fn a_decision_whose_caller_gave_up_still_finishes_and_never_sticks() {
     ) {
         return;
     }
-    rt().block_on(async {
-        let mut c = start(EngineConfig {
-            step_up: StepUpPolicy::Never,
-            ..EngineConfig::default()
-        })
-        .await;
+    rt_per_core().block_on(async {
+        let mut c = start(no_step_up()).await;
         let mut agent = Agent::connect(&c.socket).await;
         let p = proposal("p_gave_up", 1200, 600, "low");
         agent.send(consent_req("g1", &c.principal, &p)).await;
@@ -720,7 +672,7 @@ fn a_decision_whose_caller_gave_up_still_finishes_and_never_sticks() {
 
         // A decision that fails leaves the request decidable again.
         let grant = json!({"custody": 1, "id": "g2", "op": "grant",
-            "agent": agent_key().public().to_string(),
+            "agent": agent_key().to_string(),
             "caveats": [{"svc": ["shop.example"]}, {"verbs": ["ASK"]}]});
         agent.send(grant).await;
         let shown = c.shown.recv().await.unwrap();

@@ -13,25 +13,18 @@ use parley_core::{PublicKey, SecretKey};
 use parley_custody::approver::ScriptedApprover;
 use parley_custody::approver::{Gesture, Yes};
 use parley_custody::audit::{Audit, EventKind, Query};
-use parley_custody::engine::{unix_now, Engine, EngineConfig, IssueError};
+use parley_custody::engine::{unix_now, Engine, IssueError};
 use parley_custody::keystore::Keystore;
 use parley_custody::review;
-use parley_custody::stepup::StepUpPolicy;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use support::{in_session, scratch, Session};
+use support::custody::no_step_up;
+use support::{in_session, rt_per_core, scratch, Session};
 use zeroize::Zeroizing;
 
 fn agent() -> PublicKey {
     SecretKey::from_seed(&Zeroizing::new([7u8; 32])).public()
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 fn engine(with_key: bool) -> (Engine, Option<PublicKey>, PathBuf) {
@@ -40,15 +33,7 @@ fn engine(with_key: bool) -> (Engine, Option<PublicKey>, PathBuf) {
     let audit_path = scratch().join("audit.sqlite3");
     let audit = Audit::open(&audit_path).unwrap();
     let (approver, _shown) = ScriptedApprover::new();
-    let engine = Engine::new(
-        ks,
-        audit,
-        Arc::new(approver),
-        EngineConfig {
-            step_up: StepUpPolicy::Never,
-            ..EngineConfig::default()
-        },
-    );
+    let engine = Engine::new(ks, audit, Arc::new(approver), no_step_up());
     (engine, principal, audit_path)
 }
 
@@ -70,7 +55,7 @@ fn form_grant_is_signed_as_shown_and_logged_before_it_is_returned() {
     ) {
         return;
     }
-    rt().block_on(async {
+    rt_per_core().block_on(async {
         let (engine, principal, audit_path) = engine(true);
         let principal = principal.unwrap();
         let exp = unix_now() + 3600;
@@ -167,7 +152,7 @@ fn form_grant_expiry_is_clamped_and_a_missing_one_is_added() {
     ) {
         return;
     }
-    rt().block_on(async {
+    rt_per_core().block_on(async {
         let (engine, _, _) = engine(true);
         let far = unix_now() + 365 * 86400;
         let issued = engine
@@ -217,7 +202,7 @@ fn form_grant_refuses_what_review_refuses_and_logs_nothing() {
     ) {
         return;
     }
-    rt().block_on(async {
+    rt_per_core().block_on(async {
         // No principal key yet: nothing to sign with.
         let (engine, _, audit_path) = engine(false);
         let ok_caveats = json!([{"svc": ["a.example"]}, {"exp": unix_now() + 60}]);

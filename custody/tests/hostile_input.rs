@@ -15,8 +15,6 @@
 mod support;
 
 use nix::unistd::Uid;
-use parley_core::proposal::proposal_hash;
-use parley_core::{PublicKey, SecretKey};
 use parley_custody::approver::Verdict;
 use parley_custody::approver::{Gesture, Yes};
 use parley_custody::audit::{Audit, EventKind, Query, RetentionPolicy, MAX_LIMIT};
@@ -24,7 +22,6 @@ use parley_custody::engine::{unix_now, EngineConfig};
 use parley_custody::ipc::peer::PeerPolicy;
 use parley_custody::ipc::socket::ConnLimits;
 use parley_custody::server::ServerLimits;
-use parley_custody::stepup::StepUpPolicy;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
@@ -34,29 +31,21 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use support::custody::{Keys, TestCustody};
+use support::custody::{no_step_up, Keys, Options, TestCustody};
+use support::requests::{agent_key, consent_req, proposal, SERVICE};
+use support::rt;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixStream;
-use zeroize::Zeroizing;
 
 const FLOOD_USER: &str = "parley-test-flood";
 const PYTHON: &str = "/usr/bin/python3";
-const SERVICE: &str = "shop.example";
 
 /// The tests that load the machine or measure promptness run one at a time.
 static HEAVY: Mutex<()> = Mutex::new(());
 
 fn heavy() -> std::sync::MutexGuard<'static, ()> {
     HEAVY.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 // ---------------------------------------------------------------- the daemon
@@ -71,14 +60,20 @@ struct Setup {
 }
 
 async fn start(setup: Setup) -> TestCustody {
-    let c = TestCustody::new(Keys::File, setup.config);
-    // Reachable by the second user (the socket's own mode is opened below).
-    std::fs::set_permissions(&c.dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     let policy = PeerPolicy {
         extra_uids: setup.extra_uid.into_iter().collect(),
         ..PeerPolicy::own_user_only()
     };
-    c.serve_with(policy, setup.conn, setup.server);
+    let options = Options {
+        policy,
+        conn: setup.conn,
+        server: setup.server,
+        ..Options::new(setup.config)
+    };
+    let mut c = TestCustody::start_with(Keys::File, options).await;
+    // Reachable by the second user (the socket's own mode is opened below).
+    std::fs::set_permissions(&c.dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    c.serve();
     if setup.extra_uid.is_some() {
         // The peer policy, not the file mode, is what admits the flood user.
         std::fs::set_permissions(&c.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
@@ -155,31 +150,6 @@ fn vm_rss_kib() -> u64 {
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .expect("VmRSS in /proc/self/status")
-}
-
-// ---------------------------------------------------------------- requests
-
-fn agent_key() -> PublicKey {
-    SecretKey::from_seed(&Zeroizing::new([2u8; 32])).public()
-}
-
-fn proposal(id: &str, amount: i64) -> Value {
-    let mut p = json!({
-        "id": id, "capability": "shop.order", "summary": "Order",
-        "effects": [{"op": "charge", "target": "card ••42", "detail": "USD"}],
-        "cost": {"amount": amount, "currency": "USD"}, "risk": "low",
-        "undo": {"window": 1800}, "expires": unix_now() + 600
-    });
-    p["hash"] = json!(proposal_hash(&p).unwrap());
-    p
-}
-
-fn consent_req(id: &str, principal: &PublicKey, p: &Value) -> Value {
-    json!({"custody": 1, "id": id, "op": "consent", "service": SERVICE,
-           "agent": agent_key().to_string(), "proposal": p,
-           "consent": {"proposal": p["id"], "hash": p["hash"], "service": SERVICE,
-                       "capability": p["capability"], "principal": principal.to_string(),
-                       "summary": p["summary"], "expires": p["expires"]}})
 }
 
 // ---------------------------------------------------------------- the tests
@@ -481,18 +451,13 @@ fn a_client_that_never_finishes_a_line_blocks_no_one_and_is_dropped_when_idle() 
 
 /// Fails loudly when not root, unless PARLEY_SKIP_ROOT_TESTS=1.
 fn require_root(test: &str) -> bool {
-    if Uid::effective().is_root() {
-        return true;
-    }
-    if std::env::var("PARLEY_SKIP_ROOT_TESTS").as_deref() == Ok("1") {
-        eprintln!("SKIPPED {test}: needs root (PARLEY_SKIP_ROOT_TESTS=1)");
-        return false;
-    }
-    panic!(
-        "{test} needs root: it creates the OS user `{FLOOD_USER}` and connects as that user, \
-         so that the flood and the well-behaved client have different uids. Run the tests as \
-         root (as CI does), or set PARLEY_SKIP_ROOT_TESTS=1 to skip it knowingly."
-    );
+    support::require_root(
+        test,
+        &format!(
+            "it creates the OS user `{FLOOD_USER}` and connects as that user, so that the \
+             flood and the well-behaved client have different uids"
+        ),
+    )
 }
 
 /// Creates the flood user if missing; returns its uid.
@@ -729,10 +694,7 @@ fn ten_thousand_consent_requests_are_limited_memory_stays_bounded_and_every_answ
     let _one_at_a_time = heavy();
     let flood_uid = flood_user();
     rt().block_on(async {
-        let mut config = EngineConfig {
-            step_up: StepUpPolicy::Never,
-            ..EngineConfig::default()
-        };
+        let mut config = no_step_up();
         // Above the default (30/min), so that the flood also loads review
         // and the audit log, not only the rate limiter.
         config.queue.per_minute = FLOOD_RATE;

@@ -7,6 +7,8 @@
 //! unless `PARLEY_SKIP_ROOT_TESTS=1` is set.
 #![cfg(target_os = "linux")]
 
+mod support;
+
 use nix::unistd::{Gid, Uid};
 use parley_custody::ipc::frame::{FrameReader, FrameWriter};
 use parley_custody::ipc::peer::{PeerInfo, PeerPolicy, Refusal};
@@ -303,18 +305,13 @@ async fn connections_beyond_the_per_uid_cap_get_busy() {
 
 /// Fails loudly when not root, unless PARLEY_SKIP_ROOT_TESTS=1.
 fn require_root(test: &str) -> bool {
-    if Uid::effective().is_root() {
-        return true;
-    }
-    if std::env::var("PARLEY_SKIP_ROOT_TESTS").as_deref() == Ok("1") {
-        eprintln!("SKIPPED {test}: needs root (PARLEY_SKIP_ROOT_TESTS=1)");
-        return false;
-    }
-    panic!(
-        "{test} needs root: it creates the OS user `{OTHER_USER}` and the group `{AGENTS_GROUP}` \
-         and connects as that user. Run the tests as root (as CI does), or set \
-         PARLEY_SKIP_ROOT_TESTS=1 to skip it knowingly."
-    );
+    support::require_root(
+        test,
+        &format!(
+            "it creates the OS user `{OTHER_USER}` and the group `{AGENTS_GROUP}` and connects \
+             as that user"
+        ),
+    )
 }
 
 fn run(cmd: &str, args: &[&str]) -> std::process::Output {

@@ -14,8 +14,8 @@ use parley_custody::engine::{unix_now, PauseError, DENY_AND_PAUSE_SECS};
 use parley_custody::ipc::peer::PeerInfo;
 use parley_custody::protocol::Request;
 use serde_json::{json, Value};
-use std::time::Duration;
-use support::custody::{no_step_up, Keys, TestCustody};
+use support::custody::{next_reply, no_step_up, Keys, TestCustody};
+use support::rt;
 use tokio::sync::mpsc;
 use zeroize::Zeroizing;
 
@@ -25,8 +25,8 @@ fn agent(seed: u8) -> String {
         .to_string()
 }
 
-fn custody() -> TestCustody {
-    TestCustody::new(Keys::File, no_step_up())
+async fn custody() -> TestCustody {
+    TestCustody::start(Keys::File, no_step_up()).await
 }
 
 fn request_at(id: &str, n: i64, agent: &str, principal: &PublicKey, service: &str) -> Request {
@@ -56,19 +56,8 @@ fn submit_at(
     agent: &str,
     service: &str,
 ) -> mpsc::Receiver<Value> {
-    let (tx, rx) = mpsc::channel(16);
-    let engine = c.engine.clone();
     let req = request_at(id, n, agent, &c.principal, service);
-    let peer = PeerInfo::from_creds(4242, 4242, None);
-    tokio::spawn(async move { engine.handle(&peer, req, tx).await });
-    rx
-}
-
-async fn reply(rx: &mut mpsc::Receiver<Value>) -> Value {
-    tokio::time::timeout(Duration::from_secs(30), rx.recv())
-        .await
-        .expect("a reply in time")
-        .expect("a reply")
+    c.submit(&PeerInfo::from_creds(4242, 4242, None), req)
 }
 
 fn kinds(c: &TestCustody) -> Vec<EventKind> {
@@ -80,29 +69,21 @@ fn kinds(c: &TestCustody) -> Vec<EventKind> {
     rows.into_iter().map(|e| e.kind).collect()
 }
 
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 #[test]
 fn a_paused_agent_is_refused_unseen_and_told_why_until_resumed() {
     rt().block_on(async {
-        let mut c = custody();
+        let mut c = custody().await;
         let (a, b) = (agent(2), agent(3));
         // A request already waiting is denied by the pause, with its reason.
         let mut waiting = submit(&c, "w", 1, &a);
-        assert_eq!(reply(&mut waiting).await["kind"], "PENDING");
+        assert_eq!(next_reply(&mut waiting).await["kind"], "PENDING");
         let shown = c.shown.recv().await.unwrap();
         let denied = c
             .engine
             .pause_agent(&a, None, "it keeps ordering things")
             .unwrap();
         assert_eq!(denied, vec![shown.id.clone()]);
-        let r = reply(&mut waiting).await;
+        let r = next_reply(&mut waiting).await;
         assert_eq!(r["kind"], "DENIED");
         assert!(
             r["reason"]
@@ -115,7 +96,7 @@ fn a_paused_agent_is_refused_unseen_and_told_why_until_resumed() {
 
         // Its next request is refused without being shown.
         let mut next = submit(&c, "n", 2, &a);
-        let r = reply(&mut next).await;
+        let r = next_reply(&mut next).await;
         assert_eq!(r["kind"], "REJECTED");
         assert_eq!(r["code"], "agent_paused");
         assert!(
@@ -133,14 +114,14 @@ fn a_paused_agent_is_refused_unseen_and_told_why_until_resumed() {
 
         // Another agent is not paused.
         let mut other = submit(&c, "o", 3, &b);
-        assert_eq!(reply(&mut other).await["kind"], "PENDING");
+        assert_eq!(next_reply(&mut other).await["kind"], "PENDING");
         assert_eq!(c.shown.recv().await.unwrap().review.agent.key, b);
 
         assert_eq!(c.engine.pauses().unwrap().len(), 1);
         assert!(c.engine.resume_agent(&a).unwrap());
         assert!(!c.engine.resume_agent(&a).unwrap(), "resumed once");
         let mut again = submit(&c, "a", 4, &a);
-        assert_eq!(reply(&mut again).await["kind"], "PENDING");
+        assert_eq!(next_reply(&mut again).await["kind"], "PENDING");
         assert_eq!(c.shown.recv().await.unwrap().review.agent.key, a);
 
         let k = kinds(&c);
@@ -155,17 +136,17 @@ fn a_paused_agent_is_refused_unseen_and_told_why_until_resumed() {
 #[test]
 fn deny_and_pause_denies_this_request_and_refuses_the_agent_for_an_hour() {
     rt().block_on(async {
-        let mut c = custody();
+        let mut c = custody().await;
         let a = agent(2);
         let mut first = submit(&c, "f", 1, &a);
-        assert_eq!(reply(&mut first).await["kind"], "PENDING");
+        assert_eq!(next_reply(&mut first).await["kind"], "PENDING");
         let shown = c.shown.recv().await.unwrap();
         let denied = c
             .engine
             .deny_and_pause(&shown.id, DENY_AND_PAUSE_SECS)
             .unwrap();
         assert_eq!(denied, vec![shown.id.clone()]);
-        let r = reply(&mut first).await;
+        let r = next_reply(&mut first).await;
         assert_eq!(r["kind"], "DENIED");
         assert!(
             r["reason"].as_str().unwrap().contains("paused for 1h"),
@@ -176,7 +157,7 @@ fn deny_and_pause_denies_this_request_and_refuses_the_agent_for_an_hour() {
         assert!((until - unix_now() - DENY_AND_PAUSE_SECS).abs() <= 5);
 
         let mut next = submit(&c, "n", 2, &a);
-        assert_eq!(reply(&mut next).await["code"], "agent_paused");
+        assert_eq!(next_reply(&mut next).await["code"], "agent_paused");
         assert!(c.shown.try_recv().is_err(), "nothing was shown");
 
         assert!(matches!(
@@ -213,7 +194,7 @@ fn a_pause_ends_by_itself_at_its_time() {
 #[test]
 fn alike_requests_are_listed_together_and_denied_at_once_and_nothing_else() {
     rt().block_on(async {
-        let mut c = custody();
+        let mut c = custody().await;
         let (a, b) = (agent(2), agent(3));
         // Three orders from one agent at one service (different proposals),
         // one from it elsewhere, one from another agent.
@@ -222,14 +203,14 @@ fn alike_requests_are_listed_together_and_denied_at_once_and_nothing_else() {
             .collect();
         let mut shown = Vec::new();
         for rx in &mut alike {
-            assert_eq!(reply(rx).await["kind"], "PENDING");
+            assert_eq!(next_reply(rx).await["kind"], "PENDING");
             shown.push(c.shown.recv().await.unwrap().id);
         }
         let mut elsewhere = submit_at(&c, "e", 10, &a, "calendar.example");
-        assert_eq!(reply(&mut elsewhere).await["kind"], "PENDING");
+        assert_eq!(next_reply(&mut elsewhere).await["kind"], "PENDING");
         let elsewhere_id = c.shown.recv().await.unwrap().id;
         let mut stranger = submit(&c, "s", 11, &b);
-        assert_eq!(reply(&mut stranger).await["kind"], "PENDING");
+        assert_eq!(next_reply(&mut stranger).await["kind"], "PENDING");
         let stranger_id = c.shown.recv().await.unwrap().id;
 
         let listed: Vec<String> = c
@@ -252,7 +233,7 @@ fn alike_requests_are_listed_together_and_denied_at_once_and_nothing_else() {
             vec![shown[1].clone(), shown[0].clone(), shown[2].clone()]
         );
         for rx in &mut alike {
-            let r = reply(rx).await;
+            let r = next_reply(rx).await;
             assert_eq!(r["kind"], "DENIED", "{r}");
             assert!(
                 r["reason"]

@@ -25,7 +25,7 @@ use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 use support::custody::{no_step_up, Keys, TestCustody};
-use support::{in_session, Session};
+use support::{in_session, rt_per_core, Session};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 async fn next(shown: &mut UnboundedReceiver<PendingView>) -> PendingView {
@@ -58,13 +58,9 @@ fn yea_order_over_the_each_limit_is_committed_with_the_humans_consent() {
 /// The whole story in `dialect`; what differs between the dialects is
 /// asserted per dialect, everything else is the same.
 fn story(dialect: Dialect) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
+    rt_per_core().block_on(async {
         // Custody, as parley-custodyd runs it, with a scripted human.
-        let custody = TestCustody::new(Keys::Keychain, no_step_up());
+        let mut custody = TestCustody::start(Keys::Keychain, no_step_up()).await;
         let socket = custody.serve();
         let TestCustody {
             engine,

@@ -15,7 +15,6 @@ mod support;
 
 use parley_core::code;
 use parley_core::consent::ConsentRequest;
-use parley_core::proposal::proposal_hash;
 use parley_core::{PublicKey, SecretKey};
 use parley_custody::approver::Verdict;
 use parley_custody::audit::{Audit, EventKind, Query};
@@ -24,12 +23,12 @@ use serde_json::{json, Value};
 use std::time::Duration;
 use support::agent::Agent;
 use support::custody::{no_step_up, Keys, TestCustody};
-use support::{in_session, Session};
+use support::requests::{agent_key, consent_for, consent_request, rehash};
+use support::{in_session, rt_per_core, Session};
 use zeroize::Zeroizing;
 
 /// The consent horizon configured for these tests (the default is a day).
 const HORIZON: i64 = 3600;
-const SERVICE: &str = "shop.example";
 
 async fn start() -> TestCustody {
     let mut config = no_step_up();
@@ -38,7 +37,7 @@ async fn start() -> TestCustody {
     config.queue.per_minute = 10_000;
     // Every case's row is checked, so none may be summarized.
     config.retention.rejections_per_hour = 10_000;
-    let c = TestCustody::new(Keys::Keychain, config);
+    let mut c = TestCustody::start(Keys::Keychain, config).await;
     c.serve();
     c
 }
@@ -46,16 +45,8 @@ async fn start() -> TestCustody {
 /// Replies in these tests come at once or not at all.
 const WAIT: Duration = Duration::from_secs(20);
 
-fn agent_key() -> PublicKey {
-    SecretKey::from_seed(&Zeroizing::new([2u8; 32])).public()
-}
-
 fn stranger_key() -> PublicKey {
     SecretKey::from_seed(&Zeroizing::new([9u8; 32])).public()
-}
-
-fn rehash(p: &mut Value) {
-    p["hash"] = json!(proposal_hash(p).unwrap());
 }
 
 /// A well-formed proposal, hashed.
@@ -74,18 +65,6 @@ fn proposal(id: &str, amount: i64) -> Value {
     p
 }
 
-/// The §6.6 consent object that matches `p` exactly.
-fn consent_for(p: &Value, principal: &PublicKey) -> Value {
-    json!({"proposal": p["id"], "hash": p["hash"], "service": SERVICE,
-           "capability": p["capability"], "principal": principal.to_string(),
-           "summary": p["summary"], "expires": p["expires"]})
-}
-
-fn consent_req(id: &str, consent: Value, proposal: Value) -> Value {
-    json!({"custody": 1, "id": id, "op": "consent", "service": SERVICE,
-           "agent": agent_key().to_string(), "proposal": proposal, "consent": consent})
-}
-
 /// A consent request for a variant of the good proposal: `edit` changes the
 /// proposal (and says whether to recompute its hash); the consent is then
 /// built to match it, so the edit is the only defect.
@@ -96,7 +75,7 @@ fn edited(id: &str, principal: &PublicKey, rehashed: bool, edit: impl FnOnce(&mu
         rehash(&mut p);
     }
     let consent = consent_for(&p, principal);
-    consent_req(id, consent, p)
+    consent_request(id, consent, p)
 }
 
 /// One attack and what must stop it.
@@ -133,7 +112,7 @@ fn rejected_rows(engine: &Engine) -> Vec<parley_custody::audit::Event> {
 /// Sends a control request that must reach the human, then denies it.
 async fn control(c: &mut TestCustody, agent: &mut Agent) {
     let p = proposal("p_control", 100);
-    let req = consent_req("control", consent_for(&p, &c.principal), p);
+    let req = consent_request("control", consent_for(&p, &c.principal), p);
     agent.w.send(&req).await.unwrap();
     let shown = tokio::time::timeout(Duration::from_secs(20), c.shown.recv())
         .await
@@ -247,13 +226,6 @@ async fn finish(c: &mut TestCustody, failures: Vec<String>, cases: usize) {
     println!("{cases} attacks rejected, logged and never shown");
 }
 
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 /// §6.6 checks 1–4: every field of the consent swapped, the proposal changed
 /// after hashing, the consent for a key this custody does not hold, expiry
 /// and the consent horizon.
@@ -265,7 +237,7 @@ fn consents_that_do_not_match_the_proposal_are_rejected_unseen() {
     ) {
         return;
     }
-    rt().block_on(async {
+    rt_per_core().block_on(async {
         let mut c = start().await;
         let mut agent = Agent::connect(&c.socket).await;
         control(&mut c, &mut agent).await;
@@ -274,7 +246,7 @@ fn consents_that_do_not_match_the_proposal_are_rejected_unseen() {
         let swap = |name: &'static str, field: &str, v: Value| {
             let mut consent = consent_for(&good, &pk);
             consent[field] = v;
-            consent_req(name, consent, good.clone())
+            consent_request(name, consent, good.clone())
         };
         let bigger = proposal("p_1", 999_900);
         let now = unix_now();
@@ -310,7 +282,7 @@ fn consents_that_do_not_match_the_proposal_are_rejected_unseen() {
                 "service_mismatch",
                 "received the proposal from \"bank.example\"",
                 {
-                    let mut r = consent_req(
+                    let mut r = consent_request(
                         "swapped_service_the_agent_talked_to",
                         consent_for(&good, &pk),
                         good.clone(),
@@ -362,7 +334,7 @@ fn consents_that_do_not_match_the_proposal_are_rejected_unseen() {
                 {
                     let mut consent = consent_for(&good, &pk);
                     consent.as_object_mut().unwrap().remove("hash");
-                    consent_req("consent_without_a_hash", consent, good.clone())
+                    consent_request("consent_without_a_hash", consent, good.clone())
                 },
             ),
             case(
@@ -405,7 +377,7 @@ fn consents_that_do_not_match_the_proposal_are_rejected_unseen() {
                     let mut p = good.clone();
                     p["hash"] = json!("not-the-hash");
                     let consent = consent_for(&p, &pk);
-                    consent_req("claimed_hash_is_not_base64", consent, p)
+                    consent_request("claimed_hash_is_not_base64", consent, p)
                 },
             ),
             case(
@@ -419,7 +391,7 @@ fn consents_that_do_not_match_the_proposal_are_rejected_unseen() {
             case("consent_already_expired", "expired", "expired at", {
                 let mut consent = consent_for(&good, &pk);
                 consent["expires"] = json!(now - 5);
-                consent_req("consent_already_expired", consent, good.clone())
+                consent_request("consent_already_expired", consent, good.clone())
             }),
             case(
                 "proposal_beyond_the_consent_horizon",
@@ -455,7 +427,7 @@ fn malformed_proposals_keys_codes_and_wildcards_are_rejected_unseen() {
     ) {
         return;
     }
-    rt().block_on(async {
+    rt_per_core().block_on(async {
         let mut c = start().await;
         let mut agent = Agent::connect(&c.socket).await;
         control(&mut c, &mut agent).await;
@@ -469,7 +441,7 @@ fn malformed_proposals_keys_codes_and_wildcards_are_rejected_unseen() {
         let mut tampered = good.clone();
         tampered["cost"]["amount"] = json!(1);
         let with_agent = |name: &'static str, key: &str| {
-            let mut r = consent_req(name, consent_for(&good, &pk), good.clone());
+            let mut r = consent_request(name, consent_for(&good, &pk), good.clone());
             r["agent"] = json!(key);
             r
         };
@@ -515,7 +487,7 @@ fn malformed_proposals_keys_codes_and_wildcards_are_rejected_unseen() {
                     // proposal carries the float.
                     let mut p = good.clone();
                     p["expires"] = json!(p["expires"].as_i64().unwrap() as f64 + 0.5);
-                    consent_req("float_expiry", consent_for(&good, &pk), p)
+                    consent_request("float_expiry", consent_for(&good, &pk), p)
                 },
             ),
             case(

@@ -22,19 +22,16 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use support::on_path;
+use support::not_on_path;
 use zeroize::Zeroizing;
 
 /// How long any one thing may take before the test says what it waited for.
 const WAIT: Duration = Duration::from_secs(90);
 
-const UNLOCK: &str = r#"printf '%s' "$KEYRING_PW" | gnome-keyring-daemon --unlock --components=secrets >/dev/null
-i=0
-until dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
-      org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null | grep -q 'boolean true'; do
-  i=$((i+1)); [ "$i" -gt 100 ] && exit 97; sleep 0.1
-done
-exec "$@""#;
+/// Unlocks the keyring of a fresh D-Bus session with `$KEYRING_PW`, waits
+/// for it on the bus, then runs its arguments: `sh -c UNLOCK sh CMD…`.
+/// One script for every test that runs the real daemon on a real keyring.
+const UNLOCK: &str = include_str!("../../scripts/unlock-keyring.sh");
 
 /// The real prompt's last line.
 const PROMPT: &str = "approve? [y/N] ";
@@ -54,15 +51,12 @@ fn sh_quote(s: &str) -> String {
 
 impl Term {
     fn start() -> Term {
-        let missing: Vec<&str> = [
+        let missing = not_on_path(&[
             "tmux",
             "dbus-run-session",
             "dbus-send",
             "gnome-keyring-daemon",
-        ]
-        .into_iter()
-        .filter(|t| !on_path(t))
-        .collect();
+        ]);
         assert!(
             missing.is_empty(),
             "the terminal tests need {missing:?}: apt-get install -y --no-install-recommends tmux gnome-keyring dbus-x11"

@@ -11,7 +11,7 @@ use parley_core::proposal::proposal_hash;
 use parley_core::{PublicKey, SecretKey};
 use parley_custody::activity::AgentActivity;
 use parley_custody::approver::{Gesture, Verdict, Yes};
-use parley_custody::audit::{Audit, EventKind, NewEvent, Query};
+use parley_custody::audit::{Audit, EventKind, NewEvent};
 use parley_custody::engine::unix_now;
 use parley_custody::ipc::peer::PeerInfo;
 use parley_custody::protocol::Request;
@@ -20,6 +20,7 @@ use parley_custody::unusual::{self, Facts, Subject, RULES};
 use serde_json::{json, Value};
 use std::time::Duration;
 use support::custody::{no_step_up, Keys, TestCustody};
+use support::rt;
 use tokio::sync::mpsc;
 use zeroize::Zeroizing;
 
@@ -467,8 +468,8 @@ fn the_agents_record_counts_signed_consents_per_currency_and_live_grants() {
 
 // ---- through the engine ----
 
-fn custody() -> TestCustody {
-    TestCustody::new(Keys::File, no_step_up())
+async fn custody() -> TestCustody {
+    TestCustody::start(Keys::File, no_step_up()).await
 }
 
 fn frame(id: &str, a: &Ask, principal: &PublicKey) -> Request {
@@ -492,10 +493,7 @@ async fn ask(
     id: &str,
     a: &Ask<'_>,
 ) -> (parley_custody::approver::PendingView, mpsc::Receiver<Value>) {
-    let (tx, mut rx) = mpsc::channel(16);
-    let engine = c.engine.clone();
-    let req = frame(id, a, &c.principal);
-    tokio::spawn(async move { engine.handle(&this_process(), req, tx).await });
+    let mut rx = c.submit(&this_process(), frame(id, a, &c.principal));
     tokio::select! {
         shown = c.shown.recv() => (shown.expect("shown"), rx),
         reply = rx.recv() => match reply {
@@ -514,13 +512,8 @@ async fn ask(
 
 #[test]
 fn the_engine_warns_of_a_tenfold_cost_and_a_look_alike_service_and_shows_the_record() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let mut c = custody();
+    rt().block_on(async {
+        let mut c = custody().await;
         let (first, _rx) = ask(&mut c, "r1", &Ask::default()).await;
         let rules: Vec<&str> = first.review.unusual.iter().map(|u| u.rule).collect();
         assert_eq!(
@@ -576,13 +569,7 @@ fn the_engine_warns_of_a_tenfold_cost_and_a_look_alike_service_and_shows_the_rec
         assert_eq!(rules, ["confusable_service", "first_consent_at_service"]);
 
         // The approved consent's row holds the process chain, this test at its head.
-        let rows = Audit::open(&c.audit_path)
-            .unwrap()
-            .query(&Query {
-                kinds: vec![EventKind::ConsentApproved],
-                ..Default::default()
-            })
-            .unwrap();
+        let rows = c.rows(EventKind::ConsentApproved);
         let chain: Value = serde_json::from_str(rows[0].peer_chain.as_deref().unwrap()).unwrap();
         assert_eq!(chain[0]["pid"], json!(std::process::id()));
         assert_eq!(chain[0]["same"], json!(true));

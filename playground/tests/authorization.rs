@@ -5,19 +5,10 @@
 
 mod harness;
 
-use harness::{code, commit_in, order_in, prove, prove_target, req, World, CAL, SHOP};
+use harness::{code, commit, order, prove, prove_target, req, World, CAL, SHOP};
 use parley_core::consent;
 use parley_core::proof::Target;
-use parley_core::Dialect;
-use serde_json::{json, Value};
-
-fn order(sku: &str, qty: i64) -> Value {
-    order_in(Dialect::ParleyV1, sku, qty)
-}
-
-fn commit(p: &Value) -> Value {
-    commit_in(Dialect::ParleyV1, p)
-}
+use serde_json::json;
 
 #[tokio::test]
 async fn commits_need_a_usable_grant_and_a_proof() {

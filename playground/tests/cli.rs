@@ -1,22 +1,16 @@
 //! The `parley-playground` binary: `serve` prints where it listens and
 //! answers HELLO there; bad flags and a missing custody say what to do.
 
-use std::io::{BufRead, BufReader};
+use parley_core::PublicKey;
+use std::io::{BufRead, BufReader, Lines};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
+use std::process::{ChildStdout, Command, Stdio};
 
 const BIN: &str = env!("CARGO_BIN_EXE_parley-playground");
 
-fn hello(addr: &str) -> serde_json::Value {
-    use std::io::Write;
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
-        .unwrap();
-    s.write_all(b"{\"parley\":1,\"id\":\"1\",\"verb\":\"HELLO\"}\n")
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(s).read_line(&mut line).unwrap();
-    serde_json::from_str(&line).unwrap()
+/// The key the served services trust.
+fn trusted() -> PublicKey {
+    parley_core::SecretKey::from_seed(&zeroize::Zeroizing::new([5; 32])).public()
 }
 
 /// Kills the child it holds when dropped, so a failed assertion leaves no
@@ -30,26 +24,27 @@ impl Drop for Reaper {
     }
 }
 
-#[test]
-fn serve_prints_its_addresses_and_answers_there() {
-    let key = parley_core::SecretKey::from_seed(&zeroize::Zeroizing::new([5; 32])).public();
+/// Runs `parley-playground serve` with `flags`, both services on
+/// ephemeral local ports, trusting `key`; returns the server (killed when
+/// dropped) and the lines it prints.
+fn serve(flags: &[&str], key: &PublicKey) -> (Reaper, Lines<BufReader<ChildStdout>>) {
     let mut child = Command::new(BIN)
-        .args([
-            "serve",
-            "--shop",
-            "127.0.0.1:0",
-            "--cal",
-            "127.0.0.1:0",
-            "--trust",
-        ])
+        .arg("serve")
+        .args(flags)
+        .args(["--shop", "127.0.0.1:0", "--cal", "127.0.0.1:0", "--trust"])
         .arg(key.to_string())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let stdout = child.stdout.take().unwrap();
-    let _reaper = Reaper(child);
-    let mut lines = BufReader::new(stdout).lines();
+    (Reaper(child), BufReader::new(stdout).lines())
+}
+
+#[test]
+fn serve_prints_its_addresses_and_answers_there() {
+    let key = trusted();
+    let (_reaper, mut lines) = serve(&[], &key);
     let mut addrs = Vec::new();
     for _ in 0..3 {
         let line = lines.next().unwrap().unwrap();
@@ -61,7 +56,12 @@ fn serve_prints_its_addresses_and_answers_there() {
     }
     let ids: Vec<String> = addrs
         .iter()
-        .map(|a| hello(a)["service"]["id"].as_str().unwrap().to_string())
+        .map(|a| {
+            hello_in(a, "parley")["service"]["id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
         .collect();
     assert_eq!(ids, ["shop.example", "cal.example.com"]);
 }
@@ -114,18 +114,8 @@ fn hello_in(addr: &str, marker: &str) -> serde_json::Value {
 
 #[test]
 fn serve_dialect_yea_prints_yea_addresses_and_answers_only_yea() {
-    let key = parley_core::SecretKey::from_seed(&zeroize::Zeroizing::new([5; 32])).public();
-    let mut child = Command::new(BIN)
-        .args(["serve", "--dialect", "yea", "--shop", "127.0.0.1:0"])
-        .args(["--cal", "127.0.0.1:0", "--trust"])
-        .arg(key.to_string())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let _reaper = Reaper(child);
-    let mut lines = BufReader::new(stdout).lines();
+    let key = trusted();
+    let (_reaper, mut lines) = serve(&["--dialect", "yea"], &key);
     let mut addrs = Vec::new();
     let mut said = Vec::new();
     for _ in 0..4 {

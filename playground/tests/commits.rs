@@ -6,17 +6,8 @@
 
 mod harness;
 
-use harness::{code, commit_in, order_in, prove, req, root_block, Conn, World};
-use parley_core::Dialect;
+use harness::{code, commit, order, prove, req, root_block, Conn, World};
 use serde_json::{json, Value};
-
-fn order(sku: &str, qty: i64) -> Value {
-    order_in(Dialect::ParleyV1, sku, qty)
-}
-
-fn commit(p: &Value) -> Value {
-    commit_in(Dialect::ParleyV1, p)
-}
 
 fn reschedule(event: &str, to: &str, auto: bool) -> Value {
     let mut f = req(

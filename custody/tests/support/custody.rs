@@ -1,20 +1,26 @@
-//! One custody for a test: a principal key, a fresh audit file, the engine
-//! with the scripted approver in place of the human, and (when the test
-//! speaks the socket) a server on a real socket. Written once here, not in
-//! every test binary, so that a change in how custody starts is made once.
+//! One custody for a test, started as the daemon and the desktop start it
+//! (`parley_custody::startup::Custody::start`): a principal key, a fresh
+//! audit file, the scripted approver in place of the human, the agents'
+//! socket bound, and (when the test speaks the socket) served. Going through
+//! the same builder keeps the start-up order in one place: a change in how
+//! custody starts is made once, and the tests start custody that way.
 
 use parley_core::PublicKey;
 use parley_custody::approver::{PendingView, ScriptedApprover};
-use parley_custody::audit::Audit;
+use parley_custody::audit::{Audit, Event, EventKind, Query};
 use parley_custody::engine::{Engine, EngineConfig};
-use parley_custody::ipc::peer::PeerPolicy;
-use parley_custody::ipc::socket::{BindOptions, ConnLimits, Listener, SocketPath};
+use parley_custody::ipc::peer::{PeerInfo, PeerPolicy};
+use parley_custody::ipc::socket::{ConnLimits, SocketPath};
 use parley_custody::keystore::{KdfParams, Keystore, Passphrase};
-use parley_custody::server::{serve, ServerLimits};
+use parley_custody::protocol::Request;
+use parley_custody::server::ServerLimits;
+use parley_custody::startup::{Custody, CustodyConfig, Serving};
 use parley_custody::stepup::StepUpPolicy;
-use std::path::{Path, PathBuf};
+use serde_json::Value;
+use std::path::PathBuf;
 use std::sync::Arc;
-use tokio::sync::mpsc::UnboundedReceiver;
+use std::time::Duration;
+use tokio::sync::mpsc::{self, UnboundedReceiver};
 use zeroize::Zeroizing;
 
 /// Where the test's principal key lives.
@@ -27,7 +33,37 @@ pub enum Keys {
     File,
 }
 
-/// A running test custody. Every part is public: tests look inside.
+/// How a test's custody starts. [`Options::new`]: this user only, the
+/// default connection and server limits, the audit file next to the keys.
+pub struct Options {
+    /// The engine's limits and rules.
+    pub engine: EngineConfig,
+    /// Who may connect to the socket.
+    pub policy: PeerPolicy,
+    /// The socket's connection caps.
+    pub conn: ConnLimits,
+    /// The server's limits per connection.
+    pub server: ServerLimits,
+    /// Where the audit file goes instead (a small file system, a directory
+    /// made read-only later, …).
+    pub audit_dir: Option<PathBuf>,
+}
+
+impl Options {
+    /// The defaults around `engine`.
+    pub fn new(engine: EngineConfig) -> Options {
+        Options {
+            engine,
+            policy: PeerPolicy::own_user_only(),
+            conn: ConnLimits::default(),
+            server: ServerLimits::default(),
+            audit_dir: None,
+        }
+    }
+}
+
+/// A started test custody. Every part but the start-up state is public:
+/// tests look inside.
 pub struct TestCustody {
     pub engine: Engine,
     pub principal: PublicKey,
@@ -38,8 +74,15 @@ pub struct TestCustody {
     /// Where the key files (for [`Keys::File`]), the audit file and the
     /// socket are.
     pub dir: PathBuf,
-    /// The socket path [`TestCustody::serve`] binds.
+    /// The socket, bound at start; agents are answered once
+    /// [`TestCustody::serve`] ran.
     pub socket: PathBuf,
+    /// Custody as the builder left it (socket bound, nothing served), until
+    /// [`TestCustody::serve`] serves it.
+    started: Option<Custody>,
+    /// The server, once serving; dropping it (with the test custody) stops
+    /// the server.
+    serving: Option<Serving>,
     _tmp: Option<tempfile::TempDir>,
 }
 
@@ -52,18 +95,14 @@ pub fn no_step_up() -> EngineConfig {
 }
 
 impl TestCustody {
-    /// A custody with its audit file next to its keys.
-    pub fn new(keys: Keys, config: EngineConfig) -> TestCustody {
-        Self::build(keys, config, None)
+    /// A custody with the default [`Options`] around `config`.
+    pub async fn start(keys: Keys, config: EngineConfig) -> TestCustody {
+        Self::start_with(keys, Options::new(config)).await
     }
 
-    /// A custody whose audit file is in `audit_dir` (a small file system, a
-    /// directory made read-only later, …).
-    pub fn with_audit_in(keys: Keys, config: EngineConfig, audit_dir: &Path) -> TestCustody {
-        Self::build(keys, config, Some(audit_dir))
-    }
-
-    fn build(keys: Keys, config: EngineConfig, audit_dir: Option<&Path>) -> TestCustody {
+    /// A custody started with `options`; its socket is bound, not yet
+    /// served.
+    pub async fn start_with(keys: Keys, options: Options) -> TestCustody {
         let (dir, tmp, ks) = match keys {
             Keys::Keychain => (
                 super::scratch(),
@@ -82,53 +121,80 @@ impl TestCustody {
             }
         };
         let principal = ks.create("me").expect("a principal key");
-        let audit_path = audit_dir.unwrap_or(&dir).join("audit.sqlite3");
+        let audit_path = options
+            .audit_dir
+            .as_deref()
+            .unwrap_or(&dir)
+            .join("audit.sqlite3");
         let audit = Audit::open(&audit_path).expect("the audit file");
         let (approver, shown) = ScriptedApprover::new();
         let approver = Arc::new(approver);
-        let engine = Engine::new(ks, audit, approver.clone(), config);
+        let socket = dir.join("custody.sock");
+        let mut config = CustodyConfig::new(
+            options.engine,
+            SocketPath::explicit(&socket),
+            options.policy,
+        );
+        config.socket.limits = options.conn;
+        config.server = options.server;
+        // A test's socket is new: no previous custody to wait for.
+        config.handover = Duration::ZERO;
+        let custody = Custody::start(audit, ks, approver.clone(), config).await;
+        if let Err(e) = &custody.socket {
+            panic!("the test socket: {e}");
+        }
         TestCustody {
-            engine,
+            engine: custody.engine.clone(),
             principal,
             shown,
             approver,
             audit_path,
-            socket: dir.join("custody.sock"),
+            socket,
             dir,
+            started: Some(custody),
+            serving: None,
             _tmp: tmp,
         }
     }
 
-    /// Serves the engine on [`TestCustody::socket`] for this user only, with
-    /// default limits; the server runs until the test's runtime ends.
-    pub fn serve(&self) -> PathBuf {
-        self.serve_with(
-            PeerPolicy::own_user_only(),
-            ConnLimits::default(),
-            ServerLimits::default(),
-        );
+    /// Serves agents on [`TestCustody::socket`] until the test custody is
+    /// dropped (or the test's runtime ends); returns the socket's path.
+    pub fn serve(&mut self) -> PathBuf {
+        let custody = self.started.take().expect("a test custody is served once");
+        let serving = custody
+            .spawn()
+            .unwrap_or_else(|e| panic!("the test socket: {e}"));
+        self.serving = Some(serving);
         self.socket.clone()
     }
 
-    /// Serves with a given peer policy and limits; the task is returned for
-    /// tests that stop the server.
-    pub fn serve_with(
-        &self,
-        policy: PeerPolicy,
-        conn: ConnLimits,
-        server: ServerLimits,
-    ) -> tokio::task::JoinHandle<()> {
-        let listener = Listener::bind(BindOptions {
-            path: SocketPath::explicit(&self.socket),
-            policy,
-            limits: conn,
-        })
-        .expect("the test socket");
-        tokio::spawn(serve(
-            listener,
-            self.engine.clone(),
-            server,
-            std::future::pending(),
-        ))
+    /// The audit rows of `kind`, newest first, read from the file as another
+    /// reader of the log would.
+    pub fn rows(&self, kind: EventKind) -> Vec<Event> {
+        Audit::open(&self.audit_path)
+            .expect("the audit file")
+            .query(&Query {
+                kinds: vec![kind],
+                ..Default::default()
+            })
+            .expect("the audit rows")
     }
+
+    /// Starts `req` on the engine as `peer` asking over the socket would
+    /// (without the socket); returns the channel its replies arrive on.
+    pub fn submit(&self, peer: &PeerInfo, req: Request) -> mpsc::Receiver<Value> {
+        let (tx, rx) = mpsc::channel(16);
+        let engine = self.engine.clone();
+        let peer = peer.clone();
+        tokio::spawn(async move { engine.handle(&peer, req, tx).await });
+        rx
+    }
+}
+
+/// The next reply on a channel from [`TestCustody::submit`], within 30 s.
+pub async fn next_reply(rx: &mut mpsc::Receiver<Value>) -> Value {
+    tokio::time::timeout(Duration::from_secs(30), rx.recv())
+        .await
+        .expect("a reply in time")
+        .expect("a reply")
 }

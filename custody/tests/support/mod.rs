@@ -1,9 +1,14 @@
-//! A private D-Bus session with a real, unlocked gnome-keyring for tests
-//! (see `keystore_keyring.rs` for how it works). Shared by the test binaries.
+//! What custody's test binaries share, written once: a private D-Bus
+//! session with a real, unlocked gnome-keyring (here; see
+//! `keystore_keyring.rs` for how it works), the runtime the tests block on,
+//! the root check of the tests that create OS users, a started custody
+//! ([`custody`]), a raw agent on its socket ([`agent`]) and the requests it
+//! sends ([`requests`]).
 #![allow(dead_code)]
 
 pub mod agent;
 pub mod custody;
+pub mod requests;
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -43,6 +48,11 @@ pub fn on_path(tool: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// The tools of `tools` that are not on PATH, in order.
+pub fn not_on_path<'a>(tools: &[&'a str]) -> Vec<&'a str> {
+    tools.iter().copied().filter(|t| !on_path(t)).collect()
+}
+
 /// `true`: we are inside the private session, run the body. `false`: we are
 /// the parent, the child already ran the body and passed.
 pub fn in_session(test: &str, session: Session) -> bool {
@@ -66,10 +76,7 @@ pub fn in_session(test: &str, session: Session) -> bool {
     let test_args = [test, "--exact", "--nocapture", "--test-threads=1"];
     let mut cmd = match session {
         Session::Keyring => {
-            let missing: Vec<&str> = ["dbus-run-session", "dbus-send", "gnome-keyring-daemon"]
-                .into_iter()
-                .filter(|t| !on_path(t))
-                .collect();
+            let missing = not_on_path(&["dbus-run-session", "dbus-send", "gnome-keyring-daemon"]);
             assert!(
                 missing.is_empty(),
                 "the keyring tests need {missing:?} on PATH; {APT_HINT}"
@@ -147,4 +154,43 @@ pub fn in_session(test: &str, session: Session) -> bool {
 
 pub fn scratch() -> PathBuf {
     PathBuf::from(std::env::var_os(SCRATCH).expect("set by in_session"))
+}
+
+/// A multi-threaded runtime with time and I/O: `workers` threads, or
+/// tokio's default (one per core) for `None`.
+pub fn runtime(workers: Option<usize>) -> tokio::runtime::Runtime {
+    let mut b = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = workers {
+        b.worker_threads(n);
+    }
+    b.enable_all().build().unwrap()
+}
+
+/// The runtime most tests block on: two workers, so that custody and the
+/// test's agent run at once even on a one-core CI machine.
+pub fn rt() -> tokio::runtime::Runtime {
+    runtime(Some(2))
+}
+
+/// A runtime with tokio's default number of workers (one per core), for
+/// the tests that have always run on it.
+pub fn rt_per_core() -> tokio::runtime::Runtime {
+    runtime(None)
+}
+
+/// Whether a test that needs root may run: `true` as root; `false` (and
+/// says so) when `PARLEY_SKIP_ROOT_TESTS=1` skips it knowingly; otherwise it
+/// fails, saying `why` it needs root.
+pub fn require_root(test: &str, why: &str) -> bool {
+    if nix::unistd::Uid::effective().is_root() {
+        return true;
+    }
+    if std::env::var("PARLEY_SKIP_ROOT_TESTS").as_deref() == Ok("1") {
+        eprintln!("SKIPPED {test}: needs root (PARLEY_SKIP_ROOT_TESTS=1)");
+        return false;
+    }
+    panic!(
+        "{test} needs root: {why}. Run the tests as root (as CI does), or set \
+         PARLEY_SKIP_ROOT_TESTS=1 to skip it knowingly."
+    );
 }

@@ -200,6 +200,16 @@ pub fn commit_in(dialect: Dialect, p: &Value) -> Value {
     )
 }
 
+/// [`order_in`] Parley v1.
+pub fn order(sku: &str, qty: i64) -> Value {
+    order_in(Dialect::ParleyV1, sku, qty)
+}
+
+/// [`commit_in`] Parley v1.
+pub fn commit(p: &Value) -> Value {
+    commit_in(Dialect::ParleyV1, p)
+}
+
 /// The §6.5 target of a request frame.
 pub fn target_of(frame: &Value) -> (String, String) {
     let s = |k: &str| frame[k].as_str().unwrap_or_default().to_string();
