@@ -3,6 +3,7 @@
 //! busy custody can be asked again) and a sentence for the human. Sent as
 //! `{"id": …, "err": {"code": "gone", "message": "…"}}` on the UI channel.
 
+use crate::admin::KeyChangeError;
 use crate::engine::{DecideError, PauseError};
 use serde::Serialize;
 
@@ -83,6 +84,16 @@ impl From<PauseError> for CallError {
     }
 }
 
+/// A key change custody could not make (the key store's reason: a locked
+/// keychain, a wrong confirmation, a key already there) or made without
+/// its audit row (the sentence says the change stands): both `refused`,
+/// no other code fits, and the sentence says what to do.
+impl From<KeyChangeError> for CallError {
+    fn from(e: KeyChangeError) -> CallError {
+        CallError::new(ErrorCode::Refused, e.to_string())
+    }
+}
+
 /// Custody's own error as a refusal (for `map_err`).
 pub fn refused(e: impl std::fmt::Display) -> CallError {
     CallError::new(ErrorCode::Refused, e.to_string())
@@ -120,5 +131,15 @@ mod tests {
             CallError::from(DecideError::NotAGrant).code,
             ErrorCode::Refused
         );
+    }
+
+    #[test]
+    fn a_key_change_custody_could_not_make_is_refused_with_its_sentence() {
+        let store = KeyChangeError::Store(crate::keystore::KeystoreError::ConfirmationMismatch(
+            "ed25519:A".into(),
+        ));
+        let sentence = store.to_string();
+        let e = CallError::from(store);
+        assert_eq!((e.code, e.message), (ErrorCode::Refused, sentence));
     }
 }
