@@ -7,11 +7,14 @@
 //! | module | what |
 //! |---|---|
 //! | [`keys`] | principal keys created, imported and deleted, each with its audit row |
+//! | [`agents`] | the agents the human has dealt with |
 //!
 //! Errors are `thiserror` enums whose messages say what to do; the app turns
 //! them into `{code, message}` (`crate::desktop::calls::CallError`), the
 //! command into its exit status.
 
+pub mod agents;
 pub mod keys;
 
+pub use agents::{known_agents, KnownAgent};
 pub use keys::{create_key, delete_key, import_key, KeyChange, KeyChangeError, KeyLog, Unrecorded};
