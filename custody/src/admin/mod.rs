@@ -8,13 +8,16 @@
 //! |---|---|
 //! | [`keys`] | principal keys created, imported and deleted, each with its audit row |
 //! | [`agents`] | the agents the human has dealt with |
+//! | [`export`] | the audit log as CSV or JSON Lines, to a writer or a new private file |
 //!
 //! Errors are `thiserror` enums whose messages say what to do; the app turns
 //! them into `{code, message}` (`crate::desktop::calls::CallError`), the
 //! command into its exit status.
 
 pub mod agents;
+pub mod export;
 pub mod keys;
 
 pub use agents::{known_agents, KnownAgent};
+pub use export::{default_export_dir, export_to_new_file, ExportError, ExportFormat};
 pub use keys::{create_key, delete_key, import_key, KeyChange, KeyChangeError, KeyLog, Unrecorded};

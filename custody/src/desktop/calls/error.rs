@@ -3,7 +3,7 @@
 //! busy custody can be asked again) and a sentence for the human. Sent as
 //! `{"id": …, "err": {"code": "gone", "message": "…"}}` on the UI channel.
 
-use crate::admin::KeyChangeError;
+use crate::admin::{ExportError, KeyChangeError};
 use crate::engine::{DecideError, PauseError};
 use serde::Serialize;
 
@@ -94,6 +94,19 @@ impl From<KeyChangeError> for CallError {
     }
 }
 
+/// An export not written: a format other than `csv` and `jsonl` is the
+/// window's mistake (`bad_request`); a folder or file that cannot be
+/// written is `refused`, with the path.
+impl From<ExportError> for CallError {
+    fn from(e: ExportError) -> CallError {
+        let code = match e {
+            ExportError::Format(_) => ErrorCode::BadRequest,
+            _ => ErrorCode::Refused,
+        };
+        CallError::new(code, e.to_string())
+    }
+}
+
 /// Custody's own error as a refusal (for `map_err`).
 pub fn refused(e: impl std::fmt::Display) -> CallError {
     CallError::new(ErrorCode::Refused, e.to_string())
@@ -141,5 +154,18 @@ mod tests {
         let sentence = store.to_string();
         let e = CallError::from(store);
         assert_eq!((e.code, e.message), (ErrorCode::Refused, sentence));
+    }
+
+    #[test]
+    fn an_export_in_an_unknown_format_is_a_bad_request() {
+        let format = "xml".parse::<crate::admin::ExportFormat>().unwrap_err();
+        let sentence = format.to_string();
+        let e = CallError::from(format);
+        assert_eq!((e.code, e.message), (ErrorCode::BadRequest, sentence));
+        let folder = ExportError::Folder {
+            dir: "/nowhere".into(),
+            source: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+        };
+        assert_eq!(CallError::from(folder).code, ErrorCode::Refused);
     }
 }
