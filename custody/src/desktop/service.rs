@@ -139,8 +139,8 @@ impl Desktop {
     }
 
     /// Reads the labels again from custody (after a change).
-    pub fn reload_labels(&self) -> Result<(), String> {
-        let fresh = self.core().map_err(|e| e.message)?.engine.agent_labels()?;
+    pub fn reload_labels(&self) -> Result<(), CallError> {
+        let fresh = self.core()?.engine.agent_labels()?;
         if let Ok(mut l) = self.labels.lock() {
             *l = fresh.into_iter().collect();
         }
