@@ -25,10 +25,13 @@ pub async fn call(
     channel.call(window.label(), &name, &args).await
 }
 
-/// Closes the calling window (nothing to ask the service).
+/// Closes the calling window (nothing to ask the service); a failure is a
+/// refusal like custody's, `{code, message}`.
 #[tauri::command(rename_all = "snake_case")]
-pub async fn window_close(window: Window) -> Result<(), String> {
-    window.close().map_err(|e| e.to_string())
+pub async fn window_close(window: Window) -> Result<(), CallError> {
+    window
+        .close()
+        .map_err(|e| CallError::new("refused", e.to_string()))
 }
 
 /// Opens (or focuses) `target`; a window created now is reported `shown`.

@@ -16,8 +16,9 @@ use crate::cli::AuditArgs;
 use crate::error::CliError;
 use parley_core::lens;
 use parley_core::money::Money;
+use parley_custody::admin::ExportFormat;
 use parley_custody::audit::{
-    self, Audit, Event, EventKind, OpenTally, Query, RetentionPolicy, VerifyReport,
+    Audit, Event, EventKind, OpenTally, Query, RetentionPolicy, VerifyReport,
 };
 use parley_custody::paths;
 use serde::Serialize;
@@ -250,6 +251,17 @@ impl fmt::Display for Verified {
     }
 }
 
+/// The export `--csv` or `--jsonl` asks for, if any (at most one is given).
+fn export_format(a: &AuditArgs) -> Option<ExportFormat> {
+    if a.csv {
+        Some(ExportFormat::Csv)
+    } else if a.jsonl {
+        Some(ExportFormat::Jsonl)
+    } else {
+        None
+    }
+}
+
 pub fn run(a: AuditArgs, json: bool) -> Result<Report, CliError> {
     if json && (a.jsonl || a.csv) {
         return Err(CliError::bad("choose one of --json, --jsonl and --csv"));
@@ -274,15 +286,11 @@ pub fn run(a: AuditArgs, json: bool) -> Result<Report, CliError> {
     }
     let q = query(&a, super::unix_now())?;
     let events = log.query(&q).map_err(CliError::bad)?;
-    if a.jsonl || a.csv {
+    if let Some(format) = export_format(&a) {
         let stdout = std::io::stdout();
         let mut out = stdout.lock();
-        let written = if a.csv {
-            audit::export_csv(&events, &mut out)
-        } else {
-            audit::export_jsonl(&events, &mut out)
-        };
-        written
+        format
+            .write(&events, &mut out)
             .and_then(|()| out.flush())
             .map_err(|source| CliError::Io {
                 context: "writing the audit export".into(),

@@ -16,8 +16,7 @@ use super::Report;
 use crate::cli::{CustodyArgs, CustodyCommand, KeysArgs, KeysCommand};
 use crate::error::CliError;
 use parley_core::lens;
-use parley_core::PublicKey;
-use parley_custody::admin::{self, KeyChange};
+use parley_custody::admin;
 use parley_custody::audit::Audit;
 use parley_custody::keystore::{
     self, KeyInfo, KeySource, KeyStatus, Keystore, Passphrase, StoreKind,
@@ -175,20 +174,10 @@ fn resolve(keys: &[KeyInfo], wanted: &str) -> Result<KeyInfo, CliError> {
     }
 }
 
-/// Opens the audit log before a change, so a change is never made that
-/// cannot be recorded.
+/// Opens the audit log before a change: `parley_custody::admin` records
+/// every change in it, and a change is never made that cannot be recorded.
 fn open_audit(dir: &Path) -> Result<Audit, CliError> {
     Audit::open(&paths::audit_path(dir)).map_err(CliError::bad)
-}
-
-/// Records a key event; if that fails after the change, says so plainly.
-fn record(
-    audit: &mut Audit,
-    change: KeyChange,
-    key: &PublicKey,
-    label: &str,
-) -> Result<(), CliError> {
-    admin::record_key_change(audit, change, key, label, super::unix_now()).map_err(CliError::bad)
 }
 
 #[derive(Serialize)]
@@ -302,8 +291,7 @@ fn keys(a: KeysArgs) -> Result<Report, CliError> {
         KeysCommand::Create { label } => {
             let mut audit = open_audit(&dir)?;
             let store = open_store(&a, &dir, true)?;
-            let key = store.create(label).map_err(CliError::bad)?;
-            record(&mut audit, KeyChange::Created, &key, label)?;
+            let key = admin::create_key(&store, &mut audit, label, label).map_err(CliError::bad)?;
             eprintln!("parley: principal key created; services must trust it: {key}");
             Ok(Report::new(
                 &Changed {
@@ -318,8 +306,8 @@ fn keys(a: KeysArgs) -> Result<Report, CliError> {
         KeysCommand::Import { file, label, shred } => {
             let mut audit = open_audit(&dir)?;
             let store = open_store(&a, &dir, true)?;
-            let key = store.import_seed_file(file, label).map_err(CliError::bad)?;
-            record(&mut audit, KeyChange::Imported, &key, label)?;
+            let key =
+                admin::import_key(&store, &mut audit, file, label, label).map_err(CliError::bad)?;
             let shredded = if *shred {
                 keystore::shred_file(file).map_err(|e| {
                     CliError::bad(format!("the key was imported, but shredding failed: {e}"))
@@ -344,10 +332,8 @@ fn keys(a: KeysArgs) -> Result<Report, CliError> {
             let mut audit = open_audit(&dir)?;
             let store = open_store(&a, &dir, false)?;
             let found = resolve(&store.list().map_err(CliError::bad)?, key)?;
-            store
-                .delete(&found.public, confirm.trim())
+            admin::delete_key(&store, &mut audit, &found.public, confirm, &found.label)
                 .map_err(CliError::bad)?;
-            record(&mut audit, KeyChange::Deleted, &found.public, &found.label)?;
             eprintln!(
                 "parley: principal key {} deleted; grants it issued stay valid until they expire",
                 found.public

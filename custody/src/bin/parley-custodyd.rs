@@ -9,7 +9,7 @@
 use clap::Parser;
 use parley_custody::agent_access;
 use parley_custody::audit::Audit;
-use parley_custody::engine::{unix_now, EngineConfig};
+use parley_custody::engine::EngineConfig;
 use parley_custody::ipc::socket::resolve_socket_path;
 use parley_custody::keystore::{Keystore, Passphrase};
 use parley_custody::logging::{self, LogTarget};
@@ -379,19 +379,13 @@ fn main() -> ExitCode {
             let _ = tty.read_line(&mut a);
         }
         if a.trim().eq_ignore_ascii_case("y") {
-            match keystore.create("principal") {
-                Ok(k) => {
-                    if let Err(e) = parley_custody::admin::record_key_change(
-                        &mut audit,
-                        parley_custody::admin::KeyChange::Created,
-                        &k,
-                        "created at daemon start",
-                        unix_now(),
-                    ) {
-                        return fail(e);
-                    }
-                }
-                Err(e) => return fail(e),
+            if let Err(e) = parley_custody::admin::create_key(
+                &keystore,
+                &mut audit,
+                "principal",
+                "created at daemon start",
+            ) {
+                return fail(e);
             }
         } else {
             eprintln!("parley-custodyd: create one with `parley custody keys create --label NAME`, then start again");

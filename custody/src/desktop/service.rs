@@ -133,17 +133,14 @@ impl Desktop {
         self.labels.lock().ok().and_then(|l| l.get(key).cloned())
     }
 
-    /// Every labelled agent key.
-    pub fn labelled_agents(&self) -> Vec<String> {
-        self.labels
-            .lock()
-            .map(|l| l.keys().cloned().collect())
-            .unwrap_or_default()
+    /// The human's agent labels now (key → label).
+    pub fn agent_labels(&self) -> BTreeMap<String, String> {
+        self.labels.lock().map(|l| l.clone()).unwrap_or_default()
     }
 
     /// Reads the labels again from custody (after a change).
-    pub fn reload_labels(&self) -> Result<(), String> {
-        let fresh = self.core().map_err(|e| e.message)?.engine.agent_labels()?;
+    pub fn reload_labels(&self) -> Result<(), CallError> {
+        let fresh = self.core()?.engine.agent_labels()?;
         if let Ok(mut l) = self.labels.lock() {
             *l = fresh.into_iter().collect();
         }

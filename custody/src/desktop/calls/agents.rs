@@ -3,7 +3,7 @@
 
 use super::refused;
 use super::{blocking, R};
-use crate::audit::{EventKind, Query};
+use crate::admin::{self, KnownAgent};
 use crate::desktop::events::UiEvent;
 use crate::desktop::service::Desktop;
 use crate::engine::unix_now;
@@ -129,75 +129,21 @@ async fn pauses_view(state: &Desktop) -> R<PausesView> {
     })
 }
 
-/// An agent key the human has dealt with.
-#[derive(Debug, Serialize)]
-pub struct KnownAgent {
-    /// The key.
-    pub key: String,
-    /// Its short form.
-    pub short: String,
-    /// Its four words ([`crate::fingerprint`]).
-    pub phrase: String,
-    /// The human's label.
-    pub label: Option<String>,
-    /// The latest audit event naming it.
-    pub last_seen: Option<i64>,
-    /// Whether it has a request waiting now.
-    pub waiting: bool,
-}
-
-/// Every agent key the human has dealt with: waiting now, named in the
-/// audit log's decisions, or labelled (waiting ones first, then newest
-/// seen first).
+/// Every agent key the human has dealt with ([`admin::known_agents`]):
+/// waiting now, named in the audit log's decisions, or labelled.
 pub(super) async fn known_agents(state: &Desktop) -> R<Vec<KnownAgent>> {
     let e = state.core()?.engine.clone();
-    let seen = blocking("reading the audit log", move || {
-        e.with_audit(|a| {
-            a.query(&Query {
-                kinds: vec![
-                    EventKind::GrantIssued,
-                    EventKind::ConsentApproved,
-                    EventKind::GrantDenied,
-                    EventKind::ConsentDenied,
-                ],
-                limit: Some(2000),
-                ..Default::default()
-            })
-        })
-        .map_err(refused)
+    let waiting: Vec<String> = e
+        .pending()
+        .into_iter()
+        .map(|p| p.review.agent.key)
+        .collect();
+    let labels = state.agent_labels();
+    blocking("reading the audit log", move || {
+        e.with_audit(|a| admin::known_agents(a, &waiting, &labels))
+            .map_err(refused)
     })
-    .await?;
-    let mut agents: Vec<KnownAgent> = Vec::new();
-    let mut add = |key: &str, at: Option<i64>, waiting: bool| {
-        let Ok(pk) = key.parse::<PublicKey>() else {
-            return;
-        };
-        if let Some(a) = agents.iter_mut().find(|a| a.key == key) {
-            a.waiting |= waiting;
-            a.last_seen = a.last_seen.max(at);
-            return;
-        }
-        agents.push(KnownAgent {
-            key: pk.to_string(),
-            short: pk.short(),
-            phrase: crate::fingerprint::phrase(&pk),
-            label: state.agent_label(key),
-            last_seen: at,
-            waiting,
-        });
-    };
-    for p in state.pending_labelled() {
-        add(&p.review.agent.key, None, true);
-    }
-    for row in &seen {
-        if let Some(a) = &row.agent {
-            add(a, Some(row.at), false);
-        }
-    }
-    for key in state.labelled_agents() {
-        add(&key, None, false);
-    }
-    Ok(agents)
+    .await
 }
 
 /// Sets (or, with no label, removes) the human's label for an agent key.

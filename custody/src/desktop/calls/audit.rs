@@ -2,12 +2,12 @@
 
 use super::refused;
 use super::{blocking, R};
+use crate::admin::{self, ExportFormat};
 use crate::audit::{self, EventKind, Query, VerifyReport};
 use crate::desktop::service::Desktop;
 use crate::desktop::views::EventView;
 use crate::engine::unix_now;
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
 
 /// Audit view filters.
 #[derive(Debug, Default, Deserialize)]
@@ -113,47 +113,19 @@ pub struct ExportView {
 }
 
 /// Exports the filtered events, exactly as stored, to a new file in the
-/// Downloads folder (else the data directory): JSON Lines or CSV.
+/// Downloads folder (else the data directory): JSON Lines or CSV
+/// ([`admin::export_to_new_file`]).
 pub async fn audit_export(state: &Desktop, format: String, filter: AuditFilter) -> R<ExportView> {
     let core = state.core()?;
-    let csv = match format.as_str() {
-        "csv" => true,
-        "jsonl" => false,
-        _ => return Err("export as jsonl or csv".into()),
-    };
+    let format: ExportFormat = format.parse()?;
     let mut q = filter.query()?;
     q.limit = Some(audit::MAX_LIMIT);
-    let dir = dirs::download_dir()
-        .filter(|d| d.is_absolute())
-        .unwrap_or_else(|| core.data_dir.join("exports"));
-    let stamp = parley_core::lens::time(unix_now()).replace(':', "-");
-    let ext = if csv { "csv" } else { "jsonl" };
+    let dir = admin::default_export_dir(&core.data_dir);
     let e = core.engine.clone();
     let (rows, path) = blocking("exporting the audit log", move || {
         let rows = e.with_audit(|a| a.query(&q)).map_err(refused)?;
-        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        // A new file every time (never overwritten), readable by the user only.
-        let mut n = 1;
-        let (file, out) = loop {
-            let name = match n {
-                1 => format!("parley-audit-{stamp}.{ext}"),
-                n => format!("parley-audit-{stamp}-{n}.{ext}"),
-            };
-            let out: PathBuf = dir.join(name);
-            match crate::paths::create_private_file(&out) {
-                Ok(f) => break (f, out),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 100 => n += 1,
-                Err(e) => return Err(refuse!("{}: {e}", out.display())),
-            }
-        };
-        let w = std::io::BufWriter::new(file);
-        if csv {
-            audit::export_csv(&rows, w)
-        } else {
-            audit::export_jsonl(&rows, w)
-        }
-        .map_err(|e| format!("{}: {e}", out.display()))?;
-        Ok((rows.len(), out))
+        let path = admin::export_to_new_file(&dir, format, &rows, unix_now())?;
+        Ok((rows.len(), path))
     })
     .await?;
     Ok(ExportView {

@@ -3,6 +3,7 @@
 //! busy custody can be asked again) and a sentence for the human. Sent as
 //! `{"id": …, "err": {"code": "gone", "message": "…"}}` on the UI channel.
 
+use crate::admin::{ExportError, KeyChangeError};
 use crate::engine::{DecideError, PauseError};
 use serde::Serialize;
 
@@ -83,6 +84,29 @@ impl From<PauseError> for CallError {
     }
 }
 
+/// A key change custody could not make (the key store's reason: a locked
+/// keychain, a wrong confirmation, a key already there) or made without
+/// its audit row (the sentence says the change stands): both `refused`,
+/// no other code fits, and the sentence says what to do.
+impl From<KeyChangeError> for CallError {
+    fn from(e: KeyChangeError) -> CallError {
+        CallError::new(ErrorCode::Refused, e.to_string())
+    }
+}
+
+/// An export not written: a format other than `csv` and `jsonl` is the
+/// window's mistake (`bad_request`); a folder or file that cannot be
+/// written is `refused`, with the path.
+impl From<ExportError> for CallError {
+    fn from(e: ExportError) -> CallError {
+        let code = match e {
+            ExportError::Format(_) => ErrorCode::BadRequest,
+            _ => ErrorCode::Refused,
+        };
+        CallError::new(code, e.to_string())
+    }
+}
+
 /// Custody's own error as a refusal (for `map_err`).
 pub fn refused(e: impl std::fmt::Display) -> CallError {
     CallError::new(ErrorCode::Refused, e.to_string())
@@ -120,5 +144,28 @@ mod tests {
             CallError::from(DecideError::NotAGrant).code,
             ErrorCode::Refused
         );
+    }
+
+    #[test]
+    fn a_key_change_custody_could_not_make_is_refused_with_its_sentence() {
+        let store = KeyChangeError::Store(crate::keystore::KeystoreError::ConfirmationMismatch(
+            "ed25519:A".into(),
+        ));
+        let sentence = store.to_string();
+        let e = CallError::from(store);
+        assert_eq!((e.code, e.message), (ErrorCode::Refused, sentence));
+    }
+
+    #[test]
+    fn an_export_in_an_unknown_format_is_a_bad_request() {
+        let format = "xml".parse::<crate::admin::ExportFormat>().unwrap_err();
+        let sentence = format.to_string();
+        let e = CallError::from(format);
+        assert_eq!((e.code, e.message), (ErrorCode::BadRequest, sentence));
+        let folder = ExportError::Folder {
+            dir: "/nowhere".into(),
+            source: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+        };
+        assert_eq!(CallError::from(folder).code, ErrorCode::Refused);
     }
 }

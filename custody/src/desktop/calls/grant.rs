@@ -1,10 +1,11 @@
 //! The grant form: what it needs, the preview of what it would sign, and
 //! issuing (to a waiting agent, or for the human to copy).
 
-use super::agents::{known_agents, KnownAgent};
+use super::agents::known_agents;
 use super::refused;
 use super::review::may_sign;
 use super::{blocking, pending, request_id, timed, Caller, R};
+use crate::admin::KnownAgent;
 use crate::approver::{Gesture, PendingView, Verdict, Yes};
 use crate::desktop::events::UiEvent;
 use crate::desktop::permissions::{is_grant_form, review_label};

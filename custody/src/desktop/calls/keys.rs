@@ -2,12 +2,11 @@
 //! with its audit row.
 
 use super::refused;
-use super::{blocking, R};
-use crate::admin::{self, KeyChange};
+use super::{blocking, CallError, ErrorCode, R};
+use crate::admin;
 use crate::desktop::events::UiEvent;
 use crate::desktop::service::Desktop;
 use crate::desktop::views::{self, KeyView};
-use crate::engine::unix_now;
 use parley_core::PublicKey;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -32,21 +31,6 @@ pub async fn keys_list(state: &Desktop) -> R<KeysView> {
     })
 }
 
-async fn log_key_event(
-    state: &Desktop,
-    change: KeyChange,
-    key: &PublicKey,
-    reason: String,
-) -> R<()> {
-    let e = state.core()?.engine.clone();
-    let key = key.clone();
-    blocking("writing the audit log", move || {
-        e.with_audit(|a| admin::record_key_change(a, change, &key, &reason, unix_now()))
-            .map_err(refused)
-    })
-    .await
-}
-
 async fn key_view(state: &Desktop, public: String) -> R<KeyView> {
     let core = state.core()?;
     let e = core.engine.clone();
@@ -61,17 +45,11 @@ async fn key_view(state: &Desktop, public: String) -> R<KeyView> {
 pub async fn key_create(state: &Desktop, label: String) -> R<KeyView> {
     let core = state.core()?;
     let e = core.engine.clone();
-    let l = label.clone();
+    let label = label.trim().to_string();
     let key = blocking("creating the key", move || {
-        e.keystore().create(l.trim()).map_err(refused)
+        let reason = format!("created in the app: {label}");
+        Ok(admin::create_key(e.keystore(), &e, &label, &reason)?)
     })
-    .await?;
-    log_key_event(
-        state,
-        KeyChange::Created,
-        &key,
-        format!("created in the app: {}", label.trim()),
-    )
     .await?;
     let public = key.to_string();
     state.hub.send(UiEvent::StatusChanged);
@@ -97,22 +75,28 @@ pub async fn key_import(state: &Desktop, path: String, label: String) -> R<KeyVi
         );
     }
     let e = core.engine.clone();
-    let (f, l) = (file.clone(), label.clone());
-    let key = blocking("importing the key", move || {
-        e.keystore().import_seed_file(&f, l.trim()).map_err(refused)
+    let f = file.clone();
+    let imported = blocking("importing the key", move || {
+        let reason = format!("imported in the app from {}", f.display());
+        Ok(admin::import_key(
+            e.keystore(),
+            &e,
+            &f,
+            label.trim(),
+            &reason,
+        ))
     })
     .await?;
-    let public = key.to_string();
-    if let Ok(mut m) = state.imported.lock() {
-        m.insert(file.clone(), public.clone());
+    // A key imported but not recorded is still in the store: its file may
+    // be shredded all the same.
+    let stored = match &imported {
+        Ok(key) => Some(key),
+        Err(e) => e.changed_key(),
+    };
+    if let (Some(key), Ok(mut m)) = (stored, state.imported.lock()) {
+        m.insert(file, key.to_string());
     }
-    log_key_event(
-        state,
-        KeyChange::Imported,
-        &key,
-        format!("imported in the app from {}", file.display()),
-    )
-    .await?;
+    let public = imported?.to_string();
     state.hub.send(UiEvent::StatusChanged);
     key_view(state, public).await
 }
@@ -142,14 +126,20 @@ pub async fn key_shred(state: &Desktop, path: String) -> R<()> {
 /// Deletes a principal key for good; `confirm` must repeat the full key.
 pub async fn key_delete(state: &Desktop, public: String, confirm: String) -> R<()> {
     let core = state.core()?;
-    let pk: PublicKey = public.parse().map_err(|e| format!("not a key: {e}"))?;
+    let pk: PublicKey = public
+        .parse()
+        .map_err(|e| CallError::new(ErrorCode::BadRequest, format!("not a key: {e}")))?;
     let e = core.engine.clone();
-    let (p, c) = (pk.clone(), confirm.trim().to_string());
     blocking("deleting the key", move || {
-        e.keystore().delete(&p, &c).map_err(refused)
+        Ok(admin::delete_key(
+            e.keystore(),
+            &e,
+            &pk,
+            &confirm,
+            "deleted in the app",
+        )?)
     })
     .await?;
-    log_key_event(state, KeyChange::Deleted, &pk, "deleted in the app".into()).await?;
     state.hub.send(UiEvent::StatusChanged);
     Ok(())
 }

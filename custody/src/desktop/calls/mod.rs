@@ -46,7 +46,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use agents::{KnownAgent, PauseView, PausesView};
+pub use crate::admin::KnownAgent;
+pub use agents::{PauseView, PausesView};
 pub use audit::{AuditFilter, AuditView, ExportView};
 use error::refused;
 pub use error::{CallError, ErrorCode};
