@@ -46,14 +46,13 @@ pub async fn key_create(state: &Desktop, label: String) -> R<KeyView> {
     let core = state.core()?;
     let e = core.engine.clone();
     let label = label.trim().to_string();
-    let key = blocking("creating the key", move || {
+    let created = blocking("creating the key", move || {
         let reason = format!("created in the app: {label}");
-        Ok(admin::create_key(e.keystore(), &e, &label, &reason)?)
+        Ok(admin::create_key(e.keystore(), &e, &label, &reason))
     })
     .await?;
-    let public = key.to_string();
-    state.hub.send(UiEvent::StatusChanged);
-    key_view(state, public).await
+    tell_if_changed(state, &created);
+    key_view(state, created?.to_string()).await
 }
 
 fn expand_home(path: &str) -> PathBuf {
@@ -96,9 +95,8 @@ pub async fn key_import(state: &Desktop, path: String, label: String) -> R<KeyVi
     if let (Some(key), Ok(mut m)) = (stored, state.imported.lock()) {
         m.insert(file, key.to_string());
     }
-    let public = imported?.to_string();
-    state.hub.send(UiEvent::StatusChanged);
-    key_view(state, public).await
+    tell_if_changed(state, &imported);
+    key_view(state, imported?.to_string()).await
 }
 
 /// Overwrites and deletes a seed file imported in this session.
@@ -130,16 +128,30 @@ pub async fn key_delete(state: &Desktop, public: String, confirm: String) -> R<(
         .parse()
         .map_err(|e| CallError::new(ErrorCode::BadRequest, format!("not a key: {e}")))?;
     let e = core.engine.clone();
-    blocking("deleting the key", move || {
+    let deleted = blocking("deleting the key", move || {
         Ok(admin::delete_key(
             e.keystore(),
             &e,
             &pk,
             &confirm,
             "deleted in the app",
-        )?)
+        ))
     })
     .await?;
-    state.hub.send(UiEvent::StatusChanged);
-    Ok(())
+    tell_if_changed(state, &deleted);
+    Ok(deleted?)
+}
+
+/// Tells every window that the key store changed, when it did: also when
+/// the change stands but its audit row could not be written, so that the
+/// key list shows the key that is (or is no longer) there next to the
+/// refusal that says the log missed it.
+fn tell_if_changed<T>(state: &Desktop, result: &Result<T, admin::KeyChangeError>) {
+    let changed = match result {
+        Ok(_) => true,
+        Err(e) => e.changed_key().is_some(),
+    };
+    if changed {
+        state.hub.send(UiEvent::StatusChanged);
+    }
 }
