@@ -254,16 +254,22 @@ impl NewEvent {
     }
 }
 
+/// The columns of a stored row, in the order every export writes them: the
+/// CSV header, the keys of a JSON Lines export and of `parley audit --json`.
+/// It is the order in which the columns joined the log, kept so that an
+/// export reads the same from one version to the next (the fields
+/// themselves are defined once, in [`NewEvent`] and [`Event`]; a test keeps
+/// this list complete).
+pub const COLUMNS: &str = "seq,at,kind,peer_uid,peer_pid,peer_exe,agent,service,capability,hash,cost_amount,cost_currency,risk,undo,expires,token_id,caveats,reason,principal,prev,row_hash,confirmed_by,cut,count,span_start,span_end,compacted_by,peer_chain";
+
 /// A stored event: what it says ([`NewEvent`]) and its place in the chain.
-/// `Serialize` for `--json` and JSONL export: one flat object, `seq`, then
-/// the event's fields, then the chain's (`prev, row_hash, cut,
-/// compacted_by`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// Serializes as one flat object, its keys in [`COLUMNS`] order (`--json`
+/// and JSONL export).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
     /// Position in the log, from 1, without gaps.
     pub seq: i64,
     /// What the row says.
-    #[serde(flatten)]
     pub event: NewEvent,
     /// The previous row's `row_hash` ([`super::GENESIS`] for row 1).
     pub prev: String,
@@ -298,16 +304,39 @@ impl std::ops::DerefMut for Event {
 }
 
 impl Event {
-    /// The row as one JSON object under its column names (what JSONL
-    /// export writes), from which the hash, the CSV row and the insert take
-    /// their fields, so none of them lists the fields again.
+    /// The row as one JSON object under its column names, in [`COLUMNS`]
+    /// order (what JSONL export writes), from which the hash, the CSV row
+    /// and the insert take their fields, so none of them lists the fields
+    /// again.
     pub fn columns(&self) -> serde_json::Map<String, serde_json::Value> {
-        match serde_json::to_value(self) {
-            Ok(serde_json::Value::Object(m)) => m,
+        use serde_json::Value;
+        let mut fields = match serde_json::to_value(&self.event) {
+            Ok(Value::Object(m)) => m,
             // Plain fields with string keys: serializing cannot fail or be
             // anything but an object.
             _ => unreachable!("an audit event serializes to a JSON object"),
+        };
+        fields.insert("seq".into(), self.seq.into());
+        fields.insert("prev".into(), self.prev.clone().into());
+        fields.insert("row_hash".into(), self.row_hash.clone().into());
+        fields.insert("cut".into(), self.cut.clone().into());
+        fields.insert("compacted_by".into(), self.compacted_by.into());
+        let mut ordered = serde_json::Map::with_capacity(fields.len());
+        for name in COLUMNS.split(',') {
+            if let Some(value) = fields.remove(name) {
+                ordered.insert(name.to_string(), value);
+            }
         }
+        // Nothing is left while COLUMNS is complete (a test checks it); a
+        // field added without its column still leaves custody, last.
+        ordered.extend(fields);
+        ordered
+    }
+}
+
+impl Serialize for Event {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.columns().serialize(s)
     }
 }
 

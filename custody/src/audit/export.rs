@@ -30,8 +30,8 @@ impl Event {
     }
 }
 
-/// The CSV header row, in column order.
-pub const CSV_HEADER: &str = "seq,at,kind,peer_uid,peer_pid,peer_exe,agent,service,capability,hash,cost_amount,cost_currency,risk,undo,expires,token_id,caveats,reason,principal,prev,row_hash,confirmed_by,cut,count,span_start,span_end,compacted_by,peer_chain";
+/// The CSV header row: the columns in their one order.
+pub const CSV_HEADER: &str = super::event::COLUMNS;
 
 /// A quoted CSV cell, neutralized against formula injection.
 fn csv_text(s: &str) -> String {
@@ -84,6 +84,36 @@ mod tests {
         let mut columns: Vec<String> = e.columns().keys().cloned().collect();
         columns.sort_unstable();
         assert_eq!(header, columns);
+    }
+
+    #[test]
+    fn a_jsonl_line_keeps_the_columns_in_their_order() {
+        let e = Event {
+            seq: 7,
+            event: super::super::NewEvent {
+                agent: Some("ed25519:a".into()),
+                peer_chain: Some("[]".into()),
+                ..super::super::NewEvent::new(super::super::EventKind::ConsentApproved, 2)
+            },
+            prev: "p".into(),
+            row_hash: "r".into(),
+            cut: None,
+            compacted_by: Some(9),
+        };
+        let mut out = Vec::new();
+        export_jsonl(std::slice::from_ref(&e), &mut out).unwrap();
+        let line = String::from_utf8(out).unwrap();
+        let keys: Vec<String> =
+            serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&line)
+                .unwrap()
+                .keys()
+                .cloned()
+                .collect();
+        assert_eq!(keys.join(","), CSV_HEADER, "{line}");
+        assert!(
+            line.starts_with(r#"{"seq":7,"at":2,"kind":"consent_approved","#),
+            "{line}"
+        );
     }
 
     #[test]
