@@ -67,7 +67,7 @@ test('newcomer: with no principal key, the app offers to create one', async () =
 test('consent: the review shows the real effects; Approve signs exactly that proposal', async () => {
   const p = proposal(PARLEY, { id: 'p_1', amount: 7136 })
   agent.send(consentRequest('c1', { proposal: p, principal, agent: agentPub }))
-  const pending = await agent.next((f) => f.re === 'c1' && f.kind === 'PENDING')
+  const pending = await agent.pending('c1')
   assert.equal(pending.position, 1)
   // A notification went out, in words, and the tray icon carries a badge.
   await wd.until(() => notified().includes(`${agentPub.slice(0, 18)}… asks you to approve 71.36 USD at shop.example`), 'the notification', 20_000)
@@ -137,7 +137,7 @@ test('deny: an irreversible, high-risk proposal is denied with a reason; nothing
     effects: [{ op: 'send', target: 'wire to acct ••1234', detail: '2500.00 USD' }],
   })
   agent.send(consentRequest('c2', { proposal: p, principal, agent: agentPub }))
-  await agent.next((f) => f.re === 'c2' && f.kind === 'PENDING')
+  await agent.pending('c2')
   await openNewestReview()
   assert.equal(await wd.text(tid('cost')), '2500.00 USD')
   assert.equal(await wd.text(tid('risk')), 'high')
@@ -160,7 +160,7 @@ test('grant request: the human narrows it in the form; the agent receives exactl
     reason: 'weekly groceries',
     caveats: [{ svc: ['shop.example'] }, { verbs: ['ASK', 'INTENT', 'COMMIT'] }, { per: { max: 4000, currency: 'USD' } }, { exp }],
   })
-  await agent.next((f) => f.re === 'g1' && f.kind === 'PENDING')
+  await agent.pending('g1')
   await openNewestReview()
   assert.match(await wd.text(tid('preview')), /at shop\.example/)
   assert.match(await wd.text(tid('warnings')), /splitting/)
@@ -273,7 +273,7 @@ test('says_free_but_charges: a charge with cost null is shown as such, with the 
     effects: [{ op: 'charge', target: 'card ••42', detail: 'shipping' }],
   })
   agent.send(consentRequest('c4', { proposal: p, principal, agent: agentPub }))
-  await agent.next((f) => f.re === 'c4' && f.kind === 'PENDING')
+  await agent.pending('c4')
   await openNewestReview()
   assert.equal(await wd.text(tid('cost')), 'not stated (an effect charges)')
   assert.match(await wd.text(tid('warnings')), /^SAYS FREE BUT CHARGES/)
@@ -296,7 +296,7 @@ test('a_widening_form_edit_is_shown_and_refused_unless_confirmed', async () => {
     reason: 'look around',
     caveats: [{ svc: ['shop.example'] }, { verbs: ['ASK'] }, { exp }],
   })
-  await agent.next((f) => f.re === 'g2' && f.kind === 'PENDING')
+  await agent.pending('g2')
   await openNewestReview()
   await openGrantForm()
   await wd.click('#verb-COMMIT')

@@ -30,7 +30,7 @@ test('without a notification daemon, requests open their review window and the a
   for (const [i, amount] of [[1, 1999], [2, 2999]]) {
     const p = proposal(PARLEY, { id: `p_${i}`, amount })
     agent.send(consentRequest(`c${i}`, { proposal: p, principal, agent: me }))
-    await agent.next((f) => f.re === `c${i}` && f.kind === 'PENDING')
+    await agent.pending(`c${i}`)
     // Nobody clicked anything: the window is there.
     await wd.switchToWindow(new RegExp(`review\\.html#q${i}$`), 20_000)
     assert.equal(await wd.text(tid('cost')), `${(amount / 100).toFixed(2)} USD`)
@@ -54,7 +54,7 @@ test('tab_and_space_in_the_review_window_do_not_approve', async () => {
   const me = agentKey()
   const p = proposal(PARLEY, { id: 'p_tab', amount: 4999 })
   agent.send(consentRequest('c3', { proposal: p, principal, agent: me }))
-  await agent.next((f) => f.re === 'c3' && f.kind === 'PENDING')
+  await agent.pending('c3')
   await wd.switchToWindow(/review\.html#q3$/, 20_000)
   await armed('approve', 'Approve armed')
   const active = () => wd.exec(`return document.activeElement?.dataset.testid ?? document.activeElement?.id ?? ''`)
@@ -93,7 +93,7 @@ test('the UI process killed mid-review signs nothing, and a new UI picks the req
   const me = agentKey()
   const p = proposal(PARLEY, { id: 'p_kill', amount: 1234 })
   agent.send(consentRequest('ck', { proposal: p, principal, agent: me }))
-  await agent.next((f) => f.re === 'ck' && f.kind === 'PENDING')
+  await agent.pending('ck')
   // Custody numbers requests q1, q2, …: this file's fourth.
   const id = 'q4'
   await wd.switchToWindow(/review\.html#q4$/, 20_000)

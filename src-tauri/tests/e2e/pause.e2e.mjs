@@ -29,7 +29,7 @@ function notifications() {
 async function ask(id, p, service) {
   const before = await listed()
   agent.send(consentRequest(id, { proposal: p, principal, agent: agentPub, service }))
-  await agent.next((f) => f.re === id && f.kind === 'PENDING')
+  await agent.pending(id)
   const rid = await wd.until(async () => (await listed()).find((r) => !before.includes(r)) ?? null, `request ${id} in the home window`)
   await openReview(rid)
   return rid
@@ -95,7 +95,7 @@ test('alike: three orders from the agent at one service are listed in one review
   await wd.until(async () => /Saved/.test(await wd.text(tid('agent-name-status'))), 'the name saved')
   for (const n of ['b', 'c']) {
     agent.send(consentRequest(`c4${n}`, { proposal: proposal(PARLEY, { id: `p_4${n}`, amount: 700 }), principal, agent: agentPub }))
-    await agent.next((f) => f.re === `c4${n}` && f.kind === 'PENDING')
+    await agent.pending(`c4${n}`)
   }
   await wd.until(async () => (await wd.exec(`return document.querySelectorAll('[data-testid="alike-item"]').length`)) === 2, 'the two alike requests listed')
   assert.equal(await wd.text(tid('deny-alike')), 'Deny this and the 2 alike')
@@ -147,7 +147,7 @@ test('deny and pause: the agent is told, and its next request is refused unseen'
   // Another agent is not affected.
   const other = agentKey()
   agent.send(consentRequest('c6', { proposal: proposal(PARLEY, { id: 'p_6', amount: 700 }), principal, agent: other }))
-  await agent.next((f) => f.re === 'c6' && f.kind === 'PENDING')
+  await agent.pending('c6')
   await wd.until(async () => (await listed()).length === waiting.length + 1, 'the other agent’s request waits')
   agent.send({ custody: 1, id: 'x6', op: 'cancel', request: 'c6' })
   await wd.until(async () => (await listed()).length === waiting.length, 'withdrawn')
@@ -173,7 +173,7 @@ test('audit view: the paused agent is listed until when and why; Resume lets it 
 
   // Asking again is shown again.
   agent.send(consentRequest('c7', { proposal: proposal(PARLEY, { id: 'p_7', amount: 700 }), principal, agent: agentPub }))
-  await agent.next((f) => f.re === 'c7' && f.kind === 'PENDING')
+  await agent.pending('c7')
 
   // Pause it from the audit view (until resumed): the waiting request is denied, told why.
   await wd.exec(`document.querySelector('[data-testid="pause-agents"]').open = true`)
@@ -191,7 +191,7 @@ test('tray: "Pause <agent>" for an agent asking now denies what waits and refuse
   const other = agentKey()
   const short = `${other.slice(0, 18)}…`
   agent.send(consentRequest('c9', { proposal: proposal(PARLEY, { id: 'p_9', amount: 700 }), principal, agent: other }))
-  await agent.next((f) => f.re === 'c9' && f.kind === 'PENDING')
+  await agent.pending('c9')
   const [id, label] = await wd.until(() => trayItems().find(([, l]) => l.startsWith('Pause ') && l.includes(short)) ?? null, 'the Pause line in the tray menu', 30_000)
   assert.equal(label, `Pause ${short} (refuse its requests unseen)`)
   assert.ok(!trayItems().some(([, l]) => l.includes(`${agentPub.slice(0, 18)}…`) && l.startsWith('Pause')), 'only agents asking now are offered')

@@ -91,7 +91,7 @@ after(async () => {
 test('a synthesized click on Approve reaches the OS password prompt, never a signature; only the password signs', async () => {
   const p = proposal(PARLEY, { id: 'p_su', amount: 4200, risk: 'low' })
   agent.send(consentRequest('s1', { proposal: p, principal, agent: agentPub }))
-  await agent.next((f) => f.re === 's1' && f.kind === 'PENDING')
+  await agent.pending('s1')
   // No notification daemon in this session: the app opens the review itself.
   await wd.switchToWindow(/review\.html#q\d+$/)
   await wd.$(tid('approve'))
