@@ -73,6 +73,11 @@ export class Agent {
     }
   }
 
+  /** The PENDING event of request `id` (custody queued it for the human). */
+  pending(id, timeoutMs = 30_000) {
+    return this.next((f) => f.re === id && f.kind === 'PENDING', timeoutMs)
+  }
+
   /** The final reply to request `id` (PENDING events skipped). */
   final(id, timeoutMs = 60_000) {
     return this.next((f) => f.re === id && f.kind !== 'PENDING', timeoutMs)

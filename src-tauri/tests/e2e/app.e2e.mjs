@@ -10,70 +10,19 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFileSync, spawnSync } from 'node:child_process'
-import { mkdirSync, readFileSync, readdirSync, existsSync } from 'node:fs'
-import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { WebDriver } from './webdriver.mjs'
+import { mkdirSync, readFileSync, existsSync } from 'node:fs'
+import { join } from 'node:path'
 import { Agent, agentKey, proposal, consentRequest } from './agent.mjs'
 import { trayCount, trayProp } from './tray.mjs'
+import { PARLEY, SOCKET, SHOTS, tid, sleep, wd, main, startApp, createKey, verify, opened, openNewestReview, openGrantForm, armed, closeByButton, invoke, notified } from './session.mjs'
 
-const here = dirname(fileURLToPath(import.meta.url))
-const repo = resolve(here, '..', '..', '..')
-const APP = process.env.PARLEY_APP ?? join(repo, 'target', 'debug', 'parley-custody')
-const PARLEY = process.env.PARLEY_CLI ?? join(repo, 'target', 'debug', 'parley')
-const SOCKET = process.env.PARLEY_CUSTODY_SOCKET
-// Screenshots go under target/ (tests never modify tracked files);
-// UPDATE_SCREENSHOTS=1 scripts/test-app.sh refreshes the README's in docs/screenshots/.
-const SHOTS = process.env.SCREENSHOTS ?? join(repo, 'target', 'screenshots')
-const tid = (id) => `[data-testid="${id}"]`
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
-
-const wd = new WebDriver(process.env.WEBDRIVER_URL ?? 'http://127.0.0.1:4444')
-let main
 let principal
 let agent
 const agentPub = agentKey()
 
-function verify(token, args) {
-  const r = spawnSync(PARLEY, ['verify', token, '--trust', principal, ...args], { encoding: 'utf8' })
-  return { code: r.status, out: `${r.stdout}${r.stderr}`.trim() }
-}
-
-/** Opens, from the home window, the review window of the request that arrived
- *  after the ones already opened (custody numbers requests q1, q2, …). */
-const opened = new Set()
-async function openNewestReview() {
-  await wd.switchTo(main)
-  const id = await wd.until(async () => {
-    const ids = await wd.exec(`return [...document.querySelectorAll('[data-testid^="review-q"]')].map(e => e.dataset.testid.slice(7))`)
-    return ids.filter((i) => !opened.has(i)).sort((a, b) => Number(a.slice(1)) - Number(b.slice(1))).at(-1)
-  }, 'a new pending request in the home window')
-  opened.add(id)
-  await wd.click(tid(`review-${id}`))
-  await wd.switchToWindow(new RegExp(`review\\.html#${id}$`))
-  await wd.$(tid('approve'))
-  return id
-}
-
-/** The Notify calls seen on the session bus (scripts/test-app.sh runs dbus-monitor). */
-function notified() {
-  try {
-    return readFileSync(process.env.NOTIFY_LOG, 'utf8')
-  } catch {
-    return ''
-  }
-}
-
-/** Clicks a button that closes its own window (the click may report the window gone). */
-async function closeByButton(id) {
-  await wd.click(tid(id)).catch((e) => {
-    if (e.code !== 'no such window') throw e
-  })
-}
-
 /** Clicks Issue once custody previewed the form and the window is armed. */
 async function issueWhenArmed() {
-  await wd.until(async () => (await wd.prop(tid('issue'), 'disabled')) === false, 'Issue armed').catch(async (e) => {
+  await armed('issue', 'Issue armed').catch(async (e) => {
     const said = await wd.exec(`return ['issue-hint', 'status'].map((t) => document.querySelector('[data-testid="' + t + '"]')?.textContent).join(' | ') + ' | focus ' + document.hasFocus()`)
     throw new Error(`${e.message}: ${said}`)
   })
@@ -94,8 +43,7 @@ async function backToMain() {
 before(async () => {
   assert.ok(SOCKET, 'PARLEY_CUSTODY_SOCKET must be set (scripts/test-app.sh does)')
   mkdirSync(SHOTS, { recursive: true })
-  await wd.start(APP)
-  main = await wd.handle()
+  await startApp()
 })
 
 after(async () => {
@@ -107,12 +55,7 @@ test('newcomer: with no principal key, the app offers to create one', async () =
   await wd.$(tid('welcome'))
   assert.match(await wd.text(tid('welcome')), /First, your principal key/)
   await wd.screenshot(join(SHOTS, 'first-run.png'))
-  await wd.type(tid('key-label'), 'Ana (personal)')
-  await wd.click(tid('create-key'))
-  principal = await wd.until(async () => {
-    const t = await wd.text(tid('principal-key'))
-    return /^ed25519:[A-Za-z0-9_-]{43}$/.test(t) ? t : null
-  }, 'the new principal key')
+  principal = await createKey('Ana (personal)')
   agent = await Agent.connect(SOCKET)
   agent.send({ custody: 1, id: 'h1', op: 'hello' })
   const hello = await agent.final('h1')
@@ -124,7 +67,7 @@ test('newcomer: with no principal key, the app offers to create one', async () =
 test('consent: the review shows the real effects; Approve signs exactly that proposal', async () => {
   const p = proposal(PARLEY, { id: 'p_1', amount: 7136 })
   agent.send(consentRequest('c1', { proposal: p, principal, agent: agentPub }))
-  const pending = await agent.next((f) => f.re === 'c1' && f.kind === 'PENDING')
+  const pending = await agent.pending('c1')
   assert.equal(pending.position, 1)
   // A notification went out, in words, and the tray icon carries a badge.
   await wd.until(() => notified().includes(`${agentPub.slice(0, 18)}… asks you to approve 71.36 USD at shop.example`), 'the notification', 20_000)
@@ -155,17 +98,17 @@ test('consent: the review shows the real effects; Approve signs exactly that pro
   assert.equal(await wd.text(tid('summary')), 'Order 3 items')
   // Other windows cannot decide: the home window has no permission for it at all.
   await wd.switchTo(main)
-  const refused = await wd.exec(`return window.__TAURI_INTERNALS__.invoke('call', { name: 'review_decide', args: { id: arguments[0], approve: true, confirmed: true, reason: null } }).then(() => 'accepted', (e) => (e && typeof e === 'object' ? e.code + ': ' + e.message : String(e)))`, id)
+  const refused = await invoke('review_decide', { id, approve: true, confirmed: true, reason: null })
   assert.match(refused, /^not_permitted: .*may not do that/, refused)
   await wd.switchTo(review)
-  await wd.until(async () => (await wd.prop(tid('approve'), 'disabled')) === false, 'Approve after the delay')
+  await armed('approve', 'Approve after the delay')
   await wd.screenshot(join(SHOTS, 'review.png'))
   await wd.click(tid('approve'))
 
   const fin = await agent.final('c1')
   assert.equal(fin.kind, 'APPROVED', JSON.stringify(fin))
   const token = fin.grant
-  const ok = verify(token, ['--svc', 'shop.example', '--verb', 'COMMIT', '--cap', 'shop.order', '--hash', p.hash, '--cost', '71.36USD', '--risk', 'medium'])
+  const ok = verify(token, principal, ['--svc', 'shop.example', '--verb', 'COMMIT', '--cap', 'shop.order', '--hash', p.hash, '--cost', '71.36USD', '--risk', 'medium'])
   assert.equal(ok.code, 0, ok.out)
   assert.match(ok.out, /^ok/)
   const other = proposal(PARLEY, { id: 'p_other', amount: 7136 })
@@ -174,7 +117,7 @@ test('consent: the review shows the real effects; Approve signs exactly that pro
     ['another service', ['--svc', 'evil.example', '--verb', 'COMMIT', '--cap', 'shop.order', '--hash', p.hash, '--cost', '71.36USD', '--risk', 'medium']],
     ['another verb', ['--svc', 'shop.example', '--verb', 'UNDO', '--cap', 'shop.order']],
   ]) {
-    const r = verify(token, args)
+    const r = verify(token, principal, args)
     assert.notEqual(r.code, 0, `${what}: ${r.out}`)
     assert.match(r.out, /forbidden/, what)
   }
@@ -194,7 +137,7 @@ test('deny: an irreversible, high-risk proposal is denied with a reason; nothing
     effects: [{ op: 'send', target: 'wire to acct ••1234', detail: '2500.00 USD' }],
   })
   agent.send(consentRequest('c2', { proposal: p, principal, agent: agentPub }))
-  await agent.next((f) => f.re === 'c2' && f.kind === 'PENDING')
+  await agent.pending('c2')
   await openNewestReview()
   assert.equal(await wd.text(tid('cost')), '2500.00 USD')
   assert.equal(await wd.text(tid('risk')), 'high')
@@ -217,13 +160,11 @@ test('grant request: the human narrows it in the form; the agent receives exactl
     reason: 'weekly groceries',
     caveats: [{ svc: ['shop.example'] }, { verbs: ['ASK', 'INTENT', 'COMMIT'] }, { per: { max: 4000, currency: 'USD' } }, { exp }],
   })
-  await agent.next((f) => f.re === 'g1' && f.kind === 'PENDING')
+  await agent.pending('g1')
   await openNewestReview()
   assert.match(await wd.text(tid('preview')), /at shop\.example/)
   assert.match(await wd.text(tid('warnings')), /splitting/)
-  await wd.click(tid('edit-grant'))
-  await wd.switchToWindow(/grant\.html#request=q\d+$/)
-  await wd.$(tid('request-banner'))
+  await openGrantForm()
   assert.equal(await wd.prop('#agent', 'value'), agentPub)
   assert.equal(await wd.prop('#services', 'value'), 'shop.example')
   assert.equal(await wd.prop('#per', 'value'), '40.00')
@@ -249,11 +190,11 @@ test('grant request: the human narrows it in the form; the agent receives exactl
   const grantExp = fin.caveats.at(-1).exp
   assert.ok(Math.abs(grantExp - (Math.floor(Date.now() / 1000) + 8 * 3600)) < 120, 'the 8h the human chose, not the 24h asked')
   await wd.until(async () => /sent to the waiting agent/.test(await wd.text(tid('status'))), 'the form says where the grant went')
-  const ask = verify(fin.grant, ['--svc', 'shop.example', '--verb', 'ASK', '--cap', 'shop.order'])
+  const ask = verify(fin.grant, principal, ['--svc', 'shop.example', '--verb', 'ASK', '--cap', 'shop.order'])
   assert.equal(ask.code, 0, ask.out)
-  const small = verify(fin.grant, ['--svc', 'shop.example', '--verb', 'COMMIT', '--cap', 'shop.order', '--hash', 'h', '--cost', '30USD', '--risk', 'low'])
+  const small = verify(fin.grant, principal, ['--svc', 'shop.example', '--verb', 'COMMIT', '--cap', 'shop.order', '--hash', 'h', '--cost', '30USD', '--risk', 'low'])
   assert.equal(small.code, 0, small.out)
-  const big = verify(fin.grant, ['--svc', 'shop.example', '--verb', 'COMMIT', '--cap', 'shop.order', '--hash', 'h', '--cost', '50USD', '--risk', 'low'])
+  const big = verify(fin.grant, principal, ['--svc', 'shop.example', '--verb', 'COMMIT', '--cap', 'shop.order', '--hash', 'h', '--cost', '50USD', '--risk', 'low'])
   assert.match(big.out, /consent_required/, 'over the per-action cap: the human is asked')
   await closeByButton('cancel')
   await backToMain()
@@ -278,7 +219,7 @@ test('grant form with no request: the token is shown once, to copy', async () =>
   }, 'the token')
   await wd.click(tid('copy-token'))
   await wd.until(async () => /Copied\./.test(await wd.text(tid('copied'))), 'the token copied to the clipboard')
-  const r = verify(token, ['--svc', 'books.example', '--verb', 'ASK', '--cap', 'books.find'])
+  const r = verify(token, principal, ['--svc', 'books.example', '--verb', 'ASK', '--cap', 'books.find'])
   assert.equal(r.code, 0, r.out)
   const holder = spawnSync(PARLEY, ['inspect', token, '--json'], { encoding: 'utf8' })
   assert.ok(holder.stdout.includes(other), 'the grant is for the key typed in')
@@ -332,7 +273,7 @@ test('says_free_but_charges: a charge with cost null is shown as such, with the 
     effects: [{ op: 'charge', target: 'card ••42', detail: 'shipping' }],
   })
   agent.send(consentRequest('c4', { proposal: p, principal, agent: agentPub }))
-  await agent.next((f) => f.re === 'c4' && f.kind === 'PENDING')
+  await agent.pending('c4')
   await openNewestReview()
   assert.equal(await wd.text(tid('cost')), 'not stated (an effect charges)')
   assert.match(await wd.text(tid('warnings')), /^SAYS FREE BUT CHARGES/)
@@ -355,11 +296,9 @@ test('a_widening_form_edit_is_shown_and_refused_unless_confirmed', async () => {
     reason: 'look around',
     caveats: [{ svc: ['shop.example'] }, { verbs: ['ASK'] }, { exp }],
   })
-  await agent.next((f) => f.re === 'g2' && f.kind === 'PENDING')
+  await agent.pending('g2')
   await openNewestReview()
-  await wd.click(tid('edit-grant'))
-  await wd.switchToWindow(/grant\.html#request=q\d+$/)
-  await wd.$(tid('request-banner'))
+  await openGrantForm()
   await wd.click('#verb-COMMIT')
   await wd.until(async () => /adds COMMIT/.test(await wd.text(tid('widenings'))), 'the widening shown')
   await wd.until(async () => /Confirm the widening/.test(await wd.text(tid('issue-hint'))), 'Issue waits for the confirmation')
@@ -369,12 +308,16 @@ test('a_widening_form_edit_is_shown_and_refused_unless_confirmed', async () => {
   await sleep(1700)
   const shown = JSON.parse(await wd.text(tid('caveats-json')))
   assert.ok(shown.some((c) => c.verbs?.includes('COMMIT')), JSON.stringify(shown))
-  const refused = await wd.exec(
-    `return window.__TAURI_INTERNALS__.invoke('call', { name: 'grant_issue', args: { agent: arguments[0], caveats: arguments[1], shown: arguments[1], widenings: [], gesture: 'click', principal: null, note: null, request: arguments[2] } }).then(() => 'accepted', (e) => (e && typeof e === 'object' ? e.code + ': ' + e.message : String(e)))`,
-    agentPub,
+  const refused = await invoke('grant_issue', {
+    agent: agentPub,
+    caveats: shown,
     shown,
-    opened.size ? [...opened].at(-1) : null,
-  )
+    widenings: [],
+    gesture: 'click',
+    principal: null,
+    note: null,
+    request: opened.size ? [...opened].at(-1) : null,
+  })
   assert.match(refused, /allows more than the agent asked for \(adds COMMIT\)/, refused)
   assert.ok(!agent.frames.some((f) => f.re === 'g2' && f.kind !== 'PENDING'), 'nothing issued')
   await wd.exec(`document.querySelector('[data-testid="widenings"]').scrollIntoView({ block: 'center' })`)

@@ -10,16 +10,15 @@ import assert from 'node:assert/strict'
 import { spawn, spawnSync } from 'node:child_process'
 import { existsSync, readFileSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { WebDriver } from './webdriver.mjs'
 import { trayCount } from './tray.mjs'
+import { SOCKET, tid, sleep, wd, startApp, createKey } from './session.mjs'
 
+// The installed package's binaries, from the environment only: unlike the
+// other sessions (session.mjs's APP and PARLEY), never this checkout's
+// target/debug, which would test a build instead of the package.
 const APP = process.env.PARLEY_APP
 const PARLEY = process.env.PARLEY_CLI
-const SOCKET = process.env.PARLEY_CUSTODY_SOCKET
 const ENTRY = join(process.env.XDG_CONFIG_HOME, 'autostart', 'org.parley.custody.desktop')
-const tid = (id) => `[data-testid="${id}"]`
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
-const wd = new WebDriver(process.env.WEBDRIVER_URL ?? 'http://127.0.0.1:4444')
 
 function whoami() {
   const r = spawnSync(PARLEY, ['whoami', '--json', '--socket', SOCKET], { encoding: 'utf8', timeout: 10_000 })
@@ -63,7 +62,7 @@ async function stopOurApps() {
 
 before(async () => {
   assert.ok(APP?.startsWith('/usr/bin/'), `PARLEY_APP must be the installed app, not ${APP}`)
-  await wd.start(APP)
+  await startApp(APP)
 })
 
 after(async () => {
@@ -74,8 +73,7 @@ after(async () => {
 test('the installed app opens its window; start at login is offered once the key exists', async () => {
   await wd.$(tid('welcome'))
   assert.equal(await wd.exec('return document.title'), 'Parley Custody')
-  await wd.click(tid('create-key'))
-  await wd.until(async () => /^ed25519:/.test(await wd.text(tid('principal-key'))), 'the new principal key')
+  await createKey()
   await wd.$(tid('autostart-offer'))
   assert.match(await wd.text(tid('autostart-offer')), /Start Parley Custody when you log in\?/)
   assert.equal(existsSync(ENTRY), false)
@@ -114,7 +112,7 @@ test("the autostart entry's Exec line starts the installed app hidden, and it se
 test('turning it off in Settings removes the entry', async () => {
   await stopOurApps()
   await wd.until(() => whoami() === null, 'the hidden app to stop', 20_000)
-  await wd.start(APP)
+  await startApp(APP)
   await wd.$(tid('open-settings'))
   await wd.click(tid('open-settings'))
   await wd.switchToWindow(/settings\.html/)

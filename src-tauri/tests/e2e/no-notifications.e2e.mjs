@@ -4,27 +4,18 @@
 
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { execFileSync, spawn } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { existsSync, readFileSync, statSync } from 'node:fs'
-import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { WebDriver, until, KEY } from './webdriver.mjs'
+import { join } from 'node:path'
+import { until, KEY } from './webdriver.mjs'
 import { Agent, agentKey, proposal, consentRequest } from './agent.mjs'
+import { APP, PARLEY, SOCKET, tid, sleep, wd, main, startApp, createKey, openReview, armed, invoke, newestPid } from './session.mjs'
 
-const here = dirname(fileURLToPath(import.meta.url))
-const repo = resolve(here, '..', '..', '..')
-const APP = process.env.PARLEY_APP ?? join(repo, 'target', 'debug', 'parley-custody')
-const PARLEY = process.env.PARLEY_CLI ?? join(repo, 'target', 'debug', 'parley')
-const tid = (id) => `[data-testid="${id}"]`
-
-const wd = new WebDriver(process.env.WEBDRIVER_URL ?? 'http://127.0.0.1:4444')
-let main
 let agent
 let principal
 
 before(async () => {
-  await wd.start(APP)
-  main = await wd.handle()
+  await startApp()
 })
 
 after(async () => {
@@ -33,18 +24,13 @@ after(async () => {
 })
 
 test('without a notification daemon, requests open their review window and the app says so once', async () => {
-  await wd.$(tid('welcome'))
-  await wd.click(tid('create-key'))
-  principal = await wd.until(async () => {
-    const t = await wd.text(tid('principal-key'))
-    return t.startsWith('ed25519:') ? t : null
-  }, 'the principal key')
-  agent = await Agent.connect(process.env.PARLEY_CUSTODY_SOCKET)
+  principal = await createKey()
+  agent = await Agent.connect(SOCKET)
   const me = agentKey()
   for (const [i, amount] of [[1, 1999], [2, 2999]]) {
     const p = proposal(PARLEY, { id: `p_${i}`, amount })
     agent.send(consentRequest(`c${i}`, { proposal: p, principal, agent: me }))
-    await agent.next((f) => f.re === `c${i}` && f.kind === 'PENDING')
+    await agent.pending(`c${i}`)
     // Nobody clicked anything: the window is there.
     await wd.switchToWindow(new RegExp(`review\\.html#q${i}$`), 20_000)
     assert.equal(await wd.text(tid('cost')), `${(amount / 100).toFixed(2)} USD`)
@@ -68,9 +54,9 @@ test('tab_and_space_in_the_review_window_do_not_approve', async () => {
   const me = agentKey()
   const p = proposal(PARLEY, { id: 'p_tab', amount: 4999 })
   agent.send(consentRequest('c3', { proposal: p, principal, agent: me }))
-  await agent.next((f) => f.re === 'c3' && f.kind === 'PENDING')
+  await agent.pending('c3')
   await wd.switchToWindow(/review\.html#q3$/, 20_000)
-  await wd.until(async () => (await wd.prop(tid('approve'), 'disabled')) === false, 'Approve armed')
+  await armed('approve', 'Approve armed')
   const active = () => wd.exec(`return document.activeElement?.dataset.testid ?? document.activeElement?.id ?? ''`)
   const reached = []
   for (let i = 0; i < 8; i++) {
@@ -82,18 +68,15 @@ test('tab_and_space_in_the_review_window_do_not_approve', async () => {
   }
   assert.ok(!reached.includes('approve'), `Tab never lands on Approve: ${reached}`)
   // Focused on purpose, Approve still ignores the keys.
-  await wd.until(async () => (await wd.prop(tid('approve'), 'disabled')) === false, 'Approve armed again')
+  await armed('approve', 'Approve armed again')
   await wd.exec(`document.querySelector('[data-testid="approve"]').focus()`)
   assert.equal(await active(), 'approve')
   await wd.keys(KEY.Space, KEY.Enter, KEY.Space)
   // The backend refuses an approval that no pointer made, even from this window.
   const id = 'q3'
-  const refused = await wd.exec(
-    `return window.__TAURI_INTERNALS__.invoke('call', { name: 'review_decide', args: { id: arguments[0], approve: true, confirmed: false, gesture: null, reason: null } }).then(() => 'accepted', (e) => (e && typeof e === 'object' ? e.code + ': ' + e.message : String(e)))`,
-    id,
-  )
+  const refused = await invoke('review_decide', { id, approve: true, confirmed: false, gesture: null, reason: null })
   assert.match(refused, /keyboard alone cannot approve/, refused)
-  await new Promise((r) => setTimeout(r, 500))
+  await sleep(500)
   assert.ok(!agent.frames.some((f) => f.re === 'c3' && f.kind !== 'PENDING'), `nothing decided yet: ${JSON.stringify(agent.frames)}`)
   // A pointer click does approve.
   await wd.click(tid('approve'))
@@ -110,26 +93,24 @@ test('the UI process killed mid-review signs nothing, and a new UI picks the req
   const me = agentKey()
   const p = proposal(PARLEY, { id: 'p_kill', amount: 1234 })
   agent.send(consentRequest('ck', { proposal: p, principal, agent: me }))
-  await agent.next((f) => f.re === 'ck' && f.kind === 'PENDING')
+  await agent.pending('ck')
   // Custody numbers requests q1, q2, …: this file's fourth.
   const id = 'q4'
   await wd.switchToWindow(/review\.html#q4$/, 20_000)
-  await wd.until(async () => (await wd.prop(tid('approve'), 'disabled')) === false, 'Approve armed')
-  const ui = execFileSync('pgrep', ['-n', '-u', String(process.getuid()), '-x', 'parley-custody'], { encoding: 'utf8' }).trim()
-  const service = execFileSync('pgrep', ['-n', '-u', String(process.getuid()), '-x', 'parley-custodyd'], { encoding: 'utf8' }).trim()
+  await armed('approve', 'Approve armed')
+  const ui = newestPid('parley-custody')
+  const service = newestPid('parley-custodyd')
   assert.notEqual(ui, service)
   process.kill(Number(ui), 'SIGKILL')
   await until(() => !existsSync(`/proc/${ui}`) || /State:\s+Z/.test(readFileSync(`/proc/${ui}/status`, 'utf8')), 'the UI process gone')
-  await new Promise((r) => setTimeout(r, 1500))
+  await sleep(1500)
   assert.equal(agent.frames.find((f) => f.re === 'ck' && f.kind !== 'PENDING'), undefined, 'nothing decided')
   assert.ok(existsSync(`/proc/${service}`), 'the service runs on')
   await wd.quit().catch(() => {})
-  await wd.start(APP)
-  main = await wd.handle()
-  await wd.click(tid(`review-${id}`))
-  await wd.switchToWindow(new RegExp(`review\\.html#${id}$`))
+  await startApp()
+  await openReview(id)
   assert.equal(await wd.text(tid('cost')), '12.34 USD')
-  await wd.until(async () => (await wd.prop(tid('approve'), 'disabled')) === false, 'Approve armed in the new UI')
+  await armed('approve', 'Approve armed in the new UI')
   await wd.click(tid('approve'))
   const fin = await agent.final('ck')
   assert.equal(fin.kind, 'APPROVED', JSON.stringify(fin))
@@ -152,7 +133,7 @@ test('settings: a limit that needs a restart says so, Restart applies it, and a 
   // A new file, not the old one: the inode alone may be reused at once, its change time is not.
   const fileId = () => {
     try {
-      const st = statSync(process.env.PARLEY_CUSTODY_SOCKET)
+      const st = statSync(SOCKET)
       return `${st.ino}:${st.ctimeMs}`
     } catch {
       return null
@@ -163,7 +144,7 @@ test('settings: a limit that needs a restart says so, Restart applies it, and a 
   await until(() => ![null, before].includes(fileId()), 'the restarted service on a new socket', 30_000)
   // The app is now a new process (outside the WebDriver session): reach it over its socket.
   const fresh = await until(async () => {
-    const a = await Agent.connect(process.env.PARLEY_CUSTODY_SOCKET)
+    const a = await Agent.connect(SOCKET)
     a.send({ custody: 1, id: 'h', op: 'hello' })
     const h = await a.final('h', 2000)
     return h.kind === 'HELLO' ? a : null

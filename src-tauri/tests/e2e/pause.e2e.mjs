@@ -11,52 +11,27 @@
 
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
-import { execFileSync } from 'node:child_process'
-import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { WebDriver } from './webdriver.mjs'
+import { join } from 'node:path'
 import { Agent, agentKey, proposal, consentRequest } from './agent.mjs'
 import { trayClick, trayItems } from './tray.mjs'
+import { PARLEY, SOCKET, SHOTS, tid, sleep, wd, main, startApp, createKey, listed, openReview, armed, invoke, notified } from './session.mjs'
 
-const here = dirname(fileURLToPath(import.meta.url))
-const repo = resolve(here, '..', '..', '..')
-const APP = process.env.PARLEY_APP ?? join(repo, 'target', 'debug', 'parley-custody')
-const PARLEY = process.env.PARLEY_CLI ?? join(repo, 'target', 'debug', 'parley')
-const SHOTS = process.env.SCREENSHOTS ?? join(repo, 'target', 'screenshots')
-const tid = (id) => `[data-testid="${id}"]`
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
-
-const wd = new WebDriver(process.env.WEBDRIVER_URL ?? 'http://127.0.0.1:4444')
-let main
 let principal
 let agent
 const agentPub = agentKey()
 
 /** How many times the app asked the notification daemon to show something. */
 function notifications() {
-  try {
-    return (readFileSync(process.env.NOTIFY_LOG, 'utf8').match(/member=Notify\b/g) ?? []).length
-  } catch {
-    return 0
-  }
-}
-
-/** The request ids the home window lists as waiting. */
-async function listed() {
-  await wd.switchTo(main)
-  return wd.exec(`return [...document.querySelectorAll('[data-testid^="review-q"]')].map(e => e.dataset.testid.slice(7))`)
+  return (notified().match(/member=Notify\b/g) ?? []).length
 }
 
 /** Sends a consent request and opens its review window from the home window. */
 async function ask(id, p, service) {
   const before = await listed()
   agent.send(consentRequest(id, { proposal: p, principal, agent: agentPub, service }))
-  await agent.next((f) => f.re === id && f.kind === 'PENDING')
+  await agent.pending(id)
   const rid = await wd.until(async () => (await listed()).find((r) => !before.includes(r)) ?? null, `request ${id} in the home window`)
-  await wd.click(tid(`review-${rid}`))
-  await wd.switchToWindow(new RegExp(`review\\.html#${rid}$`))
-  await wd.$(tid('approve'))
+  await openReview(rid)
   return rid
 }
 
@@ -66,17 +41,10 @@ async function closed() {
 }
 
 before(async () => {
-  assert.ok(process.env.PARLEY_CUSTODY_SOCKET, 'PARLEY_CUSTODY_SOCKET must be set (scripts/test-app.sh does)')
-  await wd.start(APP)
-  main = await wd.handle()
-  await wd.$(tid('welcome'))
-  await wd.type(tid('key-label'), 'Ana (personal)')
-  await wd.click(tid('create-key'))
-  principal = await wd.until(async () => {
-    const t = await wd.text(tid('principal-key'))
-    return /^ed25519:[A-Za-z0-9_-]{43}$/.test(t) ? t : null
-  }, 'the new principal key')
-  agent = await Agent.connect(process.env.PARLEY_CUSTODY_SOCKET)
+  assert.ok(SOCKET, 'PARLEY_CUSTODY_SOCKET must be set (scripts/test-app.sh does)')
+  await startApp()
+  principal = await createKey('Ana (personal)')
+  agent = await Agent.connect(SOCKET)
 })
 
 after(async () => {
@@ -90,7 +58,7 @@ test('history: one approved 10.00 USD order at shop.example', async () => {
   // A key custody never heard of: its four words, and the first-request warning.
   assert.match(await wd.text(tid('agent-phrase')), /^[a-z]+ [a-z]+ [a-z]+ [a-z]+$/)
   assert.match(await wd.text(tid('warnings')), /First request from this agent/)
-  await wd.until(async () => (await wd.prop(tid('approve'), 'disabled')) === false, 'Approve after the delay')
+  await armed('approve', 'Approve after the delay')
   await wd.click(tid('approve'))
   const fin = await agent.final('c1')
   assert.equal(fin.kind, 'APPROVED', JSON.stringify(fin))
@@ -127,7 +95,7 @@ test('alike: three orders from the agent at one service are listed in one review
   await wd.until(async () => /Saved/.test(await wd.text(tid('agent-name-status'))), 'the name saved')
   for (const n of ['b', 'c']) {
     agent.send(consentRequest(`c4${n}`, { proposal: proposal(PARLEY, { id: `p_4${n}`, amount: 700 }), principal, agent: agentPub }))
-    await agent.next((f) => f.re === `c4${n}` && f.kind === 'PENDING')
+    await agent.pending(`c4${n}`)
   }
   await wd.until(async () => (await wd.exec(`return document.querySelectorAll('[data-testid="alike-item"]').length`)) === 2, 'the two alike requests listed')
   assert.equal(await wd.text(tid('deny-alike')), 'Deny this and the 2 alike')
@@ -147,7 +115,6 @@ test('deny and pause: the agent is told, and its next request is refused unseen'
   await wd.screenshot(join(SHOTS, 'review-deny-and-pause.png'))
   // Each window may call only what it needs: a review cannot pause agents at
   // will, the home window cannot deny and pause.
-  const invoke = (cmd, args) => wd.exec(`return window.__TAURI_INTERNALS__.invoke('call', { name: arguments[0], args: arguments[1] }).then(() => 'accepted', (e) => (e && typeof e === 'object' ? e.code + ': ' + e.message : String(e)))`, cmd, args)
   for (const [cmd, args] of [['agent_pause', { agent: agentPub, secs: null }], ['agent_resume', { agent: agentPub }]]) {
     assert.match(await invoke(cmd, args), /may not do that/, `${cmd} from a review window`)
   }
@@ -180,7 +147,7 @@ test('deny and pause: the agent is told, and its next request is refused unseen'
   // Another agent is not affected.
   const other = agentKey()
   agent.send(consentRequest('c6', { proposal: proposal(PARLEY, { id: 'p_6', amount: 700 }), principal, agent: other }))
-  await agent.next((f) => f.re === 'c6' && f.kind === 'PENDING')
+  await agent.pending('c6')
   await wd.until(async () => (await listed()).length === waiting.length + 1, 'the other agent’s request waits')
   agent.send({ custody: 1, id: 'x6', op: 'cancel', request: 'c6' })
   await wd.until(async () => (await listed()).length === waiting.length, 'withdrawn')
@@ -206,7 +173,7 @@ test('audit view: the paused agent is listed until when and why; Resume lets it 
 
   // Asking again is shown again.
   agent.send(consentRequest('c7', { proposal: proposal(PARLEY, { id: 'p_7', amount: 700 }), principal, agent: agentPub }))
-  await agent.next((f) => f.re === 'c7' && f.kind === 'PENDING')
+  await agent.pending('c7')
 
   // Pause it from the audit view (until resumed): the waiting request is denied, told why.
   await wd.exec(`document.querySelector('[data-testid="pause-agents"]').open = true`)
@@ -224,7 +191,7 @@ test('tray: "Pause <agent>" for an agent asking now denies what waits and refuse
   const other = agentKey()
   const short = `${other.slice(0, 18)}…`
   agent.send(consentRequest('c9', { proposal: proposal(PARLEY, { id: 'p_9', amount: 700 }), principal, agent: other }))
-  await agent.next((f) => f.re === 'c9' && f.kind === 'PENDING')
+  await agent.pending('c9')
   const [id, label] = await wd.until(() => trayItems().find(([, l]) => l.startsWith('Pause ') && l.includes(short)) ?? null, 'the Pause line in the tray menu', 30_000)
   assert.equal(label, `Pause ${short} (refuse its requests unseen)`)
   assert.ok(!trayItems().some(([, l]) => l.includes(`${agentPub.slice(0, 18)}…`) && l.startsWith('Pause')), 'only agents asking now are offered')

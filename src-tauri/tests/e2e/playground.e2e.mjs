@@ -18,27 +18,18 @@ import assert from 'node:assert/strict'
 import { spawn, execFileSync } from 'node:child_process'
 import { createWriteStream, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir, userInfo } from 'node:os'
-import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { WebDriver } from './webdriver.mjs'
+import { join } from 'node:path'
+import { repo, PLAYGROUND, SOCKET, tid, sleep, wd, main, startApp, createKey, openNewestReview, openGrantForm, armed, closeByButton } from './session.mjs'
 
-const here = dirname(fileURLToPath(import.meta.url))
-const repo = resolve(here, '..', '..', '..')
-const APP = process.env.PARLEY_APP ?? join(repo, 'target', 'debug', 'parley-custody')
-const PLAYGROUND = process.env.PARLEY_PLAYGROUND ?? join(repo, 'target', 'debug', 'parley-playground')
-const SOCKET = process.env.PARLEY_CUSTODY_SOCKET
-const tid = (id) => `[data-testid="${id}"]`
 // The story in either dialect: PLAYGROUND_DIALECT=yea (playground-yea.e2e.mjs)
 // runs it in YEA v1 (`uses`, each/total), else Parley v1.
 const DIALECT = process.env.PLAYGROUND_DIALECT === 'yea' ? 'yea' : 'parley'
 const YEA = DIALECT === 'yea'
 const dialectArgs = YEA ? ['--dialect', 'yea'] : []
 
-const wd = new WebDriver(process.env.WEBDRIVER_URL ?? 'http://127.0.0.1:4444')
 const scratch = mkdtempSync(join(tmpdir(), 'parley-playground-e2e-'))
 const LOGS = process.env.T ?? scratch
 const children = []
-let main
 let principal
 let services
 let agent
@@ -83,7 +74,7 @@ class Child {
       if (m) return m
       if (this.exited) throw new Error(`${this.name} exited (${JSON.stringify(this.exited)}) before ${what}; its output:\n${this.out}`)
       if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} from ${this.name}; its output:\n${this.out}`)
-      await new Promise((r) => setTimeout(r, 100))
+      await sleep(100)
     }
   }
 
@@ -94,22 +85,6 @@ class Child {
     await this.exit
     clearTimeout(t)
   }
-}
-
-/** Opens, from the home window, the review window of the pending request
- *  that arrived after the ones already opened (custody numbers them q1, q2, …). */
-const opened = new Set()
-async function openNewestReview() {
-  await wd.switchTo(main)
-  const id = await wd.until(async () => {
-    const ids = await wd.exec(`return [...document.querySelectorAll('[data-testid^="review-q"]')].map(e => e.dataset.testid.slice(7))`)
-    return ids.filter((i) => !opened.has(i)).sort((a, b) => Number(a.slice(1)) - Number(b.slice(1))).at(-1)
-  }, 'a new pending request in the home window', 30_000)
-  opened.add(id)
-  await wd.click(tid(`review-${id}`))
-  await wd.switchToWindow(new RegExp(`review\\.html#${id}$`))
-  await wd.$(tid('approve'))
-  return id
 }
 
 /** The lines of one proposal in the agent's PROPOSALS Lens: its header, effects and cost line. */
@@ -135,8 +110,7 @@ before(async () => {
       env: { ...process.env, HOME: userInfo().homedir },
     })
   }
-  await wd.start(APP)
-  main = await wd.handle()
+  await startApp()
 })
 
 after(async () => {
@@ -147,13 +121,7 @@ after(async () => {
 })
 
 test('the principal key is created in the app', async () => {
-  await wd.$(tid('welcome'))
-  await wd.type(tid('key-label'), 'Ana (playground)')
-  await wd.click(tid('create-key'))
-  principal = await wd.until(async () => {
-    const t = await wd.text(tid('principal-key'))
-    return /^ed25519:[A-Za-z0-9_-]{43}$/.test(t) ? t : null
-  }, 'the new principal key')
+  principal = await createKey('Ana (playground)')
 })
 
 test('the services start, trusting the principal the app reports', async () => {
@@ -179,7 +147,7 @@ test('grant: the agent asks, the human issues it from the grant form in the app'
   await agent.waitFor(/waiting for the human to decide in Parley Custody/, 'the grant request')
   assert.match(agent.out, new RegExp(`principal ${principal}`))
 
-  await openNewestReview()
+  await openNewestReview(30_000)
   assert.equal(await wd.text(tid('agent-key')), `${agentPub.slice(0, 18)}…`)
   assert.match(await wd.text(tid('requester')), new RegExp(`pid ${agent.pid}, .*parley-playground`))
   assert.match(await wd.text(tid('service')), /shop\.example.*cal\.example\.com/)
@@ -200,9 +168,7 @@ test('grant: the agent asks, the human issues it from the grant form in the app'
     { risk: 'medium' },
   ])
 
-  await wd.click(tid('edit-grant'))
-  await wd.switchToWindow(/grant\.html#request=q\d+$/)
-  await wd.$(tid('request-banner'))
+  await openGrantForm()
   assert.equal(await wd.prop('#agent', 'value'), agentPub)
   assert.equal(await wd.prop('#services', 'value'), 'shop.example, cal.example.com')
   assert.equal(await wd.prop('#capabilities', 'value'), 'shop.*, calendar.*')
@@ -232,7 +198,7 @@ test('grant: the agent asks, the human issues it from the grant form in the app'
   assert.equal(await wd.prop(tid('issue'), 'disabled'), true, 'not before the widening is confirmed')
   await wd.click(tid('confirm-widening'))
   // Issue is armed once custody previewed the form and the window has been in front for a moment.
-  await wd.until(async () => (await wd.prop(tid('issue'), 'disabled')) === false, 'Issue armed')
+  await armed('issue', 'Issue armed')
   await wd.click(tid('issue'))
   await wd.until(async () => /sent to the waiting agent/.test(await wd.text(tid('status'))), 'the form says the grant went to the agent')
 
@@ -240,9 +206,7 @@ test('grant: the agent asks, the human issues it from the grant form in the app'
   assert.match(signed, /^\[\{"svc":\["shop\.example","cal\.example\.com"\]\},/)
   assert.match(signed, /\{"exp":\d+\}\]$/)
   // Cancel is now Close; the grant's review window says it is no longer waiting.
-  await wd.click(tid('cancel')).catch((e) => {
-    if (e.code !== 'no such window') throw e
-  })
+  await closeByButton('cancel')
   await wd.switchTo(main)
 })
 
@@ -263,7 +227,7 @@ test('consent: the over-the-limit order shows its real proposal; Approve lets th
   assert.equal(cost, '58.30 USD')
   assert.ok(printedEffects.length >= 2, block.join('\n'))
 
-  await openNewestReview()
+  await openNewestReview(30_000)
   assert.equal(await wd.text(tid('service')), 'shop.example')
   assert.equal(await wd.text(tid('capability')), 'shop.order')
   if (YEA) {
@@ -289,7 +253,7 @@ test('consent: the over-the-limit order shows its real proposal; Approve lets th
     true,
     'Approve is off right after the window (re)gains focus',
   )
-  await wd.until(async () => (await wd.prop(tid('approve'), 'disabled')) === false, 'Approve after the delay')
+  await armed('approve', 'Approve after the delay')
   await wd.click(tid('approve'))
 
   await agent.waitFor(/✓ one-shot consent grant pg1\./, 'the consent grant at the agent')

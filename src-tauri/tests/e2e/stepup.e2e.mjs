@@ -10,24 +10,15 @@
 
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { execFileSync, spawn, spawnSync } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { mkdtempSync, createReadStream } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { WebDriver, until } from './webdriver.mjs'
+import { join } from 'node:path'
+import { until } from './webdriver.mjs'
 import { Agent, agentKey, proposal, consentRequest } from './agent.mjs'
+import { PARLEY, SOCKET, tid, sleep, wd, startApp, createKey, verify, armed, newestPid } from './session.mjs'
 
-const here = dirname(fileURLToPath(import.meta.url))
-const repo = resolve(here, '..', '..', '..')
-const APP = process.env.PARLEY_APP ?? join(repo, 'target', 'debug', 'parley-custody')
-const PARLEY = process.env.PARLEY_CLI ?? join(repo, 'target', 'debug', 'parley')
-const SOCKET = process.env.PARLEY_CUSTODY_SOCKET
 const PASSWORD = process.env.STEPUP_PASSWORD
-const tid = (id) => `[data-testid="${id}"]`
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
-
-const wd = new WebDriver(process.env.WEBDRIVER_URL ?? 'http://127.0.0.1:4444')
 let principal
 let agent
 let polkitAgent
@@ -84,18 +75,11 @@ before(async () => {
   assert.ok(SOCKET, 'PARLEY_CUSTODY_SOCKET must be set (scripts/test-app.sh does)')
   assert.ok(PASSWORD, 'STEPUP_PASSWORD must be set (scripts/test-app.sh does)')
   assert.notEqual(process.getuid(), 0, 'this test runs the app as an ordinary user (polkit asks root nothing)')
-  await wd.start(APP)
-  await wd.$(tid('welcome'))
-  await wd.type(tid('key-label'), 'Ana (personal)')
-  await wd.click(tid('create-key'))
-  principal = await wd.until(async () => {
-    const t = await wd.text(tid('principal-key'))
-    return /^ed25519:[A-Za-z0-9_-]{43}$/.test(t) ? t : null
-  }, 'the new principal key')
+  await startApp()
+  principal = await createKey('Ana (personal)')
   agent = await Agent.connect(SOCKET)
   // The OS asks on behalf of the custody service (the polkit subject), never the UI.
-  const pid = execFileSync('pgrep', ['-n', '-u', String(process.getuid()), '-x', 'parley-custodyd'], { encoding: 'utf8' }).trim()
-  polkitAgent = await startTextAgent(pid)
+  polkitAgent = await startTextAgent(newestPid('parley-custodyd'))
 })
 
 after(async () => {
@@ -107,12 +91,12 @@ after(async () => {
 test('a synthesized click on Approve reaches the OS password prompt, never a signature; only the password signs', async () => {
   const p = proposal(PARLEY, { id: 'p_su', amount: 4200, risk: 'low' })
   agent.send(consentRequest('s1', { proposal: p, principal, agent: agentPub }))
-  await agent.next((f) => f.re === 's1' && f.kind === 'PENDING')
+  await agent.pending('s1')
   // No notification daemon in this session: the app opens the review itself.
   await wd.switchToWindow(/review\.html#q\d+$/)
   await wd.$(tid('approve'))
   assert.match(await wd.text(tid('step-up')), /asks for your password/, 'the review says beforehand that the OS will ask')
-  await wd.until(async () => (await wd.prop(tid('approve'), 'disabled')) === false, 'Approve armed')
+  await armed('approve', 'Approve armed')
 
   // Another X client clicks Approve: polkit asks for the password, nothing is signed.
   synthesizedClick(await approveOnScreen())
@@ -133,18 +117,14 @@ test('a synthesized click on Approve reaches the OS password prompt, never a sig
 
   // The human: click, then their own password. Signed, for exactly that proposal.
   const before = polkitAgent.screen.text.length
-  await wd.until(async () => (await wd.prop(tid('approve'), 'disabled')) === false, 'Approve armed again')
+  await armed('approve', 'Approve armed again')
   synthesizedClick(await approveOnScreen())
   await until(() => polkitAgent.screen.text.slice(before).includes('Password: '), 'the OS password prompt again', 20_000)
   polkitAgent.child.stdin.write(`${PASSWORD}\n`)
   const fin = await agent.final('s1')
   assert.equal(fin.kind, 'APPROVED', JSON.stringify(fin))
-  const ok = spawnSync(
-    PARLEY,
-    ['verify', fin.grant, '--trust', principal, '--svc', 'shop.example', '--verb', 'COMMIT', '--cap', 'shop.order', '--hash', p.hash, '--cost', '42.00USD', '--risk', 'low'],
-    { encoding: 'utf8' },
-  )
-  assert.equal(ok.status, 0, `${ok.stdout}${ok.stderr}`)
+  const ok = verify(fin.grant, principal, ['--svc', 'shop.example', '--verb', 'COMMIT', '--cap', 'shop.order', '--hash', p.hash, '--cost', '42.00USD', '--risk', 'low'])
+  assert.equal(ok.code, 0, ok.out)
   rows = auditRows()
   const signed = rows.find((r) => r.kind === 'consent_approved')
   assert.ok(signed, 'a consent_approved row')
