@@ -69,7 +69,7 @@ cleanup() {
   exit "$status"
 }
 trap cleanup EXIT
-export PARLEY_APP="${PARLEY_APP:-$repo/target/debug/parley-custody}" PARLEY_CLI="$repo/target/debug/parley"
+export PARLEY_APP="${PARLEY_APP:-$repo/target/debug/parley-custody}" PARLEY_CLI="${PARLEY_CLI:-$repo/target/debug/parley}"
 export CUSTODY_SERVICE="${CUSTODY_SERVICE:-$repo/target/debug/parley-custodyd}"
 if [ "${UPDATE_SCREENSHOTS:-}" = 1 ]; then
   export SCREENSHOTS="$repo/docs/screenshots"
