@@ -49,8 +49,8 @@ if ! bus_has org.freedesktop.PolicyKit1; then
 fi
 # polkitd reads action files at start and when they change; wait until ours is known.
 for _ in $(seq 1 50); do
-  pkaction --action-id org.parley.custody.sign >/dev/null 2>&1 && exit 0
+  pkaction --action-id org.parley.custody.sign >/dev/null 2>&1 && pkaction --action-id org.parley.custody.change >/dev/null 2>&1 && exit 0
   sleep 0.1
 done
-echo "start-polkit: polkitd does not know org.parley.custody.sign" >&2
+echo "start-polkit: polkitd does not know org.parley.custody.sign and org.parley.custody.change" >&2
 exit 1

@@ -102,12 +102,12 @@ grep -q '^ExecStart=/usr/bin/parley-custodyd --approver desktop --hidden$' "$uni
 ok "systemd user unit $unit: systemd-analyze verify accepts it"
 
 scripts/start-polkit.sh >/dev/null
-for a in org.parley.custody.sign org.parley.custody.setup-agent-user; do
+for a in org.parley.custody.sign org.parley.custody.change org.parley.custody.setup-agent-user; do
   pkaction --action-id "$a" --verbose >/dev/null || fail "polkit does not know $a"
 done
 pkaction --action-id org.parley.custody.setup-agent-user --verbose | grep -q 'org.freedesktop.policykit.exec.path.*/usr/bin/parley-custody-setup' ||
   fail "the setup action does not name /usr/bin/parley-custody-setup"
-ok "polkit reads both actions"
+ok "polkit reads all three actions"
 
 echo "== the installed app, hidden in the tray, serves agents"
 T=$(mktemp -d /tmp/parley-pkg.XXXXXX)

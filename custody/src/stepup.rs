@@ -19,8 +19,79 @@ use parley_core::money::Money;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
-/// The polkit action custody asks for (see `packaging/org.parley.custody.policy`).
+/// The polkit action custody asks for before it signs (see
+/// `packaging/polkit/org.parley.custody.policy`).
 pub const ACTION_ID: &str = "org.parley.custody.sign";
+
+/// The polkit action custody asks for before a change that widens what can
+/// be signed or who can ask (a weaker step-up rule, more users, a paused
+/// agent resumed, a key deleted, imported or replaced). Same policy file.
+pub const CHANGE_ACTION_ID: &str = "org.parley.custody.change";
+
+/// Which of custody's two polkit actions a check is for. Each has its own
+/// message in the policy file, filled from the check's [`PromptDetails`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// A signature: a consent or a grant (message: "… sign $(decision) …").
+    Sign,
+    /// A change that loosens custody (message: "… $(change) …").
+    Change,
+}
+
+impl Action {
+    /// The polkit action id.
+    pub fn id(self) -> &'static str {
+        match self {
+            Action::Sign => ACTION_ID,
+            Action::Change => CHANGE_ACTION_ID,
+        }
+    }
+}
+
+/// Longest value of one prompt detail, in shown characters: an OS dialog
+/// is no place for a page of text, and a long value could push the part
+/// that matters out of it.
+pub const DETAIL_MAX_CHARS: usize = 160;
+
+/// What the OS prompt says is being decided. polkit fills `$(key)` in the
+/// action's message from these (as pkexec does with `$(program)`), so the
+/// password dialog, drawn by the desktop and not by us, names the very
+/// decision the password is for: a password typed for request A cannot
+/// silently sign request B. Every value passes the display rule and is cut
+/// to [`DETAIL_MAX_CHARS`]; keys are ours (never `polkit.*`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PromptDetails {
+    entries: Vec<(&'static str, String)>,
+}
+
+impl PromptDetails {
+    /// No details (the message's `$(…)` then read empty).
+    pub fn new() -> PromptDetails {
+        PromptDetails::default()
+    }
+
+    /// Adds `key` = `value`, made display-safe and bounded. A key given
+    /// twice keeps its last value.
+    pub fn with(mut self, key: &'static str, value: &str) -> PromptDetails {
+        let shown = parley_custody_client::display::bounded(value, DETAIL_MAX_CHARS);
+        self.entries.retain(|(k, _)| *k != key);
+        self.entries.push((key, shown));
+        self
+    }
+
+    /// The value of `key`, as it will be shown.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.entries
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Every entry, in the order added.
+    pub fn entries(&self) -> &[(&'static str, String)] {
+        &self.entries
+    }
+}
 
 /// How long the human has to authenticate before the check is cancelled.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -141,7 +212,7 @@ pub enum StepUpError {
     #[error("OS authentication is not available ({0}); nothing was signed. Install and start polkit (polkitd), or turn step-up off in the settings")]
     Unavailable(String),
     /// Custody's action is not installed.
-    #[error("OS authentication is not set up: the polkit action {ACTION_ID} is not installed (reinstall Parley Custody); nothing was signed")]
+    #[error("OS authentication is not set up: custody's polkit actions ({ACTION_ID}, {CHANGE_ACTION_ID}) are not installed (reinstall Parley Custody); nothing was signed")]
     NotInstalled,
     /// No authentication agent could ask the human.
     #[error("no authentication agent could ask for your password (on a desktop, its polkit agent; for the terminal daemon, pkttyagent); nothing was signed")]
@@ -199,14 +270,25 @@ impl Polkit {
         self
     }
 
-    /// Runs one check; `Ok` only when polkit says the human authenticated.
-    pub async fn authenticate(&self) -> Result<(), StepUpError> {
+    /// The time limit for the human.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Runs one check of `action`, the prompt filled from `details`; `Ok`
+    /// only when polkit says the human authenticated.
+    pub async fn authenticate(
+        &self,
+        action: Action,
+        details: &PromptDetails,
+    ) -> Result<(), StepUpError> {
         #[cfg(target_os = "linux")]
         {
-            linux::authenticate(self.timeout, self.text_agent.as_ref()).await
+            linux::authenticate(action, details, self.timeout, self.text_agent.as_ref()).await
         }
         #[cfg(not(target_os = "linux"))]
         {
+            let _ = (action, details);
             Err(StepUpError::Unavailable(
                 "OS authentication is implemented for Linux (polkit) only so far".into(),
             ))
@@ -232,7 +314,7 @@ impl TextAgent {
 
 #[cfg(target_os = "linux")]
 mod linux {
-    use super::{StepUpError, TextAgent, ACTION_ID};
+    use super::{Action, PromptDetails, StepUpError, TextAgent};
     use std::collections::HashMap;
     use std::io::Read;
     use std::process::{Child, Command, Stdio};
@@ -328,6 +410,8 @@ mod linux {
     }
 
     pub(super) async fn authenticate(
+        action: Action,
+        prompt: &PromptDetails,
         timeout: Duration,
         text_agent: Option<&TextAgent>,
     ) -> Result<(), StepUpError> {
@@ -354,10 +438,14 @@ mod linux {
         let mut id = [0u8; 12];
         getrandom::getrandom(&mut id).map_err(|e| StepUpError::Unavailable(e.to_string()))?;
         let cancellation = format!("parley-custody-{}", parley_core::b64::encode(id));
-        let details: HashMap<&str, &str> = HashMap::new();
+        let details: HashMap<&str, &str> = prompt
+            .entries()
+            .iter()
+            .map(|(k, v)| (*k, v.as_str()))
+            .collect();
         let check = authority.check_authorization(
             &subject,
-            ACTION_ID,
+            action.id(),
             &details,
             CheckAuthorizationFlags::ALLOW_USER_INTERACTION,
             &cancellation,
@@ -430,6 +518,20 @@ mod tests {
         assert!(!c(None, false).required);
         assert!(c(None, true).required, "says free but charges");
         assert!(p.need(Subject::Grant { commits: true }).required);
+    }
+
+    #[test]
+    fn prompt_details_are_display_safe_bounded_and_keyed_once() {
+        let d = PromptDetails::new()
+            .with("decision", "pay \u{202e}evil\x1b[2J")
+            .with("decision", &"x".repeat(500));
+        assert_eq!(d.entries().len(), 1);
+        let v = d.get("decision").unwrap();
+        assert!(v.chars().count() < DETAIL_MAX_CHARS + 20, "{v}");
+        let d = PromptDetails::new().with("decision", "pay \u{202e}evil\x1b[2J");
+        let v = d.get("decision").unwrap();
+        assert!(!v.contains('\u{202e}') && !v.contains('\x1b'), "{v:?}");
+        assert_eq!(Action::Change.id(), CHANGE_ACTION_ID);
     }
 
     #[test]

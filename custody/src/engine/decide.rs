@@ -179,7 +179,11 @@ impl Engine {
             self.ready_to_record().map_err(DecideError::Audit)?;
         }
         let os = self
-            .step_up(&need, Some(item_event.clone()))
+            .step_up(
+                &need,
+                &crate::stepup::PromptDetails::new(),
+                Some(item_event.clone()),
+            )
             .await
             .map_err(DecideError::StepUp)?;
         let subject = match &reviewed {

@@ -92,7 +92,11 @@ impl Engine {
             self.ready_to_record().map_err(IssueError::Audit)?;
         }
         let os = self
-            .step_up(&need, Some(ev.clone()))
+            .step_up(
+                &need,
+                &crate::stepup::PromptDetails::new(),
+                Some(ev.clone()),
+            )
             .await
             .map_err(IssueError::StepUp)?;
         let subject = Approval::subject_of_grant(&reviewed.agent().to_string(), reviewed.caveats());

@@ -30,7 +30,7 @@ use crate::review::{
 };
 use crate::signer;
 pub use crate::signer::SignError;
-use crate::stepup::{self, Polkit, StepUpError, StepUpNeed, StepUpPolicy};
+use crate::stepup::{self, Action, Polkit, PromptDetails, StepUpError, StepUpNeed, StepUpPolicy};
 use parley_core::PublicKey;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -265,13 +265,19 @@ impl Engine {
         }
     }
 
-    /// Asks the OS to authenticate the human when `need` says so. A failure
-    /// is written to the audit log with its reason and leaves nothing signed.
-    async fn step_up(&self, need: &StepUpNeed, ev: Option<NewEvent>) -> Result<bool, StepUpError> {
+    /// Asks the OS to authenticate the human when `need` says so, the
+    /// prompt naming the decision (`details`). A failure is written to the
+    /// audit log with its reason and leaves nothing signed.
+    async fn step_up(
+        &self,
+        need: &StepUpNeed,
+        details: &PromptDetails,
+        ev: Option<NewEvent>,
+    ) -> Result<bool, StepUpError> {
         if !need.required {
             return Ok(false);
         }
-        match self.inner.config.polkit.authenticate().await {
+        match self.os_check(Action::Sign, details).await {
             Ok(()) => Ok(true),
             Err(e) => {
                 tracing::warn!("OS authentication did not succeed: {}", e.tag());
@@ -283,6 +289,19 @@ impl Engine {
                 Err(e)
             }
         }
+    }
+
+    /// Asks the OS to authenticate the human for a change that loosens
+    /// custody (polkit's change action), the prompt saying which change
+    /// (`details`). `Ok` only when the human authenticated; every failure
+    /// leaves the change undone.
+    pub async fn authenticate_change(&self, details: &PromptDetails) -> Result<(), StepUpError> {
+        self.os_check(Action::Change, details).await
+    }
+
+    /// The one place custody asks polkit.
+    async fn os_check(&self, action: Action, details: &PromptDetails) -> Result<(), StepUpError> {
+        self.inner.config.polkit.authenticate(action, details).await
     }
 
     fn principals(&self) -> Result<Vec<PublicKey>, String> {
