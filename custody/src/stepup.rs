@@ -50,8 +50,9 @@ impl Action {
 
 /// Longest value of one prompt detail, in shown characters: an OS dialog
 /// is no place for a page of text, and a long value could push the part
-/// that matters out of it.
-pub const DETAIL_MAX_CHARS: usize = 160;
+/// that matters out of it. The engine's sentences cut each of their parts
+/// first (`engine/prompt.rs`), so a whole decision fits.
+pub const DETAIL_MAX_CHARS: usize = 190;
 
 /// What the OS prompt says is being decided. polkit fills `$(key)` in the
 /// action's message from these (as pkexec does with `$(program)`), so the
@@ -93,6 +94,18 @@ impl PromptDetails {
     }
 }
 
+/// What custody logs when polkit refuses the prompt's details. polkit
+/// accepts details (and so fills `$(decision)` / `$(change)`) only from
+/// root or from a user the action names as its owner
+/// (`org.freedesktop.policykit.owner`): a custody running as a desktop user
+/// needs that user named there, or its OS prompt shows the placeholder
+/// instead of the decision. The password is asked all the same.
+pub const DETAILS_REFUSED: &str = "polkit refused the OS prompt's details: this user is not an \
+     owner of custody's polkit actions, so the prompt cannot name what is signed (it shows \
+     $(decision)). An administrator adds the user with `scripts/start-polkit.sh USER`, or \
+     with <annotate key=\"org.freedesktop.policykit.owner\">unix-user:USER</annotate> in \
+     each action of /usr/share/polkit-1/actions/org.parley.custody.policy";
+
 /// How long the human has to authenticate before the check is cancelled.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -103,9 +116,11 @@ pub enum StepUpPolicy {
     /// Every consent, and every grant that allows COMMIT or UNDO.
     #[default]
     Committing,
-    /// Grants that allow COMMIT or UNDO, and consents whose cost reaches
-    /// `amount` (minor units) of `currency`. A consent in another currency,
-    /// or one whose cost is not stated while an effect charges, still asks.
+    /// Grants that allow COMMIT or UNDO, and consents whose money reaches
+    /// `amount` (minor units) of `currency`: every amount of money the
+    /// proposal spends, added up. A consent with money in another currency,
+    /// money custody cannot read as such, or no cost stated while an effect
+    /// charges, still asks.
     Above {
         /// Minor units, e.g. 5000 for 50.00 USD.
         amount: i64,
@@ -120,11 +135,18 @@ pub enum StepUpPolicy {
 /// What a request is, as far as the policy cares.
 #[derive(Debug, Clone, Copy)]
 pub enum Subject<'a> {
-    /// A consent with its stated cost and whether an effect charges.
+    /// A consent: every amount of money it would spend, whether some of
+    /// what it uses may be money custody cannot read as such, and whether
+    /// an effect charges.
     Consent {
-        /// `cost` of the proposal.
-        cost: Option<&'a Money>,
-        /// Whether any effect has op `charge`.
+        /// Each amount of money the proposal spends: Parley's `cost`, or
+        /// every YEA `uses` measure that is money by the conventions (not
+        /// only `spend`: a service may name its own).
+        money: &'a [Money],
+        /// Something the proposal uses may be money custody cannot weigh
+        /// (a currency code at the wrong scale, a `spend` that is not money).
+        unclear: bool,
+        /// Whether any effect has op `charge` (Parley).
         charges: bool,
     },
     /// A grant, with whether it allows COMMIT or UNDO.
@@ -188,11 +210,23 @@ impl StepUpPolicy {
             (StepUpPolicy::Never, _) => false,
             (_, Subject::Grant { commits }) => commits,
             (StepUpPolicy::Committing, Subject::Consent { .. }) => true,
-            (StepUpPolicy::Above { amount, currency }, Subject::Consent { cost, charges }) => {
-                match cost {
-                    Some(m) if &m.currency == currency => m.amount >= *amount,
-                    Some(_) => true,
-                    None => charges,
+            (
+                StepUpPolicy::Above { amount, currency },
+                Subject::Consent {
+                    money,
+                    unclear,
+                    charges,
+                },
+            ) => {
+                if unclear || money.iter().any(|m| &m.currency != currency) {
+                    true
+                } else if money.is_empty() {
+                    charges
+                } else {
+                    money
+                        .iter()
+                        .fold(0i64, |sum, m| sum.saturating_add(m.amount))
+                        >= *amount
                 }
             }
         };
@@ -223,6 +257,10 @@ pub enum StepUpError {
     /// Nobody authenticated in time.
     #[error("OS authentication was not completed within {0} s; nothing was signed")]
     Timeout(u64),
+    /// Another decision's OS prompt is open: one at a time, so a password
+    /// typed for one request can never be taken for another.
+    #[error("Another approval is waiting for your password; finish or cancel it first. This request still waits.")]
+    Busy,
 }
 
 impl StepUpError {
@@ -234,6 +272,7 @@ impl StepUpError {
             StepUpError::NoAgent => "no-agent",
             StepUpError::Refused => "refused",
             StepUpError::Timeout(_) => "timeout",
+            StepUpError::Busy => "busy",
         }
     }
 }
@@ -443,19 +482,31 @@ mod linux {
             .iter()
             .map(|(k, v)| (*k, v.as_str()))
             .collect();
-        let check = authority.check_authorization(
-            &subject,
-            action.id(),
-            &details,
-            CheckAuthorizationFlags::ALLOW_USER_INTERACTION,
-            &cancellation,
-        );
-        let result = match tokio::time::timeout(timeout, check).await {
-            Ok(r) => r,
-            Err(_) => {
-                let _ = authority.cancel_check_authorization(&cancellation).await;
-                drop(agent);
-                return Err(StepUpError::Timeout(timeout.as_secs()));
+        let none = HashMap::new();
+        let mut sent = &details;
+        let deadline = tokio::time::Instant::now() + timeout;
+        let result = loop {
+            let check = authority.check_authorization(
+                &subject,
+                action.id(),
+                sent,
+                CheckAuthorizationFlags::ALLOW_USER_INTERACTION,
+                &cancellation,
+            );
+            match tokio::time::timeout_at(deadline, check).await {
+                Ok(Err(e)) if !sent.is_empty() && refuses_details(&e.to_string()) => {
+                    // polkit takes details only from root or an owner of
+                    // the action; asked without them, the prompt cannot
+                    // name the decision, but the password is still asked.
+                    tracing::warn!("{}", super::DETAILS_REFUSED);
+                    sent = &none;
+                }
+                Ok(r) => break r,
+                Err(_) => {
+                    let _ = authority.cancel_check_authorization(&cancellation).await;
+                    drop(agent);
+                    return Err(StepUpError::Timeout(timeout.as_secs()));
+                }
             }
         };
         drop(agent);
@@ -475,6 +526,13 @@ mod linux {
             }
         }
     }
+
+    /// polkit's refusal of a check's details from a caller that is neither
+    /// root nor an owner of the action (polkitd's
+    /// `may_identity_check_authorization`, polkit 0.106 to 126 at least).
+    fn refuses_details(error: &str) -> bool {
+        error.contains("Only trusted callers") && error.contains("pass details")
+    }
 }
 
 #[cfg(test)]
@@ -493,7 +551,8 @@ mod tests {
         let p = StepUpPolicy::default();
         assert!(
             p.need(Subject::Consent {
-                cost: None,
+                money: &[],
+                unclear: false,
                 charges: false
             })
             .required
@@ -507,16 +566,30 @@ mod tests {
     #[test]
     fn above_an_amount_asks_at_and_over_it_and_for_other_currencies() {
         let p = StepUpPolicy::parse_flag("above:50USD").unwrap();
-        let c = |m: Option<&Money>, charges| p.need(Subject::Consent { cost: m, charges });
-        assert!(!c(Some(&usd(4999)), false).required);
-        assert!(c(Some(&usd(5000)), false).required);
+        let c = |m: &[Money], charges| {
+            p.need(Subject::Consent {
+                money: m,
+                unclear: false,
+                charges,
+            })
+        };
+        assert!(!c(&[usd(4999)], false).required);
+        assert!(c(&[usd(5000)], false).required);
+        assert!(c(&[usd(2500), usd(2500)], false).required, "added up");
         let eur = Money {
             amount: 1,
             currency: "EUR".into(),
         };
-        assert!(c(Some(&eur), false).required);
-        assert!(!c(None, false).required);
-        assert!(c(None, true).required, "says free but charges");
+        assert!(c(&[eur.clone()], false).required);
+        assert!(c(&[usd(1), eur], false).required, "one in another currency");
+        assert!(!c(&[], false).required);
+        assert!(c(&[], true).required, "says free but charges");
+        let unclear = p.need(Subject::Consent {
+            money: &[usd(1)],
+            unclear: true,
+            charges: false,
+        });
+        assert!(unclear.required, "may be money custody cannot weigh");
         assert!(p.need(Subject::Grant { commits: true }).required);
     }
 

@@ -291,7 +291,8 @@ function render(p: PendingView): void {
     } catch (e) {
       const msg = errorText(e)
       if (errorCode(e) === 'gone') finish(msg, 'warn')
-      else say(status, 'error', msg)
+      // Another approval's OS prompt is open: this request still waits.
+      else say(status, errorCode(e) === 'busy' ? 'warn' : 'error', msg)
       if (approveIt) armedAt = performance.now()
     } finally {
       setBusy(false)

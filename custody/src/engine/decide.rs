@@ -178,12 +178,16 @@ impl Engine {
         if need.required {
             self.ready_to_record().map_err(DecideError::Audit)?;
         }
+        // The OS prompt names what this password signs.
+        let label = self
+            .agent_label(&reviewed.review().agent.key)
+            .or_else(|| reviewed.review().agent.label.clone());
+        let details = match &reviewed {
+            Reviewed::Consent(c) => super::prompt::consent(c.review(), label.as_deref()),
+            Reviewed::Grant(g) => super::prompt::grant(g.review(), label.as_deref(), g.caveats()),
+        };
         let os = self
-            .step_up(
-                &need,
-                &crate::stepup::PromptDetails::new(),
-                Some(item_event.clone()),
-            )
+            .step_up(&need, &details, Some(item_event.clone()))
             .await
             .map_err(DecideError::StepUp)?;
         let subject = match &reviewed {

@@ -91,12 +91,14 @@ impl Engine {
         if need.required {
             self.ready_to_record().map_err(IssueError::Audit)?;
         }
+        // The OS prompt names what this password signs.
+        let details = super::prompt::grant(
+            reviewed.review(),
+            reviewed.review().agent.label.as_deref(),
+            reviewed.caveats(),
+        );
         let os = self
-            .step_up(
-                &need,
-                &crate::stepup::PromptDetails::new(),
-                Some(ev.clone()),
-            )
+            .step_up(&need, &details, Some(ev.clone()))
             .await
             .map_err(IssueError::StepUp)?;
         let subject = Approval::subject_of_grant(&reviewed.agent().to_string(), reviewed.caveats());

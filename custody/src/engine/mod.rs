@@ -86,13 +86,17 @@ impl Reviewed {
     }
 }
 
-/// What the step-up policy looks at in a consent.
-fn consent_subject(c: &ReviewedConsent) -> stepup::Subject<'_> {
-    // Parley's cost, or YEA's `spend` when it is money (the review decides).
-    stepup::Subject::Consent {
-        cost: c.review().cost_money.as_ref(),
+/// Whether approving consent `c` needs OS authentication under `policy`:
+/// it weighs every amount of money the consent spends (Parley's cost; every
+/// YEA measure that is money), whether some of it may be money custody
+/// cannot weigh, and whether an effect charges.
+fn consent_need(policy: &StepUpPolicy, c: &ReviewedConsent) -> StepUpNeed {
+    let money = c.money_spent();
+    policy.need(stepup::Subject::Consent {
+        money: &money.amounts,
+        unclear: money.unclear,
         charges: c.review().effects.iter().any(|e| e.op == "charge"),
-    }
+    })
 }
 
 /// What the step-up policy looks at in a grant: whether it allows COMMIT or UNDO.
@@ -152,6 +156,8 @@ struct State {
 }
 
 struct Inner {
+    /// An OS prompt is open ([`Engine::os_check`]): one at a time.
+    prompting: std::sync::atomic::AtomicBool,
     keystore: Keystore,
     audit: Mutex<Audit>,
     state: Mutex<State>,
@@ -163,6 +169,7 @@ mod agents;
 mod decide;
 mod error;
 mod form;
+mod prompt;
 mod submit;
 
 pub use agents::DENY_AND_PAUSE_SECS;
@@ -174,6 +181,25 @@ pub use form::{GrantPreview, IssuedGrant};
 #[derive(Clone)]
 pub struct Engine {
     inner: Arc<Inner>,
+}
+
+/// The one open OS prompt, released however the check ends (answer, error,
+/// time limit, or the decision's task cancelled).
+struct OnePrompt<'a>(&'a std::sync::atomic::AtomicBool);
+
+impl<'a> OnePrompt<'a> {
+    fn take(flag: &'a std::sync::atomic::AtomicBool) -> Option<OnePrompt<'a>> {
+        use std::sync::atomic::Ordering;
+        flag.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .ok()
+            .map(|_| OnePrompt(flag))
+    }
+}
+
+impl Drop for OnePrompt<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, std::sync::atomic::Ordering::Release);
+    }
 }
 
 /// Wall-clock unix seconds.
@@ -203,6 +229,7 @@ impl Engine {
         }
         Engine {
             inner: Arc::new(Inner {
+                prompting: std::sync::atomic::AtomicBool::new(false),
                 keystore,
                 audit: Mutex::new(audit),
                 state: Mutex::new(State {
@@ -238,11 +265,11 @@ impl Engine {
 
     /// Whether approving `reviewed` needs OS authentication, in words.
     fn step_up_need(&self, reviewed: &Reviewed) -> StepUpNeed {
-        let subject = match reviewed {
-            Reviewed::Consent(c) => consent_subject(c),
-            Reviewed::Grant(g) => grant_subject(g),
-        };
-        root_caveat(self.inner.config.step_up.need(subject))
+        let policy = &self.inner.config.step_up;
+        root_caveat(match reviewed {
+            Reviewed::Consent(c) => consent_need(policy, c),
+            Reviewed::Grant(g) => policy.need(grant_subject(g)),
+        })
     }
 
     /// The step-up policy in force.
@@ -279,6 +306,8 @@ impl Engine {
         }
         match self.os_check(Action::Sign, details).await {
             Ok(()) => Ok(true),
+            // Nothing was asked: the other prompt is still open.
+            Err(StepUpError::Busy) => Err(StepUpError::Busy),
             Err(e) => {
                 tracing::warn!("OS authentication did not succeed: {}", e.tag());
                 if let Some(mut ev) = ev {
@@ -299,8 +328,13 @@ impl Engine {
         self.os_check(Action::Change, details).await
     }
 
-    /// The one place custody asks polkit.
+    /// The one place custody asks polkit, one check at a time: while one
+    /// OS prompt is open, a second decision (a signature or a change) is
+    /// refused at once with [`StepUpError::Busy`] and asks nothing, so the
+    /// password the human types is only ever for the prompt they see, and
+    /// a request injected meanwhile cannot queue its own prompt behind it.
     async fn os_check(&self, action: Action, details: &PromptDetails) -> Result<(), StepUpError> {
+        let _open = OnePrompt::take(&self.inner.prompting).ok_or(StepUpError::Busy)?;
         self.inner.config.polkit.authenticate(action, details).await
     }
 

@@ -6,7 +6,9 @@ use super::view::{agent_view, caveat_views, fits, principal_label, use_views};
 use super::{parse_agent, EffectView, Rejection, Review, ReviewContext, ReviewKind, MAX_EFFECTS};
 use crate::display::{has_non_ascii, safe};
 use parley_core::consent::{self, CheckedConsent, ConsentRequest};
+use parley_core::money::Money;
 use parley_core::proposal::EffectOp;
+use parley_core::quantity::Uses;
 use parley_core::{code, lens, Dialect, PublicKey};
 use serde_json::Value;
 
@@ -42,6 +44,42 @@ fn wrong_dialect(proposal: &Value, dialect: Dialect) -> Result<(), Rejection> {
     ))
 }
 
+/// The money a consent would spend, as the step-up policy weighs it
+/// (`above:AMOUNT`): every amount that is money, and whether something it
+/// uses may be money custody cannot weigh.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MoneySpent {
+    /// Parley: the proposal's `cost`. YEA: every `uses` measure that is
+    /// money by the conventions (an ISO 4217 code at its minor-unit
+    /// scale), whatever the measure is called: the spec gives names no
+    /// meaning, and a service may report a payment as `payment` or `fee`
+    /// rather than `spend`.
+    pub amounts: Vec<Money>,
+    /// A measure whose unit is a currency code at another scale, or a
+    /// `spend` that is not money: it may be money, so the policy asks.
+    pub unclear: bool,
+}
+
+/// What a YEA proposal's `uses` spends as money ([`MoneySpent`]).
+pub fn money_in_uses(uses: Option<&Uses>) -> MoneySpent {
+    let mut spent = MoneySpent::default();
+    for (name, q) in uses.iter().flat_map(|u| u.0.iter()) {
+        match q.as_money() {
+            Some(m) => spent.amounts.push(m),
+            None if name == "spend" || q.unit.as_deref().is_some_and(currency_shaped) => {
+                spent.unclear = true
+            }
+            None => {}
+        }
+    }
+    spent
+}
+
+/// A unit that reads as an ISO 4217 code (three capital letters).
+fn currency_shaped(unit: &str) -> bool {
+    unit.len() == 3 && unit.bytes().all(|b| b.is_ascii_uppercase())
+}
+
 /// A consent that passed every check; the signer takes only this.
 #[derive(Debug, Clone)]
 pub struct ReviewedConsent {
@@ -62,6 +100,18 @@ impl ReviewedConsent {
     /// The agent that will hold the consent grant.
     pub fn agent(&self) -> &PublicKey {
         &self.agent
+    }
+    /// The money this consent would spend ([`MoneySpent`]): Parley's cost,
+    /// or every YEA measure that is money.
+    pub fn money_spent(&self) -> MoneySpent {
+        let p = self.checked.proposal();
+        match self.review.dialect {
+            Dialect::ParleyV1 => MoneySpent {
+                amounts: p.cost.iter().cloned().collect(),
+                unclear: false,
+            },
+            Dialect::YeaV1 => money_in_uses(p.uses.as_ref()),
+        }
     }
     /// Adds what custody's records say to the review ([`Review::unusual`],
     /// [`Review::activity`]).
@@ -382,6 +432,59 @@ mod tests {
             &ctx(&principals, &[]),
         )
         .map(|c| c.review().clone())
+    }
+
+    /// `above:50USD` on a YEA consent: money counts under any measure name.
+    fn above_50_usd_asks(uses: Value) -> bool {
+        let (consent, p) = yea_request(Some(uses), "Order");
+        let principals = [key(1)];
+        let c = review_consent_in(
+            &consent,
+            &p,
+            "shop.example",
+            &key(2).to_string(),
+            Dialect::YeaV1,
+            &ctx(&principals, &[]),
+        )
+        .expect("a valid YEA consent");
+        let spent = c.money_spent();
+        let policy = crate::stepup::StepUpPolicy::parse_flag("above:50USD").unwrap();
+        policy
+            .need(crate::stepup::Subject::Consent {
+                money: &spent.amounts,
+                unclear: spent.unclear,
+                charges: false,
+            })
+            .required
+    }
+
+    #[test]
+    fn above_an_amount_counts_yea_money_that_is_not_under_spend() {
+        let usd = |a: u64| json!({"amount": a, "scale": 2, "unit": "USD"});
+        // 99.00 USD as `payment`, nothing under `spend`: asked.
+        assert!(above_50_usd_asks(json!({"payment": usd(9900)})));
+        // Two measures of money, each under the line, together over it: asked.
+        assert!(above_50_usd_asks(
+            json!({"fee": usd(2000), "spend": usd(4000)})
+        ));
+        // Under the line in all: not asked (counts are not money).
+        assert!(!above_50_usd_asks(
+            json!({"spend": usd(1000), "emails": {"amount": 5000}})
+        ));
+        // Money in another currency, whatever its name: asked.
+        assert!(above_50_usd_asks(
+            json!({"payment": {"amount": 100, "scale": 2, "unit": "EUR"}})
+        ));
+        // A currency code at another scale may be money: asked.
+        assert!(above_50_usd_asks(
+            json!({"credit": {"amount": 1, "scale": 3, "unit": "USD"}})
+        ));
+        // `spend` that is not money: asked.
+        assert!(above_50_usd_asks(json!({"spend": {"amount": 1}})));
+        // Nothing that could be money: not asked.
+        assert!(!above_50_usd_asks(
+            json!({"storage": {"amount": 5, "unit": "GB"}})
+        ));
     }
 
     #[test]

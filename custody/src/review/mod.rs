@@ -26,12 +26,12 @@ mod grant;
 mod limits;
 mod preview;
 #[cfg(test)]
-mod test_support;
+pub(crate) mod test_support;
 mod view;
 
 pub use consent::{
-    review_code, review_code_in, review_consent, review_consent_in, ReviewedConsent,
-    COST_NOT_STATED, NOTHING_MEASURED, SAYS_FREE_BUT_CHARGES,
+    money_in_uses, review_code, review_code_in, review_consent, review_consent_in, MoneySpent,
+    ReviewedConsent, COST_NOT_STATED, NOTHING_MEASURED, SAYS_FREE_BUT_CHARGES,
 };
 pub use form::{check_form, FormGrant};
 pub use grant::{caveats_value, review_grant, ReviewedGrant};

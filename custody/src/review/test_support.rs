@@ -45,3 +45,11 @@ pub(super) fn grant(caveats: Value, reason: Option<&str>) -> Result<ReviewedGran
         &ctx(&principals, &labels),
     )
 }
+
+/// A review to shape by hand (tests of what is made from a review).
+pub(crate) fn consent_review() -> super::Review {
+    grant(serde_json::json!([{"svc": ["shop.example"]}]), None)
+        .expect("a well-formed grant")
+        .review()
+        .clone()
+}

@@ -66,6 +66,8 @@ impl From<DecideError> for CallError {
     fn from(e: DecideError) -> CallError {
         let code = match e {
             DecideError::NotPending => ErrorCode::Gone,
+            // Another decision's OS prompt is open; this request still waits.
+            DecideError::StepUp(crate::stepup::StepUpError::Busy) => ErrorCode::Busy,
             _ => ErrorCode::Refused,
         };
         CallError::new(code, e.to_string())

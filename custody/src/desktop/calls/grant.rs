@@ -253,8 +253,12 @@ pub async fn grant_issue(
     )
     .await?
     .map_err(|e| match e {
-        IssueError::Rejected(r) => format!("The grant is not valid: {}", r.message),
-        e => e.to_string(),
+        // Another decision's OS prompt is open; nothing was asked or signed.
+        IssueError::StepUp(crate::stepup::StepUpError::Busy) => {
+            super::CallError::new(super::error::ErrorCode::Busy, e.to_string())
+        }
+        IssueError::Rejected(r) => format!("The grant is not valid: {}", r.message).into(),
+        e => e.to_string().into(),
     })?;
     let (caveat_words, _) = views::caveat_list_words(&issued.caveats);
     state.hub.send(UiEvent::StatusChanged);
