@@ -1,0 +1,529 @@
+//! One OS password prompt at a time, and the prompt names what it signs,
+//! for real: the desktop service (`parley-custodyd --approver desktop`) runs
+//! as an ordinary user with a password (polkit asks root nothing), in a
+//! private D-Bus session with an unlocked gnome-keyring, next to the real
+//! polkitd (scripts/start-polkit.sh, which names the user an owner of
+//! custody's actions so polkit accepts the prompt's details). polkit's text
+//! agent `pkttyagent` is registered for the service's process on a tmux pty
+//! the test reads and types into, standing in for the desktop's agent. The
+//! UI and the agents are real clients of the service's sockets, as that
+//! user (python3, which scripts/setup.sh installs).
+//!
+//! What it stops: two decisions made at once each raising a prompt (a
+//! password typed for one request signing another), and a prompt that does
+//! not say which request the password is for.
+//!
+//! Needs root (it creates the user and starts polkitd); without root it
+//! fails with a clear message, unless PARLEY_SKIP_ROOT_TESTS=1.
+
+mod support;
+
+use parley_core::proposal::proposal_hash;
+use parley_core::SecretKey;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use zeroize::Zeroizing;
+
+/// The test's own OS user (names start with the worktree's, `stepup`).
+const USER: &str = "stepup-t-busy";
+const PASSWORD: &str = "busy-Passw0rd";
+const WAIT: Duration = Duration::from_secs(60);
+
+/// Unlocks the keyring of a fresh D-Bus session (see the script).
+const UNLOCK: &str = include_str!("../../scripts/unlock-keyring.sh");
+
+fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+fn run(cmd: &mut Command) -> std::process::Output {
+    cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"))
+}
+
+fn must(cmd: &mut Command) {
+    let out = run(cmd);
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The user with its password, and polkit up with the user an owner of
+/// custody's actions.
+fn ensure_user_and_polkit() {
+    if nix::unistd::User::from_name(USER).ok().flatten().is_none() {
+        must(Command::new("useradd").args([
+            "--system",
+            "--no-create-home",
+            "--shell",
+            "/bin/sh",
+            USER,
+        ]));
+    }
+    let mut chpasswd = Command::new("chpasswd")
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("chpasswd");
+    writeln!(chpasswd.stdin.take().unwrap(), "{USER}:{PASSWORD}").unwrap();
+    assert!(chpasswd.wait().unwrap().success(), "chpasswd");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/start-polkit.sh");
+    must(Command::new("bash").arg(&script).arg(USER));
+}
+
+fn uid() -> nix::unistd::Uid {
+    nix::unistd::User::from_name(USER).unwrap().unwrap().uid
+}
+
+/// A directory of the test user's, mode 0700.
+fn own_dir(path: &Path) -> PathBuf {
+    std::fs::create_dir_all(path).unwrap();
+    nix::unistd::chown(path, Some(uid()), None).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700)).unwrap();
+    path.to_path_buf()
+}
+
+/// A tmux server of the test's, killed when dropped.
+struct Tmux {
+    name: String,
+}
+
+impl Tmux {
+    fn new() -> Tmux {
+        Tmux {
+            name: format!("stepup-busy-{}", std::process::id()),
+        }
+    }
+    fn cmd(&self, args: &[&str]) -> String {
+        let out = run(Command::new("tmux")
+            .arg("-L")
+            .arg(&self.name)
+            .args(args)
+            .stdin(Stdio::null()));
+        assert!(
+            out.status.success(),
+            "tmux {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .arg("-L")
+            .arg(&self.name)
+            .arg("kill-server")
+            .stderr(Stdio::null())
+            .status();
+        // What the user's session left (the service, its bus, the keyring).
+        let _ = Command::new("pkill").args(["-KILL", "-u", USER]).status();
+    }
+}
+
+fn wait_until(what: &str, mut ok: impl FnMut() -> bool, log: impl Fn() -> String) {
+    let start = Instant::now();
+    while !ok() {
+        assert!(
+            start.elapsed() < WAIT,
+            "timed out waiting for {what}\n{}",
+            log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The UI and the two agents, as the user: a python3 process that reads
+/// commands on stdin and prints every answer as one JSON line.
+const CLIENT: &str = r#"
+import json, os, socket, sys, threading
+ui_path, agent_path = sys.argv[1], sys.argv[2]
+out_lock = threading.Lock()
+def say(o):
+    with out_lock:
+        print(json.dumps(o), flush=True)
+s = socket.socket(socket.AF_UNIX); s.connect(ui_path); f = s.makefile('rwb')
+def send(o): f.write((json.dumps(o) + '\n').encode()); f.flush()
+send({"hello": {"ui": "parley-custody-ui", "version": "0.1.0", "pid": os.getpid()}})
+json.loads(f.readline())
+def reader():
+    for line in f:
+        m = json.loads(line)
+        if "id" in m: say({"ui": m})
+threading.Thread(target=reader, daemon=True).start()
+def agent(name, req):
+    a = socket.socket(socket.AF_UNIX); a.connect(agent_path); af = a.makefile('rwb')
+    af.write((json.dumps(req) + '\n').encode()); af.flush()
+    for line in af:
+        say({"agent": name, "reply": json.loads(line)})
+for line in sys.stdin:
+    cmd = json.loads(line)
+    if "ui" in cmd: send(cmd["ui"])
+    if "agent" in cmd: threading.Thread(target=agent, args=(cmd["agent"], cmd["request"]), daemon=True).start()
+"#;
+
+/// The client process and its answers.
+struct Client {
+    child: Child,
+    stdin: ChildStdin,
+    rx: mpsc::Receiver<Value>,
+    kept: Vec<Value>,
+}
+
+impl Client {
+    fn send(&mut self, v: Value) {
+        writeln!(self.stdin, "{v}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+    fn ui(&mut self, id: u64, window: &str, call: &str, args: Value) {
+        self.send(json!({"ui": {"id": id, "window": window, "call": call, "args": args}}));
+    }
+    fn note(&mut self, window: &str, note: &str) {
+        self.send(json!({"ui": {"window": window, "note": note}}));
+    }
+    /// Waits (bounded) for an answer matching `f`, keeping the others.
+    fn answer(&mut self, what: &str, f: impl Fn(&Value) -> bool) -> Value {
+        if let Some(i) = self.kept.iter().position(&f) {
+            return self.kept.remove(i);
+        }
+        let end = Instant::now() + WAIT;
+        loop {
+            let left = end
+                .checked_duration_since(Instant::now())
+                .unwrap_or_else(|| panic!("no {what}; so far: {:?}", self.kept));
+            let v = self
+                .rx
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("no {what}; so far: {:?}", self.kept));
+            if f(&v) {
+                return v;
+            }
+            self.kept.push(v);
+        }
+    }
+    fn reply_to(&mut self, id: u64) -> Value {
+        self.answer(&format!("reply to call {id}"), |v| v["ui"]["id"] == id)["ui"].clone()
+    }
+    fn final_of(&mut self, agent: &str) -> Value {
+        self.answer(&format!("final reply to agent {agent}"), |v| {
+            v["agent"] == agent && v["reply"]["kind"] != "PENDING"
+        })["reply"]
+            .clone()
+    }
+    /// Whatever arrived within `wait` (nothing is taken away).
+    fn drain(&mut self, wait: Duration) -> &[Value] {
+        let end = Instant::now() + wait;
+        while let Some(left) = end.checked_duration_since(Instant::now()) {
+            match self.rx.recv_timeout(left) {
+                Ok(v) => self.kept.push(v),
+                Err(_) => break,
+            }
+        }
+        &self.kept
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn agent_key() -> SecretKey {
+    SecretKey::from_seed(&Zeroizing::new([9u8; 32]))
+}
+
+/// An agent's consent request for `amount` (minor units, USD) at `service`.
+fn consent(id: &str, service: &str, amount: i64, principal: &str) -> Value {
+    let expires = parley_custody::engine::unix_now() + 1800;
+    let mut p = json!({
+        "id": format!("p_{id}"), "capability": "shop.order", "summary": "Order 3 meals",
+        "effects": [{"op": "charge", "target": "card ••42", "detail": "paid"}],
+        "cost": {"amount": amount, "currency": "USD"}, "risk": "low",
+        "undo": {"window": 1800}, "expires": expires
+    });
+    p["hash"] = json!(proposal_hash(&p).unwrap());
+    json!({"custody": 1, "id": id, "op": "consent", "service": service,
+        "agent": agent_key().public().to_string(), "proposal": p,
+        "consent": {"proposal": p["id"], "hash": p["hash"], "service": service,
+                    "capability": "shop.order", "principal": principal,
+                    "summary": "Order 3 meals", "expires": expires}})
+}
+
+#[test]
+fn two_decisions_at_once_raise_one_os_prompt_naming_its_request_and_sign_nothing_twice() {
+    if !support::require_root(
+        "two_decisions_at_once_raise_one_os_prompt_naming_its_request_and_sign_nothing_twice",
+        "it creates an OS user with a password and starts polkitd",
+    ) {
+        return;
+    }
+    let missing = support::not_on_path(&[
+        "tmux",
+        "runuser",
+        "pkttyagent",
+        "python3",
+        "dbus-run-session",
+        "gnome-keyring-daemon",
+    ]);
+    assert!(
+        missing.is_empty(),
+        "this test needs {missing:?}: run scripts/setup.sh"
+    );
+    ensure_user_and_polkit();
+    let tmp = tempfile::Builder::new()
+        .prefix("parley-busy")
+        .tempdir()
+        .unwrap();
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let home = own_dir(&tmp.path().join("home"));
+    let run_dir = own_dir(&home.join("run"));
+    let data = own_dir(&home.join("data"));
+    let (sock, ui_sock) = (run_dir.join("custody.sock"), run_dir.join("ui/ui.sock"));
+    let log = home.join("service.log");
+    let service_log = || std::fs::read_to_string(&log).unwrap_or_default();
+
+    // The service, as the user, in its own session with its keyring.
+    let tmux = Tmux::new();
+    let service = format!(
+        "exec runuser -u {USER} -- env -i HOME={home} PATH=/usr/local/bin:/usr/bin:/bin \
+         XDG_RUNTIME_DIR={run} XDG_DATA_HOME={data} KEYRING_PW=busy-keyring-pw RUST_LOG=info \
+         PARLEY_CUSTODY_NAMESPACE=stepup-busy \
+         dbus-run-session -- sh -c {unlock} sh {bin} --approver desktop --hidden --no-ui-spawn \
+         --socket {sock} --ui-socket {ui} --data-dir {data} 2>{log}",
+        home = sh_quote(&home.display().to_string()),
+        run = sh_quote(&run_dir.display().to_string()),
+        data = sh_quote(&data.display().to_string()),
+        unlock = sh_quote(UNLOCK),
+        bin = sh_quote(env!("CARGO_BIN_EXE_parley-custodyd")),
+        sock = sh_quote(&sock.display().to_string()),
+        ui = sh_quote(&ui_sock.display().to_string()),
+        log = sh_quote(&log.display().to_string()),
+    );
+    tmux.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        "service",
+        "-x",
+        "200",
+        "-y",
+        "50",
+        &service,
+    ]);
+    wait_until(
+        "the service's sockets",
+        || sock.exists() && ui_sock.exists(),
+        service_log,
+    );
+    let pid = {
+        let out = run(Command::new("pgrep").args(["-u", USER, "-x", "parley-custodyd"]));
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .next()
+            .unwrap_or_else(|| panic!("the service's pid\n{}", service_log()))
+            .to_string()
+    };
+
+    // polkit's text agent for the service's process, on its own pty.
+    let registered = home.join("registered");
+    must(Command::new("mkfifo").arg(&registered));
+    nix::unistd::chown(&registered, Some(uid()), None).unwrap();
+    let screen = tmp.path().join("pkttyagent.log");
+    tmux.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        "agent",
+        "-x",
+        "200",
+        "-y",
+        "50",
+        &format!(
+            "exec runuser -u {USER} -- sh -c {}",
+            sh_quote(&format!(
+                "exec pkttyagent --process {pid} --notify-fd 3 3>{}",
+                sh_quote(&registered.display().to_string())
+            ))
+        ),
+    ]);
+    tmux.cmd(&[
+        "pipe-pane",
+        "-o",
+        "-t",
+        "agent",
+        &format!("cat >> {}", sh_quote(&screen.display().to_string())),
+    ]);
+    // EOF on the fifo: pkttyagent is registered with polkitd.
+    let (done, registered_rx) = mpsc::channel();
+    let fifo = registered.clone();
+    std::thread::spawn(move || {
+        let mut sink = Vec::new();
+        let _ = std::fs::File::open(&fifo).and_then(|mut f| f.read_to_end(&mut sink));
+        let _ = done.send(());
+    });
+    registered_rx
+        .recv_timeout(WAIT)
+        .expect("pkttyagent registered within the wait");
+    let agent_screen = || std::fs::read_to_string(&screen).unwrap_or_default();
+
+    // The UI and the agents, as the user.
+    let mut child = Command::new("runuser")
+        .args(["-u", USER, "--", "python3", "-c", CLIENT])
+        .arg(&ui_sock)
+        .arg(&sock)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("python3 as the test user");
+    let stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let v: Value = serde_json::from_str(&line).unwrap_or(json!({"garbled": line}));
+            if tx.send(v).is_err() {
+                break;
+            }
+        }
+    });
+    let mut c = Client {
+        child,
+        stdin,
+        rx,
+        kept: Vec::new(),
+    };
+    c.ui(1, "main", "key_create", json!({"label": "Ana"}));
+    let key = c.reply_to(1);
+    let principal = key["ok"]["public"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a key: {key}"))
+        .to_string();
+    c.send(json!({"agent": "a", "request": consent("a", "shop.example", 5830, &principal)}));
+    c.answer("agent a pending", |v| {
+        v["agent"] == "a" && v["reply"]["kind"] == "PENDING"
+    });
+    c.send(json!({"agent": "b", "request": consent("b", "books.example", 1200, &principal)}));
+    c.answer("agent b pending", |v| {
+        v["agent"] == "b" && v["reply"]["kind"] == "PENDING"
+    });
+
+    // Both review windows in front past the arming delay; both approved at once.
+    c.note("review-q1", "shown");
+    c.note("review-q2", "shown");
+    std::thread::sleep(Duration::from_millis(1700));
+    let yes = |id: &str| json!({"id": id, "approve": true, "confirmed": false, "gesture": "click"});
+    c.ui(10, "review-q1", "review_decide", yes("q1"));
+    wait_until(
+        "the first OS prompt",
+        || agent_screen().contains("Password: "),
+        || format!("{}\n{}", agent_screen(), service_log()),
+    );
+    c.ui(11, "review-q2", "review_decide", yes("q2"));
+    // The second is refused at once, says why, and its request still waits.
+    let second = c.reply_to(11);
+    assert_eq!(second["err"]["code"], "busy", "{second}");
+    assert_eq!(
+        second["err"]["message"],
+        "Another approval is waiting for your password; finish or cancel it first. This request still waits.",
+        "{second}"
+    );
+    // One prompt only, and it names the first request: amount, service, agent's words.
+    let phrase = parley_custody::fingerprint::phrase(&agent_key().public());
+    let shown = agent_screen();
+    assert_eq!(
+        shown.matches("AUTHENTICATING FOR").count(),
+        1,
+        "one prompt:\n{shown}"
+    );
+    for needed in [
+        "Parley Custody will sign a consent for 58.30 USD at shop.example",
+        &format!("asked by agent \"{phrase}\""),
+    ] {
+        assert!(
+            shown.contains(needed),
+            "the prompt names {needed:?}:\n{shown}"
+        );
+    }
+    assert!(!shown.contains("books.example"), "{shown}");
+    let early: Vec<Value> = c
+        .drain(Duration::from_millis(300))
+        .iter()
+        .filter(|v| v.get("agent").is_some() && v["reply"]["kind"] != "PENDING")
+        .cloned()
+        .collect();
+    assert!(early.is_empty(), "nothing decided yet: {early:?}");
+
+    // A wrong password signs nothing; the right one signs the first, once.
+    tmux.cmd(&["send-keys", "-t", "agent", "not-the-password", "Enter"]);
+    let refused = c.reply_to(10);
+    assert!(
+        refused["err"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("nothing was signed")),
+        "{refused}"
+    );
+    c.ui(12, "review-q1", "review_decide", yes("q1"));
+    wait_until(
+        "the first request's prompt again",
+        || agent_screen().matches("Password: ").count() >= 2,
+        || format!("{}\n{}", agent_screen(), service_log()),
+    );
+    tmux.cmd(&["send-keys", "-t", "agent", PASSWORD, "Enter"]);
+    assert_eq!(c.reply_to(12)["ok"]["outcome"], "approved");
+    let a = c.final_of("a");
+    assert_eq!(a["kind"], "APPROVED", "{a}");
+
+    // The second request still waited: now it has its own prompt, naming it.
+    c.ui(13, "review-q2", "review_decide", yes("q2"));
+    wait_until(
+        "the second request's prompt",
+        || agent_screen().matches("Password: ").count() >= 3,
+        || format!("{}\n{}", agent_screen(), service_log()),
+    );
+    let shown = agent_screen();
+    let last = &shown[shown.rfind("AUTHENTICATING FOR").unwrap()..];
+    assert!(
+        last.contains("a consent for 12.00 USD at books.example"),
+        "{last}"
+    );
+    tmux.cmd(&["send-keys", "-t", "agent", PASSWORD, "Enter"]);
+    assert_eq!(c.reply_to(13)["ok"]["outcome"], "approved");
+    let b = c.final_of("b");
+    assert_eq!(b["kind"], "APPROVED", "{b}");
+    assert_ne!(a["grant"], b["grant"]);
+    // Nothing was signed twice: one answer per agent, three prompts in all.
+    let extra: Vec<Value> = c
+        .drain(Duration::from_millis(500))
+        .iter()
+        .filter(|v| v.get("agent").is_some() && v["reply"]["kind"] != "PENDING")
+        .cloned()
+        .collect();
+    assert!(extra.is_empty(), "one answer per request: {extra:?}");
+    assert_eq!(agent_screen().matches("AUTHENTICATING FOR").count(), 3);
+    drop(c);
+    drop(tmux);
+    let audit = parley_custody::audit::Audit::open(&parley_custody::paths::audit_path(&data))
+        .expect("the service's audit log");
+    let signed = audit
+        .query(&parley_custody::audit::Query {
+            kinds: vec![parley_custody::audit::EventKind::ConsentApproved],
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(
+        signed.len(),
+        2,
+        "two signatures, one per request: {signed:?}"
+    );
+    assert_ne!(signed[0].hash, signed[1].hash);
+}
