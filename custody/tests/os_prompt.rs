@@ -1,17 +1,22 @@
-//! One OS password prompt at a time, and the prompt names what it signs,
-//! for real: the desktop service (`parley-custodyd --approver desktop`) runs
-//! as an ordinary user with a password (polkit asks root nothing), in a
-//! private D-Bus session with an unlocked gnome-keyring, next to the real
-//! polkitd (scripts/start-polkit.sh, which names the user an owner of
-//! custody's actions so polkit accepts the prompt's details). polkit's text
-//! agent `pkttyagent` is registered for the service's process on a tmux pty
-//! the test reads and types into, standing in for the desktop's agent. The
-//! UI and the agents are real clients of the service's sockets, as that
+//! The OS password prompt, for real: it names the request it signs, and
+//! only one is open at a time. Custody runs as an ordinary user with a
+//! password (polkit asks root nothing), in a private D-Bus session with an
+//! unlocked gnome-keyring, next to the real polkitd (scripts/start-polkit.sh,
+//! which names the user an owner of custody's actions so polkit accepts the
+//! prompt's details), on a tmux pty the test reads and types into:
+//!
+//! - the headless daemon (`parley-custodyd --approver terminal`), which
+//!   registers polkit's text agent `pkttyagent` on its own terminal;
+//! - the desktop service (`--approver desktop`), with `pkttyagent`
+//!   registered for its process on a pty of its own, standing in for the
+//!   desktop's agent.
+//!
+//! The UI and the agents are real clients of custody's sockets, as that
 //! user (python3, which scripts/setup.sh installs).
 //!
-//! What it stops: two decisions made at once each raising a prompt (a
-//! password typed for one request signing another), and a prompt that does
-//! not say which request the password is for.
+//! What it stops: a prompt that does not say which request the password is
+//! for, and two decisions made at once each raising a prompt (a password
+//! typed for one request signing another).
 //!
 //! Needs root (it creates the user and starts polkitd); without root it
 //! fails with a clear message, unless PARLEY_SKIP_ROOT_TESTS=1.
@@ -29,9 +34,12 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use zeroize::Zeroizing;
 
-/// The test's own OS user (names start with the worktree's, `stepup`).
-const USER: &str = "stepup-t-busy";
-const PASSWORD: &str = "busy-Passw0rd";
+/// Each test's own OS user (names start with the worktree's, `stepup`):
+/// tests run at once, and each kills what its user left when it ends.
+const BUSY_USER: &str = "stepup-t-busy";
+const TTY_USER: &str = "stepup-t-tty";
+/// Both users' password, which polkit asks for.
+const PASSWORD: &str = "osprompt-Passw0rd";
 const WAIT: Duration = Duration::from_secs(60);
 
 /// Unlocks the keyring of a fresh D-Bus session (see the script).
@@ -56,47 +64,50 @@ fn must(cmd: &mut Command) {
 
 /// The user with its password, and polkit up with the user an owner of
 /// custody's actions.
-fn ensure_user_and_polkit() {
-    if nix::unistd::User::from_name(USER).ok().flatten().is_none() {
+fn ensure_user_and_polkit(user: &str) {
+    if nix::unistd::User::from_name(user).ok().flatten().is_none() {
         must(Command::new("useradd").args([
             "--system",
             "--no-create-home",
             "--shell",
             "/bin/sh",
-            USER,
+            user,
         ]));
     }
     let mut chpasswd = Command::new("chpasswd")
         .stdin(Stdio::piped())
         .spawn()
         .expect("chpasswd");
-    writeln!(chpasswd.stdin.take().unwrap(), "{USER}:{PASSWORD}").unwrap();
+    writeln!(chpasswd.stdin.take().unwrap(), "{user}:{PASSWORD}").unwrap();
     assert!(chpasswd.wait().unwrap().success(), "chpasswd");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/start-polkit.sh");
-    must(Command::new("bash").arg(&script).arg(USER));
+    must(Command::new("bash").arg(&script).arg(user));
 }
 
-fn uid() -> nix::unistd::Uid {
-    nix::unistd::User::from_name(USER).unwrap().unwrap().uid
+fn uid(user: &str) -> nix::unistd::Uid {
+    nix::unistd::User::from_name(user).unwrap().unwrap().uid
 }
 
 /// A directory of the test user's, mode 0700.
-fn own_dir(path: &Path) -> PathBuf {
+fn own_dir(user: &str, path: &Path) -> PathBuf {
     std::fs::create_dir_all(path).unwrap();
-    nix::unistd::chown(path, Some(uid()), None).unwrap();
+    nix::unistd::chown(path, Some(uid(user)), None).unwrap();
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700)).unwrap();
     path.to_path_buf()
 }
 
-/// A tmux server of the test's, killed when dropped.
+/// A tmux server of the test's, killed when dropped with what the test
+/// user left running.
 struct Tmux {
     name: String,
+    user: &'static str,
 }
 
 impl Tmux {
-    fn new() -> Tmux {
+    fn new(user: &'static str) -> Tmux {
         Tmux {
-            name: format!("stepup-busy-{}", std::process::id()),
+            name: format!("{user}-{}", std::process::id()),
+            user,
         }
     }
     fn cmd(&self, args: &[&str]) -> String {
@@ -123,7 +134,9 @@ impl Drop for Tmux {
             .stderr(Stdio::null())
             .status();
         // What the user's session left (the service, its bus, the keyring).
-        let _ = Command::new("pkill").args(["-KILL", "-u", USER]).status();
+        let _ = Command::new("pkill")
+            .args(["-KILL", "-u", self.user])
+            .status();
     }
 }
 
@@ -148,15 +161,16 @@ out_lock = threading.Lock()
 def say(o):
     with out_lock:
         print(json.dumps(o), flush=True)
-s = socket.socket(socket.AF_UNIX); s.connect(ui_path); f = s.makefile('rwb')
-def send(o): f.write((json.dumps(o) + '\n').encode()); f.flush()
-send({"hello": {"ui": "parley-custody-ui", "version": "0.1.0", "pid": os.getpid()}})
-json.loads(f.readline())
-def reader():
-    for line in f:
-        m = json.loads(line)
-        if "id" in m: say({"ui": m})
-threading.Thread(target=reader, daemon=True).start()
+if ui_path != "-":
+    s = socket.socket(socket.AF_UNIX); s.connect(ui_path); f = s.makefile('rwb')
+    def send(o): f.write((json.dumps(o) + '\n').encode()); f.flush()
+    send({"hello": {"ui": "parley-custody-ui", "version": "0.1.0", "pid": os.getpid()}})
+    json.loads(f.readline())
+    def reader():
+        for line in f:
+            m = json.loads(line)
+            if "id" in m: say({"ui": m})
+    threading.Thread(target=reader, daemon=True).start()
 def agent(name, req):
     a = socket.socket(socket.AF_UNIX); a.connect(agent_path); af = a.makefile('rwb')
     af.write((json.dumps(req) + '\n').encode()); af.flush()
@@ -177,6 +191,37 @@ struct Client {
 }
 
 impl Client {
+    /// The client as the test user: a UI on `ui` (if any) and agents on `sock`.
+    fn start(user: &str, ui: Option<&Path>, sock: &Path) -> Client {
+        let mut child = Command::new("runuser")
+            .args(["-u", user, "--", "python3", "-c", CLIENT])
+            .arg(ui.map_or_else(|| "-".into(), |p| p.display().to_string()))
+            .arg(sock)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("python3 as the test user");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let v: Value = serde_json::from_str(&line).unwrap_or(json!({"garbled": line}));
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        Client {
+            child,
+            stdin,
+            rx,
+            kept: Vec::new(),
+        }
+    }
+
     fn send(&mut self, v: Value) {
         writeln!(self.stdin, "{v}").unwrap();
         self.stdin.flush().unwrap();
@@ -257,17 +302,18 @@ fn consent(id: &str, service: &str, amount: i64, principal: &str) -> Value {
                     "summary": "Order 3 meals", "expires": expires}})
 }
 
-#[test]
-fn two_decisions_at_once_raise_one_os_prompt_naming_its_request_and_sign_nothing_twice() {
+/// Whether the test may run, with what it needs checked.
+fn ready(test: &str, user: &str) -> bool {
     if !support::require_root(
-        "two_decisions_at_once_raise_one_os_prompt_naming_its_request_and_sign_nothing_twice",
+        test,
         "it creates an OS user with a password and starts polkitd",
     ) {
-        return;
+        return false;
     }
     let missing = support::not_on_path(&[
         "tmux",
         "runuser",
+        "script",
         "pkttyagent",
         "python3",
         "dbus-run-session",
@@ -277,21 +323,196 @@ fn two_decisions_at_once_raise_one_os_prompt_naming_its_request_and_sign_nothing
         missing.is_empty(),
         "this test needs {missing:?}: run scripts/setup.sh"
     );
-    ensure_user_and_polkit();
+    ensure_user_and_polkit(user);
+    true
+}
+
+/// The pane's text so far (raw, as the terminal received it).
+fn pane_log(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+/// Waits until `needle` appears in `log` after byte `from`; the byte after it.
+fn wait_in(log: &Path, needle: &str, from: usize) -> usize {
+    let start = Instant::now();
+    loop {
+        let text = pane_log(log);
+        if let Some(i) = text.get(from..).and_then(|t| t.find(needle)) {
+            return from + i + needle.len();
+        }
+        assert!(
+            start.elapsed() < WAIT,
+            "timed out waiting for {needle:?}; the terminal shows:\n{}",
+            text.get(from..).unwrap_or(&text)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn the_terminal_daemons_os_prompt_names_the_request_and_only_the_password_signs() {
+    const USER: &str = TTY_USER;
+    if !ready(
+        "the_terminal_daemons_os_prompt_names_the_request_and_only_the_password_signs",
+        USER,
+    ) {
+        return;
+    }
+    let tmp = tempfile::Builder::new()
+        .prefix("parley-osprompt")
+        .tempdir()
+        .unwrap();
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let home = own_dir(USER, &tmp.path().join("home"));
+    let run_dir = own_dir(USER, &home.join("run"));
+    let data = own_dir(USER, &home.join("data"));
+    let sock = run_dir.join("custody.sock");
+    let screen = tmp.path().join("terminal.log");
+    // The daemon as the user, on a terminal of the user's own (script), in
+    // a tmux pane the test reads and types into.
+    let daemon = format!(
+        "exec dbus-run-session -- sh -c {unlock} sh {bin} --approver terminal --socket {sock} --data-dir {data}",
+        unlock = sh_quote(UNLOCK),
+        bin = sh_quote(env!("CARGO_BIN_EXE_parley-custodyd")),
+        sock = sh_quote(&sock.display().to_string()),
+        data = sh_quote(&data.display().to_string()),
+    );
+    let pane = format!(
+        "exec runuser -u {USER} -- env -i HOME={home} PATH=/usr/local/bin:/usr/bin:/bin \
+         XDG_RUNTIME_DIR={run} XDG_DATA_HOME={data} KEYRING_PW=osprompt-keyring-pw RUST_LOG=info \
+         PARLEY_CUSTODY_NAMESPACE=stepup-osprompt script -qfec {daemon} /dev/null",
+        home = sh_quote(&home.display().to_string()),
+        run = sh_quote(&run_dir.display().to_string()),
+        data = sh_quote(&data.display().to_string()),
+        daemon = sh_quote(&daemon),
+    );
+    let tmux = Tmux::new(USER);
+    tmux.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        "daemon",
+        "-x",
+        "200",
+        "-y",
+        "50",
+        &format!("sleep 0.5; {pane}"),
+    ]);
+    tmux.cmd(&[
+        "pipe-pane",
+        "-o",
+        "-t",
+        "daemon",
+        &format!("cat >> {}", sh_quote(&screen.display().to_string())),
+    ]);
+    let keys = |k: &[&str]| {
+        let mut args = vec!["send-keys", "-t", "daemon"];
+        args.extend_from_slice(k);
+        tmux.cmd(&args);
+    };
+    let at = wait_in(&screen, "Create one now? [y/N]", 0);
+    keys(&["y", "Enter"]);
+    let at = wait_in(&screen, "listening on", at);
+    let text = pane_log(&screen);
+    let principal = text
+        .split_whitespace()
+        .find(|w| w.starts_with("ed25519:"))
+        .expect("the daemon prints the principal key")
+        .to_string();
+
+    let mut c = Client::start(USER, None, &sock);
+    c.send(json!({"agent": "a", "request": consent("a", "shop.example", 5830, &principal)}));
+    let phrase = parley_custody::fingerprint::phrase(&agent_key().public());
+    let mut at = at;
+    // A wrong password, then no answer at all (Ctrl-D): nothing is signed.
+    for wrong in [Some("not-the-password"), None] {
+        at = wait_in(&screen, "approve? [y/N] ", at);
+        std::thread::sleep(Duration::from_millis(600));
+        keys(&["y", "Enter"]);
+        let asked = wait_in(&screen, "Password: ", at);
+        let prompt = &pane_log(&screen)[at..asked];
+        for needed in [
+            "Parley Custody will sign a consent for 58.30 USD at shop.example (shop.order)",
+            &format!("asked by agent \"{phrase}\""),
+        ] {
+            assert!(
+                prompt.contains(needed),
+                "the OS prompt names {needed:?}:\n{prompt}"
+            );
+        }
+        match wrong {
+            Some(p) => keys(&[p, "Enter"]),
+            None => keys(&["C-d"]),
+        }
+        at = wait_in(&screen, "not signed: OS authentication failed", asked);
+        let early: Vec<Value> = c
+            .drain(Duration::from_millis(200))
+            .iter()
+            .filter(|v| v["agent"] == "a" && v["reply"]["kind"] != "PENDING")
+            .cloned()
+            .collect();
+        assert!(early.is_empty(), "nothing signed: {early:?}");
+    }
+    // The right password signs exactly that request.
+    at = wait_in(&screen, "approve? [y/N] ", at);
+    std::thread::sleep(Duration::from_millis(600));
+    keys(&["y", "Enter"]);
+    wait_in(&screen, "Password: ", at);
+    keys(&[PASSWORD, "Enter"]);
+    let a = c.final_of("a");
+    assert_eq!(a["kind"], "APPROVED", "{a}");
+    drop(c);
+    drop(tmux);
+    let audit = parley_custody::audit::Audit::open(&parley_custody::paths::audit_path(&data))
+        .expect("the daemon's audit log");
+    let rows = audit
+        .query(&parley_custody::audit::Query {
+            kinds: vec![
+                parley_custody::audit::EventKind::ConsentApproved,
+                parley_custody::audit::EventKind::StepUpFailed,
+            ],
+            ..Default::default()
+        })
+        .unwrap();
+    let kinds: Vec<_> = rows.iter().map(|r| r.kind).collect();
+    assert_eq!(
+        kinds
+            .iter()
+            .filter(|k| **k == parley_custody::audit::EventKind::ConsentApproved)
+            .count(),
+        1,
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds.len(),
+        3,
+        "two failed step-ups and one signature: {kinds:?}"
+    );
+}
+
+#[test]
+fn two_decisions_at_once_raise_one_os_prompt_naming_its_request_and_sign_nothing_twice() {
+    const USER: &str = BUSY_USER;
+    if !ready(
+        "two_decisions_at_once_raise_one_os_prompt_naming_its_request_and_sign_nothing_twice",
+        USER,
+    ) {
+        return;
+    }
     let tmp = tempfile::Builder::new()
         .prefix("parley-busy")
         .tempdir()
         .unwrap();
     std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let home = own_dir(&tmp.path().join("home"));
-    let run_dir = own_dir(&home.join("run"));
-    let data = own_dir(&home.join("data"));
+    let home = own_dir(USER, &tmp.path().join("home"));
+    let run_dir = own_dir(USER, &home.join("run"));
+    let data = own_dir(USER, &home.join("data"));
     let (sock, ui_sock) = (run_dir.join("custody.sock"), run_dir.join("ui/ui.sock"));
     let log = home.join("service.log");
     let service_log = || std::fs::read_to_string(&log).unwrap_or_default();
 
     // The service, as the user, in its own session with its keyring.
-    let tmux = Tmux::new();
+    let tmux = Tmux::new(USER);
     let service = format!(
         "exec runuser -u {USER} -- env -i HOME={home} PATH=/usr/local/bin:/usr/bin:/bin \
          XDG_RUNTIME_DIR={run} XDG_DATA_HOME={data} KEYRING_PW=busy-keyring-pw RUST_LOG=info \
@@ -335,7 +556,7 @@ fn two_decisions_at_once_raise_one_os_prompt_naming_its_request_and_sign_nothing
     // polkit's text agent for the service's process, on its own pty.
     let registered = home.join("registered");
     must(Command::new("mkfifo").arg(&registered));
-    nix::unistd::chown(&registered, Some(uid()), None).unwrap();
+    nix::unistd::chown(&registered, Some(uid(USER)), None).unwrap();
     let screen = tmp.path().join("pkttyagent.log");
     tmux.cmd(&[
         "new-session",
@@ -375,33 +596,7 @@ fn two_decisions_at_once_raise_one_os_prompt_naming_its_request_and_sign_nothing
     let agent_screen = || std::fs::read_to_string(&screen).unwrap_or_default();
 
     // The UI and the agents, as the user.
-    let mut child = Command::new("runuser")
-        .args(["-u", USER, "--", "python3", "-c", CLIENT])
-        .arg(&ui_sock)
-        .arg(&sock)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("python3 as the test user");
-    let stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            let v: Value = serde_json::from_str(&line).unwrap_or(json!({"garbled": line}));
-            if tx.send(v).is_err() {
-                break;
-            }
-        }
-    });
-    let mut c = Client {
-        child,
-        stdin,
-        rx,
-        kept: Vec::new(),
-    };
+    let mut c = Client::start(USER, Some(&ui_sock), &sock);
     c.ui(1, "main", "key_create", json!({"label": "Ana"}));
     let key = c.reply_to(1);
     let principal = key["ok"]["public"]
