@@ -13,6 +13,16 @@
 # Arguments are passed to the app or the daemon (e.g. --agents-group GROUP).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "$(id -u)" -eq 0 ]; then
+  cat >&2 <<'ROOT'
+Note: you are running Parley Custody as root. OS authentication (the password asked after you
+approve, before custody signs) cannot protect anything for root: polkit authorizes root without
+asking for a password, so here your click or typed "y" alone signs, whatever the step-up setting
+says. That is fine for trying it out with the playground. Real keys belong to a normal desktop
+user: run this script as that user (it uses sudo only to install packages).
+
+ROOT
+fi
 scripts/setup.sh
 export CARGO_TERM_COLOR=never
 

@@ -103,8 +103,10 @@ print(a.getsockname()[1], b.getsockname()[1])')
   if [ "$kind" = stepup ]; then
     # The app as an ordinary user with a password (polkit asks root nothing),
     # next to a real polkitd; no notification daemon, so the review opens itself.
-    scripts/start-polkit.sh
     id -u "$STEPUP_USER" >/dev/null 2>&1 || useradd --system --no-create-home --shell /bin/sh "$STEPUP_USER"
+    # The user an owner of custody's actions: polkit then takes the details
+    # that make the OS prompt name the request.
+    scripts/start-polkit.sh "$STEPUP_USER"
     printf '%s:%s\n' "$STEPUP_USER" "$STEPUP_PASSWORD" | chpasswd
     chown -R "$STEPUP_USER" "$T"
     chmod 755 "$ROOT"

@@ -106,6 +106,19 @@ pub const DETAILS_REFUSED: &str = "polkit refused the OS prompt's details: this 
      with <annotate key=\"org.freedesktop.policykit.owner\">unix-user:USER</annotate> in \
      each action of /usr/share/polkit-1/actions/org.parley.custody.policy";
 
+/// What Settings, the review and `scripts/run.sh` say when custody runs as
+/// root: polkit authorizes uid 0 without asking anything, so no step-up
+/// rule protects an approval there.
+pub const AS_ROOT: &str = "Custody runs as root (uid 0). OS authentication cannot protect \
+     anything for root: the system authorizes root without asking for a password, so whatever \
+     rule is chosen here, your click alone signs. Run custody as your normal desktop user for \
+     real keys.";
+
+/// [`AS_ROOT`] when custody's user is `uid` 0, else nothing.
+pub fn as_root_warning(uid: u32) -> Option<&'static str> {
+    (uid == 0).then_some(AS_ROOT)
+}
+
 /// How long the human has to authenticate before the check is cancelled.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -605,6 +618,15 @@ mod tests {
         let v = d.get("decision").unwrap();
         assert!(!v.contains('\u{202e}') && !v.contains('\x1b'), "{v:?}");
         assert_eq!(Action::Change.id(), CHANGE_ACTION_ID);
+    }
+
+    #[test]
+    fn as_root_it_says_os_authentication_protects_nothing_and_why() {
+        let w = as_root_warning(0).expect("root is warned");
+        assert!(w.contains("cannot protect anything for root"), "{w}");
+        assert!(w.contains("without asking for a password"), "why: {w}");
+        assert!(w.contains("normal desktop user"), "{w}");
+        assert_eq!(as_root_warning(1000), None);
     }
 
     #[test]

@@ -288,6 +288,8 @@ export interface SettingsView {
   data_dir: string | null
   socket: SocketStatus | null
   policy: { own_uid: number; agents_group: string | null; extra_uids: number[] } | null
+  /** Custody runs as root: OS authentication protects nothing (the service's words). */
+  step_up_root?: string | null
 }
 
 /** How long a command may take before the window says so (the backend has its own limits). */

@@ -156,7 +156,7 @@ function settingsSection(v: SettingsView): HTMLElement {
   const stepUp = h(
     'select',
     { testid: 's-stepup' },
-    h('option', { attrs: { value: 'committing' } }, 'Every consent, and every grant that allows COMMIT or UNDO (recommended)'),
+    h('option', { attrs: { value: 'committing' } }, `Every consent, and every grant that allows COMMIT or UNDO${v.step_up_root ? '' : ' (recommended)'}`),
     h('option', { attrs: { value: 'above' } }, 'Consents from an amount, and grants that allow COMMIT or UNDO'),
     h('option', { attrs: { value: 'never' } }, 'Never: a click alone signs'),
   ) as HTMLSelectElement
@@ -341,7 +341,8 @@ function settingsSection(v: SettingsView): HTMLElement {
     fieldRow('Queue size', queue, 'Requests waiting for you at once, all agents together.'),
     fieldRow('Rate limit', rate, 'New requests per minute from one OS user.'),
     h('h2', null, 'OS authentication before signing'),
-    fieldRow('Ask for your password', h('div', null, stepUp, threshold), 'After you approve, your system asks for your password (or fingerprint) before custody signs, so a click another program synthesized, or someone else at your unlocked desk, signs nothing. With "Never", every review says that only the click protects it.'),
+    fieldRow('Ask for your password', h('div', null, stepUp, threshold,
+      v.step_up_root ? h('p', { class: 'msg msg-warn', testid: 's-stepup-root' }, v.step_up_root) : null), 'After you approve, your system asks for your password (or fingerprint) before custody signs, so a click another program synthesized, or someone else at your unlocked desk, signs nothing. With "Never", every review says that only the click protects it.'),
     h('h2', null, 'Known agents'),
     h('p', { class: 'help' }, 'Each agent key has four words derived from it, shown wherever the key is. Give the ones you trust a name: a request from an unnamed key you never approved says so above Approve.'),
     labelList,

@@ -1152,6 +1152,38 @@ test('settings: keys, import with shred offer, limits that need a restart', asyn
   await page.close()
 })
 
+test('settings as root: the step-up choice says OS authentication protects nothing there, and why', async () => {
+  const sv = (root) => ({
+    settings: { agents_group: null, extra_users: [], socket_path: null, max_consent_horizon_secs: 86400, max_grant_lifetime_secs: 604800, queue_size: 64, rate_per_minute: 30, agent_labels: {}, step_up: { rule: 'committing' } },
+    running: null,
+    restart_needed: [],
+    data_dir: '/root/.local/share/parley-custody',
+    socket: null,
+    policy: { own_uid: root ? 0 : 1000, agents_group: null, extra_uids: [] },
+    autostart: { enabled: false, offered: true, entry: '/root/.config/autostart/org.parley.custody.desktop', error: null },
+    step_up_root: root ? 'Custody runs as root (uid 0). OS authentication cannot protect anything for root: the system authorizes root without asking for a password, so whatever rule is chosen here, your click alone signs. Run custody as your normal desktop user for real keys.' : null,
+  })
+  for (const root of [true, false]) {
+    const page = await open('settings.html', {
+      keys_list: { store: 'the OS keychain', keys: status().keys },
+      settings_get: sv(root),
+      agent_pauses: { paused: [], agents: [], now: 0 },
+    }, { label: 'main', width: 800, height: 1000 })
+    await page.locator(tid('s-stepup')).waitFor()
+    const recommended = await page.locator(`${tid('s-stepup')} option[value="committing"]`).textContent()
+    if (root) {
+      assert.match(await text(page, 's-stepup-root'), /cannot protect anything for root: the system authorizes root without asking/)
+      assert.match(await text(page, 's-stepup-root'), /normal desktop user/)
+      assert.doesNotMatch(recommended, /recommended/, 'nothing is recommended as if it protected root')
+    } else {
+      assert.equal(await page.locator(tid('s-stepup-root')).count(), 0)
+      assert.match(recommended, /\(recommended\)/)
+    }
+    assert.deepEqual(page.problems, [])
+    await page.close()
+  }
+})
+
 test('main window: home, the own grant form, audit and settings are its views, one navigation marks where you are', async () => {
   for (const [file, view, fixtures] of [
     ['index.html', 'home', { status: status(), pending_list: [], open_window: null }],

@@ -5,7 +5,8 @@
 // standing in for the desktop's graphical agent. Approve is clicked by
 // another X client through XTEST (xdotool), the way malware on the same
 // display would: the click reaches the password prompt, never a signature.
-// Only the user's password signs. scripts/test-app.sh runs this file in its
+// Only the user's password signs, and the OS prompt names the request it
+// signs (service, amount, the agent's words, the hash). scripts/test-app.sh runs this file in its
 // "stepup" session as user $STEPUP_USER with password $STEPUP_PASSWORD.
 
 import { test, before, after } from 'node:test'
@@ -96,11 +97,17 @@ test('a synthesized click on Approve reaches the OS password prompt, never a sig
   await wd.switchToWindow(/review\.html#q\d+$/)
   await wd.$(tid('approve'))
   assert.match(await wd.text(tid('step-up')), /asks for your password/, 'the review says beforehand that the OS will ask')
+  const words = await wd.text(tid('agent-phrase'))
   await armed('approve', 'Approve armed')
 
   // Another X client clicks Approve: polkit asks for the password, nothing is signed.
   synthesizedClick(await approveOnScreen())
   await until(() => polkitAgent.screen.text.includes('Password: '), 'the OS password prompt', 20_000)
+  // The OS prompt, drawn by polkit's agent and not by custody, names this request.
+  const prompt = polkitAgent.screen.text
+  for (const needed of ['Parley Custody will sign a consent for 42.00 USD at shop.example', `asked by agent "${words}"`, p.hash.slice(0, 8)]) {
+    assert.ok(prompt.includes(needed), `the OS prompt names ${needed}: ${prompt}`)
+  }
   await sleep(500)
   assert.equal(agent.frames.find((f) => f.re === 's1' && f.kind !== 'PENDING'), undefined, 'no answer while the OS asks')
   // The malware cannot answer it: a wrong password signs nothing, the request stays pending.

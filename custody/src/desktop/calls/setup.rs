@@ -27,6 +27,9 @@ pub struct SettingsView {
     pub socket: Option<SocketStatus>,
     /// The peer policy in force.
     pub policy: Option<PolicyView>,
+    /// Custody runs as root: OS authentication protects nothing, and why
+    /// (shown next to the step-up rule).
+    pub step_up_root: Option<&'static str>,
 }
 
 fn settings_view(state: &Desktop) -> SettingsView {
@@ -41,6 +44,9 @@ fn settings_view(state: &Desktop) -> SettingsView {
         socket: core.map(|c| c.socket.clone()),
         policy: core.map(|c| c.policy.clone()),
         autostart: autostart_view(state),
+        step_up_root: crate::stepup::as_root_warning(
+            crate::ipc::peer::PeerPolicy::own_user_only().own_uid,
+        ),
         settings,
     }
 }
