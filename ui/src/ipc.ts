@@ -209,6 +209,7 @@ export type EventKind =
   | 'agent_paused'
   | 'agent_resumed'
   | 'agent_labelled'
+  | 'settings_loosened'
 /** One audit row: every stored column under its name (text display-safe),
  *  with `undo`, `cost` and `span` in words or pairs, and what custody works
  *  out for the human (custody/src/desktop/views.rs). */

@@ -168,11 +168,29 @@ impl Engine {
 
     /// Ends an agent's pause. Returns whether it was paused.
     pub fn resume_agent(&self, agent: &str) -> Result<bool, PauseError> {
+        self.resume_agent_confirmed(agent, None)
+    }
+
+    /// Ends an agent's pause, its `agent_resumed` row saying how the
+    /// human confirmed it (`confirmed_by`, e.g. `os-auth`). Returns whether
+    /// it was paused.
+    pub fn resume_agent_confirmed(
+        &self,
+        agent: &str,
+        confirmed_by: Option<&str>,
+    ) -> Result<bool, PauseError> {
         let key: PublicKey = agent
             .parse()
             .map_err(|e| PauseError::NotAKey(format!("{e}")))?;
         lock(&self.inner.audit)
-            .resume_agent(&key.to_string(), unix_now())
+            .resume_agent(&key.to_string(), unix_now(), confirmed_by)
+            .map_err(|e| PauseError::Audit(e.to_string()))
+    }
+
+    /// `agent`'s pause in force now, if any.
+    pub fn pause_of(&self, agent: &str) -> Result<Option<crate::audit::Pause>, PauseError> {
+        lock(&self.inner.audit)
+            .pause_of(agent, unix_now())
             .map_err(|e| PauseError::Audit(e.to_string()))
     }
 

@@ -22,6 +22,13 @@
 //! | [`audit`] | the audit view and its export |
 //! | [`keys`] | principal keys: list, create, import, shred, delete |
 //! | [`setup`] | settings, restart, start at login, agent users |
+//! | [`change_auth`] | OS authentication before a change that loosens custody |
+//!
+//! A call that loosens custody (a weaker step-up rule or more agents in
+//! `settings_save` and `agent_user_apply`, `agent_resume` of a paused
+//! agent, `key_delete`, `key_import`, `key_create` next to another key)
+//! asks the OS to authenticate the human for that change first
+//! ([`change_auth`]); tightening never asks.
 
 /// `format!` as a [`CallError`] of kind `Refused`.
 macro_rules! refuse {
@@ -32,6 +39,7 @@ macro_rules! refuse {
 
 mod agents;
 mod audit;
+mod change_auth;
 mod error;
 mod grant;
 mod keys;
