@@ -4,6 +4,14 @@
 # Idempotent: what already runs is left alone. A desktop with systemd has
 # all of this already (the package installs the action file); this script
 # is for containers and CI machines that boot without an init system.
+#
+# usage: scripts/start-polkit.sh [USER…]
+# Each USER named becomes an owner of custody's two actions
+# (org.freedesktop.policykit.owner): polkit accepts the details that fill
+# the prompt ($(decision), $(change)) only from root or an action's owner,
+# so without it a non-root custody's OS prompt cannot name the decision.
+# Owners already installed are kept (parallel callers naming different
+# users do not undo each other).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 policy="$here/packaging/polkit/org.parley.custody.policy"
@@ -18,7 +26,23 @@ exec 9>/run/dbus/.parley-start-polkit.lock
 flock -w 60 9 || { echo "start-polkit: another start-polkit holds the lock for over 60 s" >&2; exit 1; }
 
 # The action first: polkitd picks up new action files while it runs.
-install -D -m 0644 "$policy" /usr/share/polkit-1/actions/org.parley.custody.policy
+installed=/usr/share/polkit-1/actions/org.parley.custody.policy
+owners=""
+if [ -f "$installed" ]; then
+  owners=$(sed -n 's|.*<annotate key="org.freedesktop.policykit.owner">\(.*\)</annotate>.*|\1|p' "$installed" | head -n1)
+fi
+for user in "$@"; do
+  id -u "$user" >/dev/null 2>&1 || { echo "start-polkit: no such user: $user" >&2; exit 1; }
+  case " $owners " in *" unix-user:$user "*) ;; *) owners="${owners:+$owners }unix-user:$user" ;; esac
+done
+want=$(mktemp)
+trap 'rm -f "$want"' EXIT
+if [ -n "$owners" ]; then
+  sed "s|^\(  \)</action>|    <annotate key=\"org.freedesktop.policykit.owner\">$owners</annotate>\n  </action>|" "$policy" >"$want"
+else
+  cp "$policy" "$want"
+fi
+cmp -s "$want" "$installed" 2>/dev/null || install -D -m 0644 "$want" "$installed"
 
 bus_answers() {
   dbus-send --system --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
@@ -48,9 +72,16 @@ if ! bus_has org.freedesktop.PolicyKit1; then
   }
 fi
 # polkitd reads action files at start and when they change; wait until ours is known.
+known() {
+  local a out
+  for a in org.parley.custody.sign org.parley.custody.change; do
+    out=$(pkaction --verbose --action-id "$a" 2>/dev/null) || return 1
+    for user in "$@"; do grep -q "policykit.owner.*unix-user:$user\b" <<<"$out" || return 1; done
+  done
+}
 for _ in $(seq 1 50); do
-  pkaction --action-id org.parley.custody.sign >/dev/null 2>&1 && pkaction --action-id org.parley.custody.change >/dev/null 2>&1 && exit 0
+  known "$@" && exit 0
   sleep 0.1
 done
-echo "start-polkit: polkitd does not know org.parley.custody.sign and org.parley.custody.change" >&2
+echo "start-polkit: polkitd does not know org.parley.custody.sign and org.parley.custody.change${1:+ owned by $*}" >&2
 exit 1
