@@ -523,6 +523,15 @@ fn as_the_user() {
         },
     ];
 
+    // What the Settings page shows before Save: custody's own list.
+    let shown = ui
+        .call("settings_loosenings", changes[0].args.clone())
+        .expect("settings_loosenings");
+    assert_eq!(
+        shown,
+        json!([{"field": "step_up", "words": "turn OS authentication off for approvals"}])
+    );
+
     // No authentication agent answers: each is refused, saying how to make
     // it otherwise, and nothing changed.
     for c in &changes {

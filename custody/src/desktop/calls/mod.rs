@@ -218,6 +218,10 @@ pub async fn dispatch(d: &Arc<Desktop>, caller: &Caller, name: &str, args: Value
             let (settings,) = args!(args; settings: super::settings::Settings);
             json(setup::settings_save(d, settings).await)
         }
+        "settings_loosenings" => {
+            let (settings,) = args!(args; settings: super::settings::Settings);
+            json(setup::settings_loosenings(d, settings).await)
+        }
         "app_restart" => json(setup::app_restart(d).await),
         "autostart_set" => {
             let (enabled,) = args!(args; enabled: bool);

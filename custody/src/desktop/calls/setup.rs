@@ -89,6 +89,14 @@ pub async fn settings_save(state: &Desktop, settings: Settings) -> R<SettingsVie
     Ok(settings_view(state))
 }
 
+/// Which changes from the saved settings to `settings` loosen custody, so
+/// that saving them asks for OS authentication first: what the Settings
+/// page shows before Save. Nothing is saved; `settings_save` decides again.
+pub async fn settings_loosenings(state: &Desktop, settings: Settings) -> R<Vec<Loosening>> {
+    let current = saved(state)?;
+    Ok(loosenings(&current, &settings))
+}
+
 /// The audit row of settings saved after OS authentication.
 struct LoosenedRow {
     changes: Vec<Loosening>,
