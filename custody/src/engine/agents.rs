@@ -36,8 +36,9 @@ impl Engine {
 
     /// Pauses an agent: its requests are refused without a prompt, told
     /// why, until `for_secs` have passed (`None`: until
-    /// [`Engine::resume_agent`]); its requests pending now are denied with
-    /// that reason. Returns the ids of the requests it denied.
+    /// [`Engine::resume_agent`]), or until the pause in force ends if that
+    /// is later; its requests pending now are denied with that reason.
+    /// Returns the ids of the requests it denied.
     pub fn pause_agent(
         &self,
         agent: &str,
@@ -50,6 +51,16 @@ impl Engine {
         let key = key.to_string();
         let now = unix_now();
         let until = for_secs.map(|s| now.saturating_add(s.max(0)));
+        // A new pause never ends the one in force sooner: that would loosen
+        // custody, which only a resume does (asked of the OS in the app).
+        let in_force = lock(&self.inner.audit)
+            .pause_of(&key, now)
+            .map_err(|e| PauseError::Audit(e.to_string()))?;
+        let until = match (in_force.map(|p| p.until), until) {
+            (Some(None), _) => None,
+            (Some(Some(old)), Some(new)) => Some(old.max(new)),
+            (_, new) => new,
+        };
         let reason = reason.trim();
         let reason = if reason.is_empty() {
             "paused by the human"
