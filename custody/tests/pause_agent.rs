@@ -118,6 +118,14 @@ fn a_paused_agent_is_refused_unseen_and_told_why_until_resumed() {
         assert_eq!(c.shown.recv().await.unwrap().review.agent.key, b);
 
         assert_eq!(c.engine.pauses().unwrap().len(), 1);
+        // A shorter pause (deny and pause's hour) never ends it sooner:
+        // only a resume does, which the app asks the OS for.
+        c.engine.pause_agent(&a, Some(3600), "for an hour").unwrap();
+        assert_eq!(
+            c.engine.pauses().unwrap()[0].until,
+            None,
+            "still until resumed"
+        );
         assert!(c.engine.resume_agent(&a).unwrap());
         assert!(!c.engine.resume_agent(&a).unwrap(), "resumed once");
         let mut again = submit(&c, "a", 4, &a);

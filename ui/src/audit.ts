@@ -29,6 +29,7 @@ export const KIND_WORDS: Record<EventKind, string> = {
   agent_paused: 'Agent paused (its requests refused unseen)',
   agent_resumed: 'Agent resumed',
   agent_labelled: 'Agent named',
+  settings_loosened: 'Settings loosened (after OS authentication)',
 }
 
 const app = byId('app')

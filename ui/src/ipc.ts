@@ -209,6 +209,7 @@ export type EventKind =
   | 'agent_paused'
   | 'agent_resumed'
   | 'agent_labelled'
+  | 'settings_loosened'
 /** One audit row: every stored column under its name (text display-safe),
  *  with `undo`, `cost` and `span` in words or pairs, and what custody works
  *  out for the human (custody/src/desktop/views.rs). */
@@ -263,6 +264,13 @@ export interface AuditView {
   verify: { rows: number; ok: boolean; first_bad_seq: number | null; problem: string | null }
   now: number
 }
+/** A settings change that loosens custody: saving it asks for OS authentication first. */
+export interface Loosening {
+  field: string
+  /** The change in words ("turn OS authentication off for approvals"). */
+  words: string
+}
+
 export interface Settings {
   agents_group: string | null
   extra_users: string[]
@@ -298,7 +306,7 @@ export const CALL_TIMEOUT_MS = 90_000
 /**
  * Why custody (or this UI's process) refused a call: a code a window acts on
  * (custody's ErrorCode: `bad_request`, `not_permitted`, `gone`, `busy`,
- * `timeout`, `not_running`, `refused`) and the sentence for the human.
+ * `timeout`, `not_running`, `refused`, `not_authenticated`) and the sentence for the human.
  */
 export class CallError extends Error {
   constructor(
@@ -403,6 +411,8 @@ export const api = {
   keyDelete: (pub: string, confirm: string) => call<void>('key_delete', { public: pub, confirm }),
   settingsGet: () => call<SettingsView>('settings_get'),
   settingsSave: (settings: Settings) => call<SettingsView>('settings_save', { settings }),
+  /** Which of these changes would ask for OS authentication (nothing is saved). */
+  settingsLoosenings: (settings: Settings) => call<Loosening[]>('settings_loosenings', { settings }),
   agentLabelSet: (agent: string, label: string | null) =>
     call<void>('agent_label_set', { agent, label }),
   appRestart: () => call<void>('app_restart'),

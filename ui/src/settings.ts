@@ -4,7 +4,7 @@
 // directory; the page says which changes wait for a restart of the socket.
 
 import './style.css'
-import { api, errorText, type AgentUserPlanView, type KeyView, type KnownAgent, type Settings, type SettingsView } from './ipc'
+import { api, errorCode, errorText, type AgentUserPlanView, type KeyView, type KnownAgent, type Settings, type SettingsView } from './ipc'
 import { h, replace, byId, say, setText, copyText } from './dom'
 import { when, isCurrency, money, parseAmount } from './format'
 import { mainNav } from './nav'
@@ -131,6 +131,7 @@ function keysSection(): HTMLElement {
     h('div', { class: 'inline' }, label, create),
     h('h3', null, 'Import an upstream principal.key'),
     h('p', { class: 'muted' }, 'A key made by the Parley tooling (parley init) can be imported into the keychain once.'),
+    h('p', { class: 'help', testid: 'keys-asks' }, 'Deleting or importing a key, or creating one next to another, asks for your password (OS authentication) first.'),
     h('div', { class: 'inline' }, path, ilabel, imp),
     shredBox,
     keyMsg,
@@ -217,25 +218,20 @@ function settingsSection(v: SettingsView): HTMLElement {
       msg.hidden = false
     }
   }
-  save.addEventListener('click', async () => {
+  // The settings as the form says them, or why it cannot say them yet.
+  const fromForm = (): Settings | string => {
     const h1 = parseDuration(horizon.value)
     const l1 = parseDuration(lifetime.value)
-    if (h1 === null || l1 === null) {
-      say(msg, 'error', 'Write durations like 30m, 24h or 7d.')
-      return
-    }
+    if (h1 === null || l1 === null) return 'Write durations like 30m, 24h or 7d.'
     let step_up: Settings['step_up'] = { rule: 'committing' }
     if (stepUp.value === 'never') step_up = { rule: 'never' }
     if (stepUp.value === 'above') {
       const [, num = '', currency = ''] = /^\s*(\S+)\s*([A-Za-z]{3})\s*$/.exec(threshold.value) ?? []
       const a = isCurrency(currency.toUpperCase()) ? parseAmount(num, currency.toUpperCase()) : { error: 'name a currency, e.g. USD' }
-      if (a.amount === undefined) {
-        say(msg, 'error', `The amount from which OS authentication is asked: write it like 50.00 USD (${a.error ?? 'not an amount'}).`)
-        return
-      }
+      if (a.amount === undefined) return `The amount from which OS authentication is asked: write it like 50.00 USD (${a.error ?? 'not an amount'}).`
       step_up = { rule: 'above', amount: a.amount, currency: currency.toUpperCase() }
     }
-    const next: Settings = {
+    return {
       agents_group: group.value.trim() || null,
       extra_users: users.value.split(/[\s,]+/).filter(Boolean),
       socket_path: socket.value.trim() || null,
@@ -249,12 +245,42 @@ function settingsSection(v: SettingsView): HTMLElement {
       // The backend keeps its own value (only autostart_set changes it).
       autostart_offered: s.autostart_offered,
     }
+  }
+  // Before Save: which changes loosen custody, so that saving asks for the
+  // password first (custody decides; custody enforces it on Save too).
+  const asks = h('div', { class: 'msg msg-warn', testid: 's-asks' })
+  asks.hidden = true
+  let asked = 0
+  const showAsks = async () => {
+    const next = fromForm()
+    const mine = ++asked
+    if (typeof next === 'string') return
+    try {
+      const l = await api.settingsLoosenings(next)
+      if (mine !== asked) return
+      replace(asks, 'Saving asks for your password (OS authentication) first, because these changes loosen custody:', h('ul', null, ...l.map((c) => h('li', null, c.words))))
+      asks.hidden = l.length === 0
+    } catch {
+      asks.hidden = true
+    }
+  }
+  for (const el of [group, users, horizon, lifetime, queue, rate, stepUp, threshold]) {
+    el.addEventListener('input', () => void showAsks())
+    el.addEventListener('change', () => void showAsks())
+  }
+  save.addEventListener('click', async () => {
+    const next = fromForm()
+    if (typeof next === 'string') {
+      say(msg, 'error', next)
+      return
+    }
     try {
       const r = await api.settingsSave(next)
       say(msg, 'ok', 'Saved.')
       showRestart(r)
+      void showAsks()
     } catch (e) {
-      say(msg, 'error', errorText(e))
+      say(msg, 'error', errorCode(e) === 'not_authenticated' ? `Not saved: ${errorText(e)}` : errorText(e))
     }
   })
   const policy = v.policy
@@ -346,6 +372,7 @@ function settingsSection(v: SettingsView): HTMLElement {
     h('h2', null, 'Known agents'),
     h('p', { class: 'help' }, 'Each agent key has four words derived from it, shown wherever the key is. Give the ones you trust a name: a request from an unnamed key you never approved says so above Approve.'),
     labelList,
+    asks,
     h('div', { class: 'actions' }, save),
     msg,
     h('p', { class: 'muted' }, `Stored in ${v.data_dir ?? '(unknown)'}/settings.json.`),

@@ -1080,6 +1080,7 @@ test('settings: keys, import with shred offer, limits that need a restart', asyn
     keys_list: { store: 'the OS keychain', keys: status().keys },
     settings_get: sv,
     settings_save: { ...sv, restart_needed: ['agents_group', 'queue_size'] },
+    settings_loosenings: [{ field: 'agents_group', words: 'let the agents of group "parley-agents" connect' }],
     key_import: { ...status().keys[0], public: AGENT, label: 'imported', source: 'imported' },
     key_shred: null,
     agent_label_set: null,
@@ -1095,7 +1096,13 @@ test('settings: keys, import with shred offer, limits that need a restart', asyn
   assert.deepEqual(await calls(page, 'key_import'), [{ path: '~/.parley/principal.key', label: 'imported' }])
   await page.locator(tid('shred')).click()
   await page.waitForFunction(() => /overwritten and deleted/.test(document.querySelector('[data-testid="shred-offer"]').textContent))
+  // Before Save: custody says which changes loosen it, so saving asks for the password.
+  assert.equal(await page.locator(tid('s-asks')).isVisible(), false)
+  assert.match(await text(page, 'keys-asks'), /Deleting or importing a key.*asks for your password/)
   await page.locator(tid('s-group')).fill('parley-agents')
+  await page.locator(tid('s-asks')).waitFor()
+  assert.match(await text(page, 's-asks'), /^Saving asks for your password \(OS authentication\) first[^]*let the agents of group "parley-agents" connect$/)
+  assert.equal((await calls(page, 'settings_loosenings')).at(-1).settings.agents_group, 'parley-agents')
   await page.locator(tid('s-queue')).fill('10')
   // Durations are shown as the hints write them: 7 days is 7d, not 1w.
   assert.equal(await page.locator(tid('s-lifetime')).inputValue(), '7d')
@@ -1118,6 +1125,14 @@ test('settings: keys, import with shred offer, limits that need a restart', asyn
   assert.equal(saved.settings.queue_size, 10)
   assert.equal(saved.settings.max_consent_horizon_secs, 43200)
   assert.match(await text(page, 's-status'), /after a restart of the socket: agents group, queue size/)
+  // A change the OS did not authenticate is refused, and the page says so plainly.
+  const refusal = 'To turn OS authentication off for approvals, custody needs OS authentication, which is not available here (no authentication agent answered); nothing changed. To make this change without it, quit Parley Custody and edit /home/me/.local/share/parley-custody/settings.json as yourself.'
+  await page.evaluate((m) => (window.__PARLEY_FIXTURES__.settings_save = { __error: { code: 'not_authenticated', message: m } }), refusal)
+  await page.locator(tid('s-stepup')).selectOption('never')
+  await page.locator(tid('s-save')).click()
+  await page.waitForFunction(() => /^Not saved: /.test(document.querySelector('[data-testid="s-status"]').textContent))
+  assert.equal(await text(page, 's-status'), `Not saved: ${refusal}`)
+  assert.match(await page.locator(tid('s-status')).getAttribute('class'), /msg-error/)
   // Known agents: their words, and names changed one at a time, at once.
   assert.equal(await text(page, 's-agent-phrase'), 'cactus orbit lemon frost')
   assert.equal(await page.locator(tid('s-agent-name')).inputValue(), 'shopping bot')

@@ -113,6 +113,24 @@ impl KeyLog for &Engine {
     }
 }
 
+/// A log whose key rows say how the human confirmed the change
+/// (`confirmed_by`, e.g. `os-auth`: the app asks the OS before a key is
+/// deleted, imported or added next to another).
+pub struct Confirmed<L> {
+    /// The log the row goes to.
+    pub log: L,
+    /// What the row's `confirmed_by` says.
+    pub by: String,
+}
+
+impl<L: KeyLog> KeyLog for Confirmed<L> {
+    fn append_row(self, row: &NewEvent) -> Result<(), AuditError> {
+        let mut row = row.clone();
+        row.confirmed_by = Some(self.by);
+        self.log.append_row(&row)
+    }
+}
+
 /// Appends the row of a key change that was just made: the key in
 /// `principal`, `reason` in the words of whoever made the change.
 fn record(
@@ -265,6 +283,20 @@ mod tests {
         delete_key(&p.store, &mut p.audit, &key, &pasted, "deleted in a test").unwrap();
         assert!(p.store.list().unwrap().is_empty());
         only_row(&p.audit, EventKind::KeyDeleted, &key, "deleted in a test");
+    }
+
+    #[test]
+    fn a_confirmed_change_says_how_in_its_row() {
+        let mut p = parts();
+        let key = p.store.create("Ana").unwrap();
+        let log = Confirmed {
+            log: &mut p.audit,
+            by: "os-auth".into(),
+        };
+        delete_key(&p.store, log, &key, &key.to_string(), "deleted in a test").unwrap();
+        let rows = rows(&p.audit);
+        assert_eq!(rows[0].kind, EventKind::KeyDeleted);
+        assert_eq!(rows[0].confirmed_by.as_deref(), Some("os-auth"));
     }
 
     #[test]

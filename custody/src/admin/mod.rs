@@ -20,4 +20,6 @@ pub mod keys;
 
 pub use agents::{known_agents, KnownAgent};
 pub use export::{default_export_dir, export_to_new_file, ExportError, ExportFormat};
-pub use keys::{create_key, delete_key, import_key, KeyChange, KeyChangeError, KeyLog, Unrecorded};
+pub use keys::{
+    create_key, delete_key, import_key, Confirmed, KeyChange, KeyChangeError, KeyLog, Unrecorded,
+};

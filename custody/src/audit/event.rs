@@ -68,11 +68,15 @@ pub enum EventKind {
     /// The human named an agent key (`agent`; `reason` = the label, or
     /// `None` when the label was removed).
     AgentLabelled,
+    /// The human saved settings that loosen custody (`reason`: every such
+    /// change, in words); `confirmed_by` says how the OS vouched for it
+    /// (`os-auth`, or that running as root nothing was asked).
+    SettingsLoosened,
 }
 
 impl EventKind {
     /// Every kind, in declaration order.
-    pub const ALL: [EventKind; 17] = [
+    pub const ALL: [EventKind; 18] = [
         EventKind::GrantIssued,
         EventKind::GrantDenied,
         EventKind::ConsentApproved,
@@ -90,6 +94,7 @@ impl EventKind {
         EventKind::AgentPaused,
         EventKind::AgentResumed,
         EventKind::AgentLabelled,
+        EventKind::SettingsLoosened,
     ];
 
     /// The stored (and `--json`) name.
@@ -112,6 +117,7 @@ impl EventKind {
             EventKind::AgentPaused => "agent_paused",
             EventKind::AgentResumed => "agent_resumed",
             EventKind::AgentLabelled => "agent_labelled",
+            EventKind::SettingsLoosened => "settings_loosened",
         }
     }
 
@@ -150,7 +156,7 @@ impl fmt::Display for EventKind {
 
 /// An unknown event kind name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown event kind {0:?}; known kinds: grant_issued, grant_denied, consent_approved, consent_denied, request_rejected, request_expired, request_cancelled, key_created, key_imported, key_deleted, rejections_summarized, retention_changed, audit_compacted, step_up_failed, agent_paused, agent_resumed, agent_labelled")]
+#[error("unknown event kind {0:?}; known kinds: grant_issued, grant_denied, consent_approved, consent_denied, request_rejected, request_expired, request_cancelled, key_created, key_imported, key_deleted, rejections_summarized, retention_changed, audit_compacted, step_up_failed, agent_paused, agent_resumed, agent_labelled, settings_loosened")]
 pub struct UnknownKind(pub String);
 
 impl FromStr for EventKind {

@@ -55,11 +55,18 @@ impl Audit {
         Ok(event)
     }
 
-    /// Ends `agent`'s pause; records it when there was one. Returns whether
-    /// there was.
-    pub fn resume_agent(&mut self, agent: &str, at: i64) -> Result<bool, AuditError> {
+    /// Ends `agent`'s pause; records it when there was one, with how the
+    /// human's resume was confirmed (`confirmed_by`: `os-auth` when the OS
+    /// authenticated it). Returns whether there was.
+    pub fn resume_agent(
+        &mut self,
+        agent: &str,
+        at: i64,
+        confirmed_by: Option<&str>,
+    ) -> Result<bool, AuditError> {
         let mut ev = NewEvent::new(EventKind::AgentResumed, at);
         ev.agent = Some(agent.to_owned());
+        ev.confirmed_by = confirmed_by.map(str::to_owned);
         let (ev, cut) = prepare(&ev)?;
         let tx = self
             .conn

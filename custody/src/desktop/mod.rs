@@ -14,6 +14,7 @@
 //! | [`daemon`] | the service's life: start, hand over to a running one, stop, restart |
 //! | [`service`] | the running service: engine, socket, settings, shared state |
 //! | [`settings`] | the desktop's saved settings |
+//! | [`loosening`] | which settings changes loosen custody (and so need OS authentication) |
 //! | [`views`] | keys, caveats and audit rows as the windows show them |
 //! | [`autostart`] | start at login (an XDG autostart entry) |
 //! | [`tray`] | the StatusNotifierItem tray icon and menu ([`badge`]: its count) |
@@ -29,6 +30,7 @@ pub mod channel;
 pub mod daemon;
 pub mod events;
 pub mod hub;
+pub mod loosening;
 pub mod notify;
 pub mod permissions;
 pub mod service;

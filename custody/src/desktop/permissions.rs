@@ -106,6 +106,7 @@ impl WindowKind {
                 // settings
                 "settings_get",
                 "settings_save",
+                "settings_loosenings",
                 "keys_list",
                 "key_create",
                 "key_import",

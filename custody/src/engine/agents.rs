@@ -36,8 +36,9 @@ impl Engine {
 
     /// Pauses an agent: its requests are refused without a prompt, told
     /// why, until `for_secs` have passed (`None`: until
-    /// [`Engine::resume_agent`]); its requests pending now are denied with
-    /// that reason. Returns the ids of the requests it denied.
+    /// [`Engine::resume_agent`]), or until the pause in force ends if that
+    /// is later; its requests pending now are denied with that reason.
+    /// Returns the ids of the requests it denied.
     pub fn pause_agent(
         &self,
         agent: &str,
@@ -50,6 +51,16 @@ impl Engine {
         let key = key.to_string();
         let now = unix_now();
         let until = for_secs.map(|s| now.saturating_add(s.max(0)));
+        // A new pause never ends the one in force sooner: that would loosen
+        // custody, which only a resume does (asked of the OS in the app).
+        let in_force = lock(&self.inner.audit)
+            .pause_of(&key, now)
+            .map_err(|e| PauseError::Audit(e.to_string()))?;
+        let until = match (in_force.map(|p| p.until), until) {
+            (Some(None), _) => None,
+            (Some(Some(old)), Some(new)) => Some(old.max(new)),
+            (_, new) => new,
+        };
         let reason = reason.trim();
         let reason = if reason.is_empty() {
             "paused by the human"
@@ -168,11 +179,29 @@ impl Engine {
 
     /// Ends an agent's pause. Returns whether it was paused.
     pub fn resume_agent(&self, agent: &str) -> Result<bool, PauseError> {
+        self.resume_agent_confirmed(agent, None)
+    }
+
+    /// Ends an agent's pause, its `agent_resumed` row saying how the
+    /// human confirmed it (`confirmed_by`, e.g. `os-auth`). Returns whether
+    /// it was paused.
+    pub fn resume_agent_confirmed(
+        &self,
+        agent: &str,
+        confirmed_by: Option<&str>,
+    ) -> Result<bool, PauseError> {
         let key: PublicKey = agent
             .parse()
             .map_err(|e| PauseError::NotAKey(format!("{e}")))?;
         lock(&self.inner.audit)
-            .resume_agent(&key.to_string(), unix_now())
+            .resume_agent(&key.to_string(), unix_now(), confirmed_by)
+            .map_err(|e| PauseError::Audit(e.to_string()))
+    }
+
+    /// `agent`'s pause in force now, if any.
+    pub fn pause_of(&self, agent: &str) -> Result<Option<crate::audit::Pause>, PauseError> {
+        lock(&self.inner.audit)
+            .pause_of(agent, unix_now())
             .map_err(|e| PauseError::Audit(e.to_string()))
     }
 

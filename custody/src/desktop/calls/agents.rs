@@ -2,11 +2,12 @@
 //! known from the audit log, and the human's labels for them.
 
 use super::refused;
-use super::{blocking, R};
+use super::{blocking, change_auth, R};
 use crate::admin::{self, KnownAgent};
 use crate::desktop::events::UiEvent;
 use crate::desktop::service::Desktop;
 use crate::engine::unix_now;
+use crate::stepup::PromptDetails;
 use parley_core::PublicKey;
 use serde::Serialize;
 
@@ -71,6 +72,24 @@ pub async fn agent_pause(state: &Desktop, agent: String, secs: Option<i64>) -> R
             ));
         }
     }
+    // A new pause replaces the one in force: one that ends sooner would
+    // loosen it, so that is a resume (which asks the OS) and a new pause.
+    let e = state.core()?.engine.clone();
+    let k = key.to_string();
+    let pause = blocking("reading the pause", move || e.pause_of(&k).map_err(refused)).await?;
+    if let Some(p) = pause {
+        let new_until = secs.map(|s| unix_now().saturating_add(s));
+        let sooner = match (p.until, new_until) {
+            (None, Some(_)) => true,
+            (Some(old), Some(new)) => new < old,
+            (_, None) => false,
+        };
+        if sooner {
+            return Err(refuse!(
+                "That agent is paused for longer already. To end its pause sooner, resume it (your system asks for your password) and pause it again."
+            ));
+        }
+    }
     let e = state.core()?.engine.clone();
     blocking("pausing the agent", move || {
         e.pause_agent(&key.to_string(), secs, "paused by the human in the app")
@@ -81,12 +100,43 @@ pub async fn agent_pause(state: &Desktop, agent: String, secs: Option<i64>) -> R
     pauses_view(state).await
 }
 
-/// Ends an agent's pause; its requests are shown again.
+/// The agent in words for an OS prompt: its four words and the human's
+/// label ("agent \"cactus orbit lemon frost\" (\"shopper\")").
+fn agent_words(state: &Desktop, key: &PublicKey) -> String {
+    let phrase = crate::fingerprint::phrase(key);
+    match state.agent_label(&key.to_string()) {
+        Some(label) => format!("agent \"{phrase}\" (\"{label}\")"),
+        None => format!("agent \"{phrase}\""),
+    }
+}
+
+/// Ends an agent's pause; its requests are shown again. A pause in force
+/// ends only once the OS authenticated the human for it: resuming lets the
+/// agent ask again (`agent_resumed`, `confirmed_by` says how).
 pub async fn agent_resume(state: &Desktop, agent: String) -> R<PausesView> {
     let key = agent_key(&agent)?;
     let e = state.core()?.engine.clone();
+    let k = key.to_string();
+    let pause = blocking("reading the pause", move || e.pause_of(&k).map_err(refused)).await?;
+    let confirmed_by = match pause {
+        Some(_) => {
+            let details = PromptDetails::new()
+                .with("change", &format!("resume {}", agent_words(state, &key)));
+            Some(
+                change_auth::authenticate(
+                    &state.core()?.engine,
+                    &details,
+                    "wait until its pause ends (a pause with an end lifts itself), or install and start polkit (polkitd) with your desktop's authentication agent",
+                )
+                .await?,
+            )
+        }
+        None => None,
+    };
+    let e = state.core()?.engine.clone();
     let was = blocking("resuming the agent", move || {
-        e.resume_agent(&key.to_string()).map_err(refused)
+        e.resume_agent_confirmed(&key.to_string(), confirmed_by)
+            .map_err(refused)
     })
     .await?;
     if !was {

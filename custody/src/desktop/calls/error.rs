@@ -28,6 +28,11 @@ pub enum ErrorCode {
     NotRunning,
     /// Custody refused or could not do what was asked; the message says why.
     Refused,
+    /// The change loosens custody and the OS did not authenticate the human
+    /// for it (no polkit or no authentication agent here, a wrong password,
+    /// a cancelled or unanswered prompt): nothing changed; the message says
+    /// why and how to make the change otherwise.
+    NotAuthenticated,
 }
 
 /// A refused call: its [`ErrorCode`] and a sentence for the human

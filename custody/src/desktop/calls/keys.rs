@@ -1,12 +1,14 @@
 //! Principal keys from the UI: list, create, import, shred, delete, each
-//! with its audit row.
+//! with its audit row. Deleting, importing, and creating a key next to
+//! another ask the OS to authenticate the human first ([`change_auth`]).
 
 use super::refused;
-use super::{blocking, CallError, ErrorCode, R};
+use super::{blocking, change_auth, CallError, ErrorCode, R};
 use crate::admin;
 use crate::desktop::events::UiEvent;
 use crate::desktop::service::Desktop;
 use crate::desktop::views::{self, KeyView};
+use crate::stepup::PromptDetails;
 use parley_core::PublicKey;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -41,14 +43,61 @@ async fn key_view(state: &Desktop, public: String) -> R<KeyView> {
         .ok_or_else(|| "the key was stored but is not listed; check the keychain".into())
 }
 
-/// Creates a principal key in the OS keychain.
+/// The keys in the store now (public halves).
+async fn stored(state: &Desktop) -> R<Vec<crate::keystore::KeyInfo>> {
+    let e = state.core()?.engine.clone();
+    blocking("listing keys", move || e.keystore().list().map_err(refused)).await
+}
+
+/// A key in words for an OS prompt: `ed25519:abcd…wxyz ("label")`.
+fn key_words(key: &PublicKey, label: &str) -> String {
+    format!(
+        "{} (\"{}\")",
+        key.short(),
+        crate::display::bounded(label, 40)
+    )
+}
+
+/// What to do without OS authentication, for a key change.
+fn keys_without(command: &str) -> String {
+    format!("quit Parley Custody and run `parley custody keys {command}` in a terminal as yourself")
+}
+
+/// Asks the OS for a key change described by `change`.
+async fn authenticate(state: &Desktop, change: &str, command: &str) -> R<&'static str> {
+    let details = PromptDetails::new().with("change", change);
+    change_auth::authenticate(&state.core()?.engine, &details, &keys_without(command)).await
+}
+
+/// Creates a principal key in the OS keychain. The first key is created
+/// without asking; another next to it only after OS authentication (a key
+/// added is a key that can sign).
 pub async fn key_create(state: &Desktop, label: String) -> R<KeyView> {
     let core = state.core()?;
-    let e = core.engine.clone();
     let label = label.trim().to_string();
+    let existing = stored(state).await?;
+    let confirmed_by = match existing.first() {
+        None => None,
+        Some(k) => Some(
+            authenticate(
+                state,
+                &format!(
+                    "create another principal key \"{}\" next to {}",
+                    crate::display::bounded(&label, 40),
+                    key_words(&k.public, &k.label)
+                ),
+                "create",
+            )
+            .await?,
+        ),
+    };
+    let e = core.engine.clone();
     let created = blocking("creating the key", move || {
         let reason = format!("created in the app: {label}");
-        Ok(admin::create_key(e.keystore(), &e, &label, &reason))
+        Ok(match confirmed_by {
+            Some(by) => admin::create_key(e.keystore(), confirmed(&e, by), &label, &reason),
+            None => admin::create_key(e.keystore(), &e, &label, &reason),
+        })
     })
     .await?;
     tell_if_changed(state, &created);
@@ -73,13 +122,26 @@ pub async fn key_import(state: &Desktop, path: String, label: String) -> R<KeyVi
             "give the full path of the key file (for example ~/.parley/principal.key)".into(),
         );
     }
+    if !file.is_file() {
+        return Err(refuse!("there is no key file at {}", file.display()));
+    }
+    // An imported key can sign: always asked for.
+    let by = authenticate(
+        state,
+        &format!(
+            "import a principal key from {}",
+            crate::display::bounded(&file.display().to_string(), 100)
+        ),
+        "import",
+    )
+    .await?;
     let e = core.engine.clone();
     let f = file.clone();
     let imported = blocking("importing the key", move || {
         let reason = format!("imported in the app from {}", f.display());
         Ok(admin::import_key(
             e.keystore(),
-            &e,
+            confirmed(&e, by),
             &f,
             label.trim(),
             &reason,
@@ -127,11 +189,31 @@ pub async fn key_delete(state: &Desktop, public: String, confirm: String) -> R<(
     let pk: PublicKey = public
         .parse()
         .map_err(|e| CallError::new(ErrorCode::BadRequest, format!("not a key: {e}")))?;
+    // The confirmation and the key are checked before the OS is asked, so
+    // a mistyped confirmation never raises a password prompt.
+    if confirm.trim() != pk.to_string() {
+        return Err(admin::KeyChangeError::from(
+            crate::keystore::KeystoreError::ConfirmationMismatch(pk.to_string()),
+        )
+        .into());
+    }
+    let Some(found) = stored(state).await?.into_iter().find(|k| k.public == pk) else {
+        return Err(refuse!("there is no principal key {pk} to delete"));
+    };
+    let by = authenticate(
+        state,
+        &format!(
+            "delete the principal key {}",
+            key_words(&found.public, &found.label)
+        ),
+        "delete",
+    )
+    .await?;
     let e = core.engine.clone();
     let deleted = blocking("deleting the key", move || {
         Ok(admin::delete_key(
             e.keystore(),
-            &e,
+            confirmed(&e, by),
             &pk,
             &confirm,
             "deleted in the app",
@@ -140,6 +222,17 @@ pub async fn key_delete(state: &Desktop, public: String, confirm: String) -> R<(
     .await?;
     tell_if_changed(state, &deleted);
     Ok(deleted?)
+}
+
+/// The engine's log, its key rows saying how the OS vouched for the change.
+fn confirmed<'a>(
+    e: &'a crate::engine::Engine,
+    by: &str,
+) -> admin::Confirmed<&'a crate::engine::Engine> {
+    admin::Confirmed {
+        log: e,
+        by: by.to_string(),
+    }
 }
 
 /// Tells every window that the key store changed, when it did: also when

@@ -22,6 +22,13 @@
 //! | [`audit`] | the audit view and its export |
 //! | [`keys`] | principal keys: list, create, import, shred, delete |
 //! | [`setup`] | settings, restart, start at login, agent users |
+//! | [`change_auth`] | OS authentication before a change that loosens custody |
+//!
+//! A call that loosens custody (a weaker step-up rule or more agents in
+//! `settings_save` and `agent_user_apply`, `agent_resume` of a paused
+//! agent, `key_delete`, `key_import`, `key_create` next to another key)
+//! asks the OS to authenticate the human for that change first
+//! ([`change_auth`]); tightening never asks.
 
 /// `format!` as a [`CallError`] of kind `Refused`.
 macro_rules! refuse {
@@ -32,6 +39,7 @@ macro_rules! refuse {
 
 mod agents;
 mod audit;
+mod change_auth;
 mod error;
 mod grant;
 mod keys;
@@ -209,6 +217,10 @@ pub async fn dispatch(d: &Arc<Desktop>, caller: &Caller, name: &str, args: Value
         "settings_save" => {
             let (settings,) = args!(args; settings: super::settings::Settings);
             json(setup::settings_save(d, settings).await)
+        }
+        "settings_loosenings" => {
+            let (settings,) = args!(args; settings: super::settings::Settings);
+            json(setup::settings_loosenings(d, settings).await)
         }
         "app_restart" => json(setup::app_restart(d).await),
         "autostart_set" => {

@@ -1,12 +1,15 @@
 //! Settings, restarting the service, start at login, and letting another
 //! OS user's agents connect.
 
-use super::{blocking, R};
+use super::{blocking, change_auth, R};
 use super::{refused, CallError};
+use crate::audit::{EventKind, NewEvent};
 use crate::desktop::autostart::Autostart;
 use crate::desktop::events::UiEvent;
+use crate::desktop::loosening::{self, loosenings, Loosening};
 use crate::desktop::service::{Core, Desktop, PolicyView, SocketStatus};
 use crate::desktop::settings::Settings;
+use crate::engine::unix_now;
 use serde::Serialize;
 use std::time::Duration;
 
@@ -56,21 +59,103 @@ pub async fn settings_get(state: &Desktop) -> R<SettingsView> {
     Ok(settings_view(state))
 }
 
+/// The saved settings (what custody runs with from its next start).
+fn saved(state: &Desktop) -> R<Settings> {
+    state
+        .settings
+        .lock()
+        .map(|s| s.clone())
+        .map_err(|_| "settings unavailable".into())
+}
+
 /// Saves the settings; the view says which changes wait for a restart.
+///
+/// A change that loosens custody compared with the saved settings
+/// ([`loosenings`]) is saved only once the OS authenticated the human for
+/// it, and is then recorded (`settings_loosened`). The saved settings, not
+/// the ones in force, are the baseline: they are what custody runs with
+/// next, and every change to them went through here (or through the file,
+/// edited while custody was stopped).
 pub async fn settings_save(state: &Desktop, settings: Settings) -> R<SettingsView> {
     let core = state.core()?;
+    let current = saved(state)?;
     // Agent labels are changed one at a time (agent_label_set), never by a
     // settings form that may have been open since before a label was added.
     let mut settings = settings;
-    if let Ok(cur) = state.settings.lock() {
-        settings.agent_labels = cur.agent_labels.clone();
-        // Changed only by autostart_set, like the labels.
-        settings.autostart_offered = cur.autostart_offered;
-    }
+    settings.agent_labels = current.agent_labels.clone();
+    // Changed only by autostart_set, like the labels.
+    settings.autostart_offered = current.autostart_offered;
     settings.validate().map_err(refused)?;
+    let confirmed = authenticate_loosenings(state, core, &current, &settings).await?;
     persist(state, core, settings).await?;
     state.hub.send(UiEvent::StatusChanged);
+    if let Some(row) = confirmed {
+        record_loosened(core, row).await?;
+    }
     Ok(settings_view(state))
+}
+
+/// Which changes from the saved settings to `settings` loosen custody, so
+/// that saving them asks for OS authentication first: what the Settings
+/// page shows before Save. Nothing is saved; `settings_save` decides again.
+pub async fn settings_loosenings(state: &Desktop, settings: Settings) -> R<Vec<Loosening>> {
+    let current = saved(state)?;
+    Ok(loosenings(&current, &settings))
+}
+
+/// The audit row of settings saved after OS authentication.
+struct LoosenedRow {
+    changes: Vec<Loosening>,
+    confirmed_by: &'static str,
+}
+
+/// Asks the OS for the changes from `current` to `next` that loosen
+/// custody, if any; `None` when there are none. Refuses when the saved
+/// settings changed meanwhile in a way the human did not authenticate.
+async fn authenticate_loosenings(
+    state: &Desktop,
+    core: &Core,
+    current: &Settings,
+    next: &Settings,
+) -> R<Option<LoosenedRow>> {
+    let changes = loosenings(current, next);
+    if changes.is_empty() {
+        return Ok(None);
+    }
+    let without = format!(
+        "quit Parley Custody and edit {} as yourself",
+        core.data_dir.join(crate::desktop::settings::FILE).display()
+    );
+    let confirmed_by =
+        change_auth::authenticate(&core.engine, &loosening::prompt(&changes), &without).await?;
+    // The prompt may have waited a while: what is saved now must not make
+    // this save loosen anything the human did not just authenticate.
+    let now = loosenings(&saved(state)?, next);
+    if now.iter().any(|c| !changes.contains(c)) {
+        return Err("the settings changed while you authenticated: nothing was saved; open Settings and save again".into());
+    }
+    Ok(Some(LoosenedRow {
+        changes,
+        confirmed_by,
+    }))
+}
+
+/// Writes the `settings_loosened` row of settings just saved. A row that
+/// cannot be written leaves the settings saved, and says so.
+async fn record_loosened(core: &Core, row: LoosenedRow) -> R<()> {
+    let words: Vec<String> = row.changes.into_iter().map(|c| c.words).collect();
+    let ev = NewEvent {
+        reason: Some(words.join("; ")),
+        confirmed_by: Some(row.confirmed_by.to_string()),
+        ..NewEvent::new(EventKind::SettingsLoosened, unix_now())
+    };
+    let e = core.engine.clone();
+    blocking("recording the settings change", move || {
+        e.with_audit(|a| a.append(&ev)).map(drop).map_err(|err| {
+            refuse!("the settings were saved, but the audit log could not record the change ({err}); the change stands: note it yourself")
+        })
+    })
+    .await
 }
 
 /// Restarts the custody service so that saved settings take effect
@@ -202,6 +287,14 @@ pub async fn agent_user_apply(
     if plan_view(&plan).steps != shown {
         return Err("what would change is no longer what you were shown: read it again".into());
     }
+    let current = saved(state)?;
+    let mut next = current.clone();
+    next.agents_group = Some(plan.request.group.clone());
+    next.socket_path = Some(plan.socket_path().display().to_string());
+    // A new agents group lets its members ask: the OS authenticates the
+    // human for that before anything changes (the helper's own password
+    // prompt is the administrator's, for the system's groups).
+    let confirmed = authenticate_loosenings(state, core, &current, &next).await?;
     if !plan.steps.is_empty() {
         let p = plan.clone();
         blocking("waiting for the administrator's password", move || {
@@ -209,15 +302,11 @@ pub async fn agent_user_apply(
         })
         .await?;
     }
-    let mut next = state
-        .settings
-        .lock()
-        .map(|s| s.clone())
-        .map_err(|_| "settings unavailable".to_string())?;
-    next.agents_group = Some(plan.request.group.clone());
-    next.socket_path = Some(plan.socket_path().display().to_string());
     persist(state, core, next).await?;
     state.hub.send(UiEvent::StatusChanged);
+    if let Some(row) = confirmed {
+        record_loosened(core, row).await?;
+    }
     Ok(settings_view(state))
 }
 
