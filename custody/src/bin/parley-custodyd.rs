@@ -78,8 +78,9 @@ struct Args {
     #[arg(long = "rate", default_value_t = 30)]
     rate: u32,
     /// Audit retention: rejected requests of one peer logged one by one per
-    /// hour; the rest of that hour are counted into one summary row
-    /// (0: summarize all). Signed and key events are always logged in full.
+    /// hour (and as many cancelled ones, counted apart); the rest of that
+    /// hour are counted into one summary row each (0: summarize all).
+    /// Signed and key events are always logged in full.
     #[arg(long = "rejections-per-hour", default_value_t = parley_custody::audit::RetentionPolicy::default().rejections_per_hour)]
     rejections_per_hour: u32,
     /// Audit retention: compact rejected, expired and cancelled rows older
