@@ -467,6 +467,7 @@ fn create_private_file(path: &Path) -> Result<(), AuditError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::audit::EventKind;
 
     fn names(list: &str) -> Vec<String> {
         let mut v: Vec<String> = list.split(',').map(|n| n.trim().to_owned()).collect();
