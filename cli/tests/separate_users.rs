@@ -357,6 +357,15 @@ fn audit_rows(w: &World) -> Vec<Value> {
         .collect()
 }
 
+/// Answers `y` at the review's prompt, once the prompt has been on screen
+/// long enough for a yes to count (custody ignores a sooner one as
+/// typed-ahead: `parley_custody::terminal::ANSWER_DELAY`).
+fn say_yes(d: &mut Daemon) {
+    std::thread::sleep(parley_custody::terminal::ANSWER_DELAY + Duration::from_millis(200));
+    d.stdin.write_all(b"y\n").unwrap();
+    d.stdin.flush().unwrap();
+}
+
 /// Answers polkit's text agent on the daemon's terminal with `password`
 /// (or, with `None`, closes the prompt with Ctrl-D); returns the position
 /// after the prompt.
@@ -405,7 +414,7 @@ fn agent_user_asks_human_approves_at_the_terminal_and_nobody_else_gets_in() {
             "the review shows {needed:?}:\n{review}"
         );
     }
-    d.stdin.write_all(b"y\n").unwrap();
+    say_yes(&mut d);
     // Then the OS asks for the custody user's password, on the same terminal.
     let at = d.screen.wait_for("Now authenticate", at, long);
     answer_password(&mut d, at, Some(PASSWORD));
@@ -560,21 +569,21 @@ fn a_wrong_password_a_cancelled_prompt_an_unanswered_one_and_no_agent_sign_nothi
 
     // A wrong password: refused by the OS, nothing signed, asked again.
     let at = d.screen.wait_for("approve? [y/N]", at, long);
-    d.stdin.write_all(b"y\n").unwrap();
+    say_yes(&mut d);
     let at = answer_password(&mut d, at, Some("not-the-password"));
     let at = d
         .screen
         .wait_for("not signed: OS authentication failed", at, long);
     // Cancelled at the prompt (Ctrl-D).
     let at = d.screen.wait_for("approve? [y/N]", at, long);
-    d.stdin.write_all(b"y\n").unwrap();
+    say_yes(&mut d);
     let at = answer_password(&mut d, at, None);
     let at = d
         .screen
         .wait_for("not signed: OS authentication failed", at, long);
     // Nobody answers: the check is cancelled after the daemon's time limit.
     let at = d.screen.wait_for("approve? [y/N]", at, long);
-    d.stdin.write_all(b"y\n").unwrap();
+    say_yes(&mut d);
     let at = d.screen.wait_for("Password: ", at, long);
     let at = d.screen.wait_for("was not completed within 4 s", at, long);
     // The request was never dropped: it is still asked, and now denied.
@@ -622,7 +631,7 @@ fn a_wrong_password_a_cancelled_prompt_an_unanswered_one_and_no_agent_sign_nothi
     let (file, _hash) = consent_request(&w, &principal);
     let approve = spawn_approve(&w, &file);
     let at = d.screen.wait_for("approve? [y/N]", at, long);
-    d.stdin.write_all(b"y\n").unwrap();
+    say_yes(&mut d);
     let at = d
         .screen
         .wait_for("OS authentication is not available", at, long);

@@ -62,6 +62,11 @@
 //! count, the period and the most common reasons. Nothing is deleted: summary
 //! rows are appended to the chain like any other, so signed events are never
 //! touched and the chain verifies as before. See [`Audit::record`].
+//! Cancelled requests (an agent's `cancel`, or its disconnect while the
+//! request was pending) are bounded the same way, with the same number per
+//! hour, in their own `cancel_tally` and
+//! [`EventKind::CancellationsSummarized`] rows: a valid request followed by
+//! a disconnect is as cheap to repeat as a rejected one.
 //!
 //! # Incremental verification
 //! [`Audit::verify`] re-hashes every row. [`Audit::verify_incremental`] starts

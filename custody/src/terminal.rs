@@ -11,7 +11,10 @@
 //!   it waited (expired, cancelled) is said to be gone, never silently lost;
 //! - the answer is read only after the whole review is printed, and
 //!   whatever was typed before the prompt appeared is thrown away first, so
-//!   a `y` typed ahead for one request never answers the next;
+//!   a `y` typed ahead for one request never answers the next; and a yes
+//!   counts only once the prompt has been on screen for [`ANSWER_DELAY`]:
+//!   one that arrives sooner (typed ahead, pasted, meant for something
+//!   else) is thrown away and the terminal says so;
 //! - the decisive facts (service, cost, risk, undo, number of effects,
 //!   signing principal) are repeated right above the prompt, so a long
 //!   review cannot scroll them out of sight;
@@ -28,6 +31,15 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::sync::mpsc;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How long the prompt must have been on screen before a yes counts: the
+/// review window's approve delay
+/// ([`parley_custody_client::ui_constants::APPROVE_DELAY`], 1.5 s), for
+/// the same reason. A line that ends sooner was not typed by someone who
+/// read the request: type-ahead, a paste with a newline, keys meant for
+/// another window. A no counts at once (denying early is never harmful).
+pub const ANSWER_DELAY: Duration = parley_custody_client::ui_constants::APPROVE_DELAY;
 
 /// The terminal approver. Create it with [`TerminalApprover::open`], give it
 /// to the engine, then [`TerminalApprover::run`] it with that engine.
@@ -307,6 +319,37 @@ fn read_answer(tty: &File, waiting: &mut Waiting, id: &str) -> Option<String> {
     Some(String::from_utf8_lossy(&line).trim().to_ascii_lowercase())
 }
 
+/// Reads the answer to the prompt shown at `shown_at`: a yes whose line
+/// ended within [`ANSWER_DELAY`] of it is discarded, the terminal says so
+/// and asks again. `None`: withdrawn.
+fn read_yes_after_delay(
+    tty: &File,
+    waiting: &mut Waiting,
+    id: &str,
+    shown_at: Instant,
+    alike: usize,
+) -> Option<String> {
+    let mut out = tty;
+    loop {
+        let a = read_answer(tty, waiting, id)?;
+        if !is_yes(&a) || shown_at.elapsed() >= ANSWER_DELAY {
+            return Some(a);
+        }
+        let _ = write!(
+            out,
+            "(ignored: that \"{a}\" came less than {:.1} s after the prompt appeared, as typed-ahead or pasted input would; read the request, then answer)\n{}",
+            ANSWER_DELAY.as_secs_f32(),
+            if alike > 0 { "approve? [y/N/deny all] " } else { "approve? [y/N] " }
+        );
+        let _ = out.flush();
+    }
+}
+
+/// Whether an answer approves.
+fn is_yes(a: &str) -> bool {
+    a == "y" || a == "yes"
+}
+
 /// The line shown when `alike` requests like this one wait too.
 fn alike_line(alike: usize) -> String {
     match alike {
@@ -331,13 +374,13 @@ fn ask(tty: &File, waiting: &mut Waiting, p: &PendingView, alike: usize) -> Answ
         let _ = write!(out, "approve? [y/N] ");
     }
     let _ = out.flush();
-    let Some(a) = read_answer(tty, waiting, &p.id) else {
+    let Some(a) = read_yes_after_delay(tty, waiting, &p.id, Instant::now(), alike) else {
         return Answer::Withdrawn;
     };
     if alike > 0 && a == "deny all" {
         return Answer::NoToAllAlike;
     }
-    if a != "y" && a != "yes" {
+    if !is_yes(&a) {
         return Answer::No("denied at the terminal");
     }
     let second_confirmation = if p.review.needs_second_confirmation {

@@ -288,6 +288,121 @@ fn a_flood_of_rejected_requests_keeps_the_audit_bounded_and_counts_every_request
     });
 }
 
+/// Valid requests each withdrawn by a disconnect once they are pending: each
+/// one used to be a `request_cancelled` row, unbounded, until the disk was
+/// full and every signature refused. Now they are bounded per peer and hour
+/// like rejections, every one still counted, and custody still signs.
+#[test]
+fn a_flood_of_requests_cancelled_by_disconnect_keeps_the_audit_bounded_and_counts_every_request() {
+    const FLOOD: usize = 150;
+    rt().block_on(async {
+        let mut config = no_step_up();
+        config.queue.per_minute = FLOOD as u32 + 10;
+        let mut d = start(config, None).await;
+        let policy = RetentionPolicy::default();
+        let me = Uid::effective().as_raw();
+        for i in 0..FLOOD {
+            let mut c = Agent::connect(&d.socket).await;
+            let p = proposal(&format!("pc{i}"), 100);
+            c.send(&consent_req(&format!("c{i}"), &d.principal, &p))
+                .await;
+            let pending = c.recv().await;
+            assert_eq!(pending["kind"], "PENDING", "{pending}");
+            let shown = tokio::time::timeout(Duration::from_secs(30), d.shown.recv())
+                .await
+                .expect("shown in time")
+                .expect("shown");
+            drop(c);
+            // The engine writes its row once it sees the connection closed.
+            let start = std::time::Instant::now();
+            while !d.approver.withdrawn_ids().contains(&shown.id) {
+                assert!(
+                    start.elapsed() < Duration::from_secs(30),
+                    "request {i} was never withdrawn"
+                );
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+        // Every withdrawal is written or counted before the next one starts.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while d
+            .engine
+            .with_audit(|a| a.cancellations_accounted(Some(me)).unwrap())
+            < FLOOD as u64
+        {
+            assert!(std::time::Instant::now() < deadline, "not all accounted");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        d.engine.with_audit(|a| {
+            // The flood may straddle one hour boundary: at most two hours of rows.
+            let bound = 2 * policy.rejections_per_hour as usize;
+            let rows = a
+                .query(&Query {
+                    kinds: vec![EventKind::RequestCancelled],
+                    limit: Some(MAX_LIMIT),
+                    ..Default::default()
+                })
+                .unwrap();
+            assert!(
+                rows.len() <= bound,
+                "{} cancel rows for one peer",
+                rows.len()
+            );
+            assert_eq!(a.cancellations_accounted(Some(me)).unwrap(), FLOOD as u64);
+            // Summarizing the running hour (as at shutdown) puts every
+            // request in a row.
+            let written = a.flush_tallies(unix_now(), true).unwrap();
+            assert!(!written.is_empty(), "the excess was counted");
+            let all = a
+                .query(&Query {
+                    limit: Some(MAX_LIMIT),
+                    ..Default::default()
+                })
+                .unwrap();
+            let summaries: Vec<&Event> = all
+                .iter()
+                .filter(|e| e.kind == EventKind::CancellationsSummarized)
+                .collect();
+            assert!(
+                (1..=3).contains(&summaries.len()),
+                "{} summary rows",
+                summaries.len()
+            );
+            let in_rows: i64 = all
+                .iter()
+                .filter(|e| e.peer_uid == Some(me))
+                .map(|e| match e.kind {
+                    EventKind::RequestCancelled => 1,
+                    EventKind::CancellationsSummarized => e.count.unwrap(),
+                    _ => 0,
+                })
+                .sum();
+            assert_eq!(in_rows, FLOOD as i64, "every request is in a row");
+            let reason = summaries[0].reason.as_deref().unwrap();
+            assert!(
+                reason.contains(&format!(
+                    "more cancelled (withdrawn by the agent) requests from uid {me}"
+                )) && reason.contains("how they ended: disconnected ("),
+                "{reason}"
+            );
+            assert!(all.len() <= bound + 3, "{} rows", all.len());
+            assert!(a.verify().unwrap().ok);
+        });
+        // And custody still signs.
+        let p = proposal("p_after", 100);
+        let mut c = Agent::connect(&d.socket).await;
+        c.send(&consent_req("after", &d.principal, &p)).await;
+        assert_eq!(c.recv().await["kind"], "PENDING");
+        let pv = d.shown.recv().await.unwrap();
+        d.engine
+            .decide(&pv.id, Verdict::Approve(YES))
+            .await
+            .unwrap();
+        let reply = c.final_for("after").await;
+        assert_eq!(reply["kind"], "APPROVED", "{reply}");
+    });
+}
+
 /// A log with signed events between many rejections of two peers, in the
 /// hour starting at `t0`; then one event in the next hour, which closes it.
 fn mixed_log(audit: &mut Audit, t0: i64) -> Vec<Event> {

@@ -13,6 +13,7 @@ mod support;
 
 use parley_core::proposal::proposal_hash;
 use parley_core::SecretKey;
+use parley_custody::terminal::ANSWER_DELAY;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -506,6 +507,40 @@ fn request_queued_behind_two_others_is_shown_in_order() {
     assert!(!t.raw_text().contains("order GONE"));
 }
 
+/// A `y` sent the moment the prompt appears (typed ahead, pasted) is thrown
+/// away and the terminal says so; the request still waits, and a `y` once
+/// the prompt has been on screen for [`ANSWER_DELAY`] approves it.
+#[test]
+fn a_yes_sent_as_the_prompt_appears_does_not_approve() {
+    let t = Term::start();
+    let a = t.submit(shop(&t, "A", "order A", 100));
+    a.pending();
+    let at = t.wait_raw(PROMPT, 0);
+    let shown = Instant::now();
+    t.keys(&["y", "Enter"]);
+    let said = t.wait_raw("came less than 1.5 s after the prompt appeared", at);
+    assert!(
+        shown.elapsed() < ANSWER_DELAY,
+        "the test was too slow to send its yes within the delay"
+    );
+    let again = t.wait_raw(PROMPT, said);
+    // Not approved: no final reply while the request waits.
+    assert!(
+        a.rx.recv_timeout(Duration::from_millis(200)).is_err(),
+        "the early yes answered the request"
+    );
+    // Now the prompt has been up long enough: a yes counts.
+    std::thread::sleep(ANSWER_DELAY.saturating_sub(shown.elapsed()) + Duration::from_millis(100));
+    t.keys(&["y", "Enter"]);
+    let r = a.wait();
+    assert_eq!(r["kind"], "APPROVED", "{r}");
+    assert_eq!(
+        count(&t.raw()[again..], b"ignored:"),
+        0,
+        "the later yes was not ignored"
+    );
+}
+
 #[test]
 fn typed_ahead_yes_does_not_answer_the_next_request() {
     let t = Term::start();
@@ -514,7 +549,9 @@ fn typed_ahead_yes_does_not_answer_the_next_request() {
     let at = t.wait_raw(PROMPT, 0);
     let b = t.submit(shop(&t, "B", "order B", 200));
     b.pending();
-    // Two yeses in a row: the first for A, the second typed ahead.
+    // Two yeses in a row: the first for A (once the prompt has been on
+    // screen long enough to count), the second typed ahead.
+    std::thread::sleep(ANSWER_DELAY);
     t.keys(&["y", "Enter", "y", "Enter"]);
     let approved = a.wait();
     assert_eq!(approved["kind"], "APPROVED", "{approved}");
@@ -782,6 +819,7 @@ fn a_yea_consent_shows_every_measure_and_authorizes_exactly_that_commit() {
         assert!(review.contains(line), "{line:?} in the review:\n{review}");
     }
     assert!(!review.contains("COST"), "{review}");
+    std::thread::sleep(ANSWER_DELAY);
     t.keys(&["y", "Enter"]);
     let fin = a.wait();
     assert_eq!(fin["kind"], "APPROVED", "{fin}");

@@ -24,6 +24,7 @@ export const KIND_WORDS: Record<EventKind, string> = {
   key_deleted: 'Key deleted',
   rejections_summarized: 'Rejections summarized',
   retention_changed: 'Retention changed',
+  cancellations_summarized: 'Withdrawals summarized',
   audit_compacted: 'Old rows compacted',
   step_up_failed: 'OS authentication failed (nothing signed)',
   agent_paused: 'Agent paused (its requests refused unseen)',

@@ -204,6 +204,7 @@ export type EventKind =
   | 'key_deleted'
   | 'rejections_summarized'
   | 'retention_changed'
+  | 'cancellations_summarized'
   | 'audit_compacted'
   | 'step_up_failed'
   | 'agent_paused'

@@ -269,6 +269,15 @@ pub fn run(a: CustodyArgs) -> Result<Report, CliError> {
     keys(k)
 }
 
+/// Create and import hold the new key's seed in this process: first make
+/// its memory its own as the service does (no same-user ptrace or
+/// /proc/PID/mem, no core dumps; custody/src/hardening.rs).
+fn harden() -> Result<(), CliError> {
+    parley_custody::hardening::harden_process()
+        .map(drop)
+        .map_err(CliError::bad)
+}
+
 fn keys(a: KeysArgs) -> Result<Report, CliError> {
     let dir = data_dir(a.data_dir.as_ref())?;
     match &a.command {
@@ -289,6 +298,7 @@ fn keys(a: KeysArgs) -> Result<Report, CliError> {
             Ok(Report::new(&KeyView::from(&found), 0))
         }
         KeysCommand::Create { label } => {
+            harden()?;
             let mut audit = open_audit(&dir)?;
             let store = open_store(&a, &dir, true)?;
             let key = admin::create_key(&store, &mut audit, label, label).map_err(CliError::bad)?;
@@ -304,6 +314,7 @@ fn keys(a: KeysArgs) -> Result<Report, CliError> {
             ))
         }
         KeysCommand::Import { file, label, shred } => {
+            harden()?;
             let mut audit = open_audit(&dir)?;
             let store = open_store(&a, &dir, true)?;
             let key =

@@ -17,7 +17,7 @@ const MAX_NAMES: u32 = 100;
 /// The format of an export.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExportFormat {
-    /// CSV (RFC 4180, formula-safe): for a spreadsheet.
+    /// CSV (RFC 4180, formula-safe whatever delimiter a spreadsheet splits on): for a spreadsheet.
     Csv,
     /// JSON Lines, one event per line, exactly as stored: for programs.
     Jsonl,

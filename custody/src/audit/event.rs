@@ -53,6 +53,10 @@ pub enum EventKind {
     RejectionsSummarized,
     /// The retention policy in effect changed (the new one is in `reason`).
     RetentionChanged,
+    /// Cancelled requests (withdrawn, or the agent disconnected while they
+    /// were pending) of one peer in one hour beyond the retention policy's
+    /// per-hour rows, counted into one row (`count`, `span_start..span_end`).
+    CancellationsSummarized,
     /// Old rejected, expired and cancelled rows (and old summaries) were
     /// compacted: `count` rows, `hash` = the digest of what they were (see
     /// [`compact`](super::Audit::compact)).
@@ -89,6 +93,7 @@ impl EventKind {
         EventKind::KeyDeleted,
         EventKind::RejectionsSummarized,
         EventKind::RetentionChanged,
+        EventKind::CancellationsSummarized,
         EventKind::AuditCompacted,
         EventKind::StepUpFailed,
         EventKind::AgentPaused,
@@ -112,6 +117,7 @@ impl EventKind {
             EventKind::KeyDeleted => "key_deleted",
             EventKind::RejectionsSummarized => "rejections_summarized",
             EventKind::RetentionChanged => "retention_changed",
+            EventKind::CancellationsSummarized => "cancellations_summarized",
             EventKind::AuditCompacted => "audit_compacted",
             EventKind::StepUpFailed => "step_up_failed",
             EventKind::AgentPaused => "agent_paused",
@@ -144,6 +150,7 @@ impl EventKind {
                 | EventKind::RequestExpired
                 | EventKind::RequestCancelled
                 | EventKind::RejectionsSummarized
+                | EventKind::CancellationsSummarized
         )
     }
 }
@@ -156,7 +163,7 @@ impl fmt::Display for EventKind {
 
 /// An unknown event kind name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown event kind {0:?}; known kinds: grant_issued, grant_denied, consent_approved, consent_denied, request_rejected, request_expired, request_cancelled, key_created, key_imported, key_deleted, rejections_summarized, retention_changed, audit_compacted, step_up_failed, agent_paused, agent_resumed, agent_labelled, settings_loosened")]
+#[error("unknown event kind {0:?}; known kinds: grant_issued, grant_denied, consent_approved, consent_denied, request_rejected, request_expired, request_cancelled, key_created, key_imported, key_deleted, rejections_summarized, retention_changed, cancellations_summarized, audit_compacted, step_up_failed, agent_paused, agent_resumed, agent_labelled, settings_loosened")]
 pub struct UnknownKind(pub String);
 
 impl FromStr for EventKind {

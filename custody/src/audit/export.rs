@@ -10,10 +10,9 @@ use std::io::Write;
 
 impl Event {
     /// One CSV record (no line terminator), columns as in [`CSV_HEADER`].
-    /// Text is always quoted (`"` doubled); a text cell starting with
-    /// `= + - @`, tab or CR gets a leading `'` so a spreadsheet shows it
-    /// instead of evaluating it as a formula (hostile services choose
-    /// these strings). Absent values are empty cells. Numbers are ours and
+    /// Text is always quoted (`"` doubled) and neutralized against formula
+    /// injection whatever delimiter a spreadsheet splits it on (see
+    /// [`csv_text`]). Absent values are empty cells. Numbers are ours and
     /// written bare.
     pub fn to_csv_row(&self) -> String {
         let columns = self.columns();
@@ -33,15 +32,88 @@ impl Event {
 /// The CSV header row: the columns in their one order.
 pub const CSV_HEADER: &str = super::event::COLUMNS;
 
-/// A quoted CSV cell, neutralized against formula injection.
+/// What makes a spreadsheet read a cell as a formula (or, tab and CR, what
+/// it strips before looking): OWASP's CSV injection list.
+const FORMULA_START: [char; 6] = ['=', '+', '-', '@', '\t', '\r'];
+
+/// Characters a spreadsheet may split a row on when the human (or its
+/// guess) picks the delimiter: the ones LibreOffice and Excel offer (comma,
+/// semicolon, tab, space) and the common "other" ones (`|`, `:`), plus the
+/// line breaks a parser ignoring our quotes would end the row at. Splitting
+/// on one of these inside our quoted text starts a new cell there, quotes or
+/// not: once a parser is out of step with our quoting it treats them as bare.
+fn may_split(c: char) -> bool {
+    matches!(c, ',' | ';' | '\t' | ' ' | '|' | ':' | '\n' | '\r')
+}
+
+/// What an importer may drop from the start of a cell before it looks for a
+/// formula: whitespace (trimmed) and quote characters (taken as quoting).
+fn may_be_stripped(c: char) -> bool {
+    c.is_whitespace() || c == '"' || c == '\''
+}
+
+/// A quoted CSV cell, neutralized against formula injection for any of the
+/// delimiters of [`may_split`].
+///
+/// The rule: a `'` goes right before every formula character that could
+/// begin a cell, that is one that starts the text, or that follows a
+/// character a spreadsheet may split on with only whitespace or quote
+/// characters in between. So `x;=HYPERLINK(…)` becomes `x;'=HYPERLINK(…)`:
+/// split on `;`, its second cell is the text `'=HYPERLINK(…)`, never a
+/// formula. Everything else is kept as it was, so the text stays readable,
+/// and it is reversible: the `'`s added are exactly those right before a
+/// formula character in such a place ([`csv_text_original`] undoes it; an
+/// inserted `'` leaves the places it marks unchanged, since a `'` is itself
+/// one of the characters skipped). Delimiters outside [`may_split`] (some
+/// spreadsheets let one type any character) are not covered; the JSON Lines
+/// export has no such question.
 fn csv_text(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 3);
+    let mut out = String::with_capacity(s.len() + 8);
     out.push('"');
-    if s.starts_with(['=', '+', '-', '@', '\t', '\r']) {
-        out.push('\'');
+    let mut cell_start = true;
+    for c in s.chars() {
+        if cell_start && FORMULA_START.contains(&c) {
+            out.push('\'');
+        }
+        if c == '"' {
+            out.push_str("\"\"");
+        } else {
+            out.push(c);
+        }
+        if may_split(c) {
+            cell_start = true;
+        } else if !may_be_stripped(c) {
+            cell_start = false;
+        }
     }
-    out.push_str(&s.replace('"', "\"\""));
     out.push('"');
+    out
+}
+
+/// The text a [`csv_text`] cell stands for (its quotes removed, `""` read as
+/// `"`): every `'` it added, and only those, removed.
+#[cfg(test)]
+fn csv_text_original(cell: &str) -> String {
+    let inner = cell
+        .strip_prefix('"')
+        .and_then(|c| c.strip_suffix('"'))
+        .unwrap_or(cell)
+        .replace("\"\"", "\"");
+    let chars: Vec<char> = inner.chars().collect();
+    let mut out = String::with_capacity(inner.len());
+    let mut cell_start = true;
+    for (i, &c) in chars.iter().enumerate() {
+        let added =
+            c == '\'' && cell_start && chars.get(i + 1).is_some_and(|n| FORMULA_START.contains(n));
+        if !added {
+            out.push(c);
+        }
+        if may_split(c) {
+            cell_start = true;
+        } else if !may_be_stripped(c) {
+            cell_start = false;
+        }
+    }
     out
 }
 
@@ -122,6 +194,48 @@ mod tests {
         assert_eq!(csv_text("a\"b,c\nd"), "\"a\"\"b,c\nd\"");
         for f in ["=1+1", "+1", "-1", "@SUM(A1)", "\tx", "\rx"] {
             assert!(csv_text(f).starts_with("\"'"), "{f:?}");
+        }
+    }
+
+    /// A formula after any delimiter a spreadsheet may split on, with or
+    /// without spaces and quotes before it, gets its `'`; ordinary text is
+    /// left alone.
+    #[test]
+    fn a_formula_after_any_delimiter_is_neutralized() {
+        for (text, cell) in [
+            (
+                "x;=HYPERLINK(\"http://e.example\",\"y\")",
+                "\"x;'=HYPERLINK(\"\"http://e.example\"\",\"\"y\"\")\"",
+            ),
+            ("a\t=1", "\"a\t'=1\""),
+            ("a|=1", "\"a|'=1\""),
+            ("a,=1", "\"a,'=1\""),
+            ("a; =1", "\"a; '=1\""),
+            ("a;\"=1", "\"a;\"\"'=1\""),
+            ("a:@x", "\"a:'@x\""),
+            ("a\n+1", "\"a\n'+1\""),
+            ("a\t\t", "\"a\t'\t\""),
+            ("a=1 b-2 c@d e+f", "\"a=1 b-2 c@d e+f\""),
+            ("order 3 meals", "\"order 3 meals\""),
+        ] {
+            assert_eq!(csv_text(text), cell, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn neutralizing_is_reversible() {
+        for text in [
+            "x;=HYPERLINK(1)",
+            "x;'=1",
+            "''=1",
+            "'",
+            "a\t\t=",
+            "-",
+            "a\"b\";-c",
+            "plain text, with: punctuation | and - dashes",
+            "fee: -1.00 USD; total =3",
+        ] {
+            assert_eq!(csv_text_original(&csv_text(text)), text, "{text:?}");
         }
     }
 }

@@ -1,5 +1,6 @@
-//! The retention policy: how many rejections of one peer are written row by
-//! row, and how the rest are still accounted for.
+//! The retention policy: how many rejections (and, the same way, how many
+//! cancelled requests) of one peer are written row by row, and how the rest
+//! are still accounted for.
 //!
 //! An agent can send a rejected request as often as the queue's rate limit
 //! lets it, each one a row whose fields it chose. Per peer (uid) and clock
@@ -65,7 +66,7 @@ impl fmt::Display for RetentionPolicy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "at most {} rejected requests per peer and hour are logged one by one, the rest of that hour are counted in one summary row; ",
+            "at most {} rejected requests, and as many cancelled ones, per peer and hour are logged one by one, the rest of that hour are counted in one summary row each; ",
             self.rejections_per_hour
         )?;
         match self.compact_after_days {
@@ -111,11 +112,72 @@ pub struct OpenTally {
     pub reasons: BTreeMap<String, u64>,
 }
 
+/// What a tally counts: rejected requests, or requests the agent withdrew
+/// (a `cancel`, or a disconnect while pending). Both are what an agent can
+/// cause as often as the rate limit lets it, each a row it chose the moment
+/// of, so both are bounded per peer and hour the same way, each in its own
+/// table and with its own summary kind, with the same per-hour number
+/// ([`RetentionPolicy::rejections_per_hour`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Tallied {
+    /// `request_rejected` rows, summarized as `rejections_summarized`.
+    Rejections,
+    /// `request_cancelled` rows, summarized as `cancellations_summarized`.
+    Cancellations,
+}
+
+impl Tallied {
+    const BOTH: [Tallied; 2] = [Tallied::Rejections, Tallied::Cancellations];
+
+    /// The tally of an event kind, if it has one.
+    pub(super) fn of(kind: EventKind) -> Option<Tallied> {
+        match kind {
+            EventKind::RequestRejected => Some(Tallied::Rejections),
+            EventKind::RequestCancelled => Some(Tallied::Cancellations),
+            _ => None,
+        }
+    }
+
+    fn table(self) -> &'static str {
+        match self {
+            Tallied::Rejections => "rejection_tally",
+            Tallied::Cancellations => "cancel_tally",
+        }
+    }
+
+    fn row_kind(self) -> EventKind {
+        match self {
+            Tallied::Rejections => EventKind::RequestRejected,
+            Tallied::Cancellations => EventKind::RequestCancelled,
+        }
+    }
+
+    fn summary_kind(self) -> EventKind {
+        match self {
+            Tallied::Rejections => EventKind::RejectionsSummarized,
+            Tallied::Cancellations => EventKind::CancellationsSummarized,
+        }
+    }
+
+    /// The code a counted event is grouped under in its summary.
+    fn code(self, reason: Option<&str>) -> String {
+        match (self, reason) {
+            (Tallied::Rejections, r) => reason_code(r),
+            // The engine writes no reason for a `cancel` request, and says
+            // "the agent disconnected" for a connection closed while pending.
+            (Tallied::Cancellations, None) => "cancel_request".into(),
+            (Tallied::Cancellations, Some(r)) if r.contains("disconnect") => "disconnected".into(),
+            (Tallied::Cancellations, r) => reason_code(r),
+        }
+    }
+}
+
 /// `logged, counted, reasons, first_at, last_at` of a stored tally.
 type StoredTally = (i64, i64, String, Option<i64>, Option<i64>);
 
 /// One peer's tally for one hour, as stored.
 pub(super) struct Tally {
+    what: Tallied,
     uid: i64,
     pub(super) hour: i64,
     pub(super) logged: u64,
@@ -147,19 +209,28 @@ fn reason_code(reason: Option<&str>) -> String {
 }
 
 impl Tally {
-    pub(super) fn load(conn: &Connection, uid: Option<u32>, at: i64) -> Result<Tally, AuditError> {
+    pub(super) fn load(
+        conn: &Connection,
+        what: Tallied,
+        uid: Option<u32>,
+        at: i64,
+    ) -> Result<Tally, AuditError> {
         let uid = uid_key(uid);
         let hour = at.div_euclid(3600);
         let row: Option<StoredTally> = conn
             .query_row(
-                "SELECT logged, counted, reasons, first_at, last_at FROM rejection_tally \
-                 WHERE peer_uid = ?1 AND hour = ?2",
+                &format!(
+                    "SELECT logged, counted, reasons, first_at, last_at FROM {} \
+                     WHERE peer_uid = ?1 AND hour = ?2",
+                    what.table()
+                ),
                 params![uid, hour],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
             )
             .optional()?;
         Ok(match row {
             None => Tally {
+                what,
                 uid,
                 hour,
                 logged: 0,
@@ -169,6 +240,7 @@ impl Tally {
                 last_at: None,
             },
             Some((logged, counted, reasons, first_at, last_at)) => Tally {
+                what,
                 uid,
                 hour,
                 logged: u64::try_from(logged).unwrap_or(0),
@@ -183,7 +255,7 @@ impl Tally {
     /// Counts one more rejection with this reason at `at`.
     pub(super) fn count(&mut self, reason: Option<&str>, at: i64) {
         self.counted += 1;
-        let mut code = reason_code(reason);
+        let mut code = self.what.code(reason);
         if !self.reasons.contains_key(&code) && self.reasons.len() >= MAX_REASONS {
             code = "other".into();
         }
@@ -195,11 +267,14 @@ impl Tally {
     pub(super) fn store(&self, conn: &Connection) -> Result<(), AuditError> {
         let reasons = serde_json::to_string(&self.reasons).unwrap_or_else(|_| "{}".into());
         conn.execute(
-            "INSERT INTO rejection_tally (peer_uid, hour, logged, counted, reasons, first_at, last_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
-             ON CONFLICT(peer_uid, hour) DO UPDATE SET logged = excluded.logged, \
-             counted = excluded.counted, reasons = excluded.reasons, \
-             first_at = excluded.first_at, last_at = excluded.last_at",
+            &format!(
+                "INSERT INTO {} (peer_uid, hour, logged, counted, reasons, first_at, last_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
+                 ON CONFLICT(peer_uid, hour) DO UPDATE SET logged = excluded.logged, \
+                 counted = excluded.counted, reasons = excluded.reasons, \
+                 first_at = excluded.first_at, last_at = excluded.last_at",
+                self.what.table()
+            ),
             params![
                 self.uid,
                 self.hour,
@@ -227,13 +302,17 @@ impl Tally {
             Some(uid) => format!("uid {uid}"),
             None => "a peer of unknown uid".to_owned(),
         };
-        let mut ev = NewEvent::new(EventKind::RejectionsSummarized, now);
+        let mut ev = NewEvent::new(self.what.summary_kind(), now);
         ev.peer_uid = uid_of(self.uid);
         ev.count = i64::try_from(self.counted).ok();
         ev.span_start = Some(start);
         ev.span_end = Some(end);
+        let (what, how) = match self.what {
+            Tallied::Rejections => ("rejected", "most common reasons"),
+            Tallied::Cancellations => ("cancelled (withdrawn by the agent)", "how they ended"),
+        };
         ev.reason = Some(format!(
-            "{} more rejected requests from {who} between {} and {} (the retention policy logs {} per peer and hour one by one); most common reasons: {}",
+            "{} more {what} requests from {who} between {} and {} (the retention policy logs {} per peer and hour one by one); {how}: {}",
             self.counted,
             lens::time(start),
             lens::time(end),
@@ -254,13 +333,29 @@ pub(super) fn close_hours(
     policy: RetentionPolicy,
     include_open: bool,
 ) -> Result<Vec<Event>, AuditError> {
+    let mut written = Vec::new();
+    for what in Tallied::BOTH {
+        written.extend(close_hours_of(tx, what, now, policy, include_open)?);
+    }
+    Ok(written)
+}
+
+/// [`close_hours`] for one kind of tally.
+fn close_hours_of(
+    tx: &rusqlite::Transaction<'_>,
+    what: Tallied,
+    now: i64,
+    policy: RetentionPolicy,
+    include_open: bool,
+) -> Result<Vec<Event>, AuditError> {
     let current = now.div_euclid(3600);
     let limit = if include_open { current + 1 } else { current };
     let mut due: Vec<(i64, i64)> = Vec::new();
     {
-        let mut stmt = tx.prepare(
-            "SELECT peer_uid, hour FROM rejection_tally WHERE hour < ?1 ORDER BY hour, peer_uid",
-        )?;
+        let mut stmt = tx.prepare(&format!(
+            "SELECT peer_uid, hour FROM {} WHERE hour < ?1 ORDER BY hour, peer_uid",
+            what.table()
+        ))?;
         let mut rows = stmt.query([limit])?;
         while let Some(r) = rows.next()? {
             due.push((r.get(0)?, r.get(1)?));
@@ -268,7 +363,7 @@ pub(super) fn close_hours(
     }
     let mut written = Vec::new();
     for (uid, hour) in due {
-        let mut tally = Tally::load(tx, uid_of(uid), hour * 3600)?;
+        let mut tally = Tally::load(tx, what, uid_of(uid), hour * 3600)?;
         tally.uid = uid;
         if tally.counted > 0 {
             let end = if hour == current {
@@ -281,7 +376,10 @@ pub(super) fn close_hours(
         }
         if hour < current {
             tx.execute(
-                "DELETE FROM rejection_tally WHERE peer_uid = ?1 AND hour = ?2",
+                &format!(
+                    "DELETE FROM {} WHERE peer_uid = ?1 AND hour = ?2",
+                    what.table()
+                ),
                 params![uid, hour],
             )?;
         } else {
@@ -316,18 +414,29 @@ pub(super) fn open_tallies(conn: &Connection) -> Result<Vec<OpenTally>, AuditErr
     Ok(out)
 }
 
-/// Rejections accounted for: rows, summary counts and open tallies.
-pub(super) fn accounted(conn: &Connection, uid: Option<u32>) -> Result<u64, AuditError> {
+/// Rejected (or cancelled) requests accounted for: rows, summary counts
+/// and open tallies.
+pub(super) fn accounted(
+    conn: &Connection,
+    what: Tallied,
+    uid: Option<u32>,
+) -> Result<u64, AuditError> {
     let uid = uid.map(i64::from);
+    let (row, summary) = (what.row_kind().as_str(), what.summary_kind().as_str());
     let in_rows: i64 = conn.query_row(
-        "SELECT COALESCE(SUM(CASE kind WHEN 'rejections_summarized' THEN count ELSE 1 END), 0) \
-         FROM events WHERE kind IN ('request_rejected', 'rejections_summarized') \
-         AND (?1 IS NULL OR peer_uid = ?1)",
+        &format!(
+            "SELECT COALESCE(SUM(CASE kind WHEN '{summary}' THEN count ELSE 1 END), 0) \
+             FROM events WHERE kind IN ('{row}', '{summary}') \
+             AND (?1 IS NULL OR peer_uid = ?1)"
+        ),
         [uid],
         |r| r.get(0),
     )?;
     let open: i64 = conn.query_row(
-        "SELECT COALESCE(SUM(counted), 0) FROM rejection_tally WHERE (?1 IS NULL OR peer_uid = ?1)",
+        &format!(
+            "SELECT COALESCE(SUM(counted), 0) FROM {} WHERE (?1 IS NULL OR peer_uid = ?1)",
+            what.table()
+        ),
         [uid],
         |r| r.get(0),
     )?;
@@ -508,13 +617,29 @@ impl Audit {
     /// rejection rows, plus the counts of summary rows, plus the counts not
     /// yet summarized. A flood is bounded in rows but never in this number.
     pub fn rejections_accounted(&self, peer_uid: Option<u32>) -> Result<u64, AuditError> {
-        accounted(&self.conn, peer_uid)
+        accounted(&self.conn, Tallied::Rejections, peer_uid)
+    }
+
+    /// Every cancelled request (withdrawn, or its agent disconnected while
+    /// it was pending) the log accounts for, as
+    /// [`Audit::rejections_accounted`] does for rejections.
+    pub fn cancellations_accounted(&self, peer_uid: Option<u32>) -> Result<u64, AuditError> {
+        accounted(&self.conn, Tallied::Cancellations, peer_uid)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cancellations_are_grouped_by_how_they_ended() {
+        let c = Tallied::Cancellations;
+        assert_eq!(c.code(None), "cancel_request");
+        assert_eq!(c.code(Some("the agent disconnected")), "disconnected");
+        assert_eq!(Tallied::of(EventKind::RequestCancelled), Some(c));
+        assert_eq!(Tallied::of(EventKind::RequestExpired), None);
+    }
 
     #[test]
     fn reason_codes_are_ours_or_other() {

@@ -10,9 +10,7 @@
 //! below fail while the column lists and the struct disagree.
 
 use super::event::prepare;
-use super::{
-    retention, space, Audit, AuditError, Event, EventKind, NewEvent, Recorded, UnknownKind, GENESIS,
-};
+use super::{retention, space, Audit, AuditError, Event, NewEvent, Recorded, UnknownKind, GENESIS};
 use parley_custody_client::private_fs;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
@@ -99,6 +97,16 @@ CREATE TABLE IF NOT EXISTS checkpoint (
     at INTEGER NOT NULL
 ) STRICT;
 CREATE TABLE IF NOT EXISTS rejection_tally (
+    peer_uid INTEGER NOT NULL,
+    hour INTEGER NOT NULL,
+    logged INTEGER NOT NULL,
+    counted INTEGER NOT NULL,
+    reasons TEXT NOT NULL,
+    first_at INTEGER,
+    last_at INTEGER,
+    PRIMARY KEY (peer_uid, hour)
+) STRICT;
+CREATE TABLE IF NOT EXISTS cancel_tally (
     peer_uid INTEGER NOT NULL,
     hour INTEGER NOT NULL,
     logged INTEGER NOT NULL,
@@ -233,8 +241,9 @@ impl Audit {
         Ok(event)
     }
 
-    /// Writes one event under the [`super::RetentionPolicy`]: a rejection beyond
-    /// the policy's rows for its peer and hour is counted instead of written
+    /// Writes one event under the [`super::RetentionPolicy`]: a rejection (or
+    /// a cancelled request) beyond the policy's rows for its peer and hour is
+    /// counted instead of written
     /// (the count is committed before this returns, and becomes part of one
     /// summary row when the hour is over); everything else is appended.
     /// Hours that are over are summarized first, in the same transaction.
@@ -245,8 +254,8 @@ impl Audit {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         retention::close_hours(&tx, ev.at, policy, false)?;
-        let out = if ev.kind == EventKind::RequestRejected {
-            let mut tally = retention::Tally::load(&tx, ev.peer_uid, ev.at)?;
+        let out = if let Some(what) = retention::Tallied::of(ev.kind) {
+            let mut tally = retention::Tally::load(&tx, what, ev.peer_uid, ev.at)?;
             if tally.logged < u64::from(policy.rejections_per_hour) {
                 let event = append_in(&tx, &ev, cut)?;
                 tally.logged += 1;
@@ -458,6 +467,7 @@ fn create_private_file(path: &Path) -> Result<(), AuditError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::audit::EventKind;
 
     fn names(list: &str) -> Vec<String> {
         let mut v: Vec<String> = list.split(',').map(|n| n.trim().to_owned()).collect();

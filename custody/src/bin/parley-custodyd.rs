@@ -10,6 +10,7 @@ use clap::Parser;
 use parley_custody::agent_access;
 use parley_custody::audit::Audit;
 use parley_custody::engine::EngineConfig;
+use parley_custody::hardening::{self, Report};
 use parley_custody::ipc::socket::resolve_socket_path;
 use parley_custody::keystore::{Keystore, Passphrase};
 use parley_custody::logging::{self, LogTarget};
@@ -77,8 +78,9 @@ struct Args {
     #[arg(long = "rate", default_value_t = 30)]
     rate: u32,
     /// Audit retention: rejected requests of one peer logged one by one per
-    /// hour; the rest of that hour are counted into one summary row
-    /// (0: summarize all). Signed and key events are always logged in full.
+    /// hour (and as many cancelled ones, counted apart); the rest of that
+    /// hour are counted into one summary row each (0: summarize all).
+    /// Signed and key events are always logged in full.
     #[arg(long = "rejections-per-hour", default_value_t = parley_custody::audit::RetentionPolicy::default().rejections_per_hour)]
     rejections_per_hour: u32,
     /// Audit retention: compact rejected, expired and cancelled rows older
@@ -130,7 +132,7 @@ impl ApproverKind {
 
 /// `parley-custodyd --approver desktop`: the service with the tray, the
 /// notifications and the UI channel (custody/src/desktop/daemon.rs).
-fn desktop(args: Args) -> ExitCode {
+fn desktop(args: Args, hardening: &Report) -> ExitCode {
     use parley_custody::desktop::daemon::{self, DesktopOptions, Ended};
     use parley_custody::desktop::service::StartOptions;
     if args.file_store {
@@ -144,6 +146,7 @@ fn desktop(args: Args) -> ExitCode {
     if let Err(e) = logging::init_daemon(&data, false) {
         return fail(e);
     }
+    tracing::info!("{hardening}");
     let rt = match runtime() {
         Ok(rt) => rt,
         Err(e) => return fail(e),
@@ -324,8 +327,15 @@ fn main() -> ExitCode {
     {
         return agent_user(user, group, socket_dir, yes);
     }
+    // Before anything can load a key: no same-user ptrace or /proc/PID/mem,
+    // no core dumps, the key's page kept out of swap (hardening.rs). Only the
+    // dumpable flag is required; the rest is said in the log.
+    let hardening = match hardening::harden_process() {
+        Ok(r) => r,
+        Err(e) => return fail(e),
+    };
     if args.approver.resolve() == ApproverKind::Desktop {
-        return desktop(args);
+        return desktop(args, &hardening);
     }
     let rt = match runtime() {
         Ok(rt) => rt,
@@ -349,6 +359,8 @@ fn main() -> ExitCode {
         Ok(LogTarget::Stderr) => {}
         Err(e) => return fail(e),
     }
+    tracing::info!("{hardening}");
+    eprintln!("parley-custodyd: {hardening}");
     let mut audit = match Audit::open(&paths::audit_path(&data)) {
         Ok(a) => a,
         Err(e) => return fail(e),

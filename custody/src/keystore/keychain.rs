@@ -163,13 +163,11 @@ impl Backend for KeychainStore {
             }
             Err(e) => return Err(map_keyring_error(e)),
         };
-        parley_core::b64::decode_array::<32>(text.trim())
-            .map(Zeroizing::new)
-            .map_err(|_| KeystoreError::Keychain {
-                detail: format!(
-                    "the keychain entry of {public} is not a Parley seed (it was changed outside this program)"
-                ),
-            })
+        super::decode_seed(text.trim()).ok_or_else(|| KeystoreError::Keychain {
+            detail: format!(
+                "the keychain entry of {public} is not a Parley seed (it was changed outside this program)"
+            ),
+        })
     }
 
     fn remove(&self, public: &PublicKey) -> Result<()> {

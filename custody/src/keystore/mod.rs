@@ -9,7 +9,8 @@
 //!   there is no silent fallback from one to the other: an unreachable keychain
 //!   is an error telling the user what to do;
 //! - secrets exist only in zeroizing containers, are never logged, never
-//!   serialized and never part of an error message or `Debug` output;
+//!   serialized and never part of an error message or `Debug` output; a key
+//!   loaded to sign sits in a page of its own, locked in RAM ([`LockedKey`]);
 //! - [`Keystore::load`] is the only way to get a secret key back, and only the
 //!   signer calls it.
 //!
@@ -20,9 +21,12 @@
 
 mod file_store;
 mod keychain;
+mod locked;
 mod seed_file;
 
 pub use file_store::{KdfParams, Passphrase};
+pub use locked::probe_memory_lock;
+pub(crate) use locked::LockedKey;
 pub use seed_file::shred_file;
 
 use parley_core::keys::{PublicKey, SecretKey};
@@ -329,10 +333,12 @@ impl Keystore {
 
     /// The secret key, for the signer only (the one module that signs). The
     /// stored seed is checked to belong to `public`, so a swapped entry can
-    /// never make us sign under a key other than the one the human saw.
-    pub(crate) fn load(&self, public: &PublicKey) -> Result<SecretKey> {
+    /// never make us sign under a key other than the one the human saw. The
+    /// key is in its own page, locked in RAM where the platform allows, and
+    /// zeroized when dropped.
+    pub(crate) fn load(&self, public: &PublicKey) -> Result<LockedKey> {
         let seed = self.backend.load_seed(public)?;
-        let secret = SecretKey::from_seed(&seed);
+        let secret = LockedKey::new(&seed);
         if &secret.public() != public {
             return Err(KeystoreError::WrongKeyStored(public.to_string()));
         }
@@ -343,7 +349,12 @@ impl Keystore {
     /// secret, to check what the keychain holds.
     #[cfg(feature = "test-approver")]
     pub fn load_for_tests(&self, public: &PublicKey) -> Result<SecretKey> {
-        self.load(public)
+        let seed = self.backend.load_seed(public)?;
+        let secret = SecretKey::from_seed(&seed);
+        if &secret.public() != public {
+            return Err(KeystoreError::WrongKeyStored(public.to_string()));
+        }
+        Ok(secret)
     }
 
     fn insert(
@@ -367,6 +378,23 @@ impl Keystore {
         tracing::info!(key = %public, ?source, "principal key stored");
         Ok(public)
     }
+}
+
+/// Decodes the upstream seed text (b64url of 32 bytes, 43 characters) with
+/// every copy of the seed in a zeroizing container: the decoded bytes go to
+/// the heap straight into `Zeroizing`, not through an array returned by value
+/// on the stack. `None` if it is not such a text (nothing of it is kept).
+fn decode_seed(text: &str) -> Option<Zeroizing<[u8; 32]>> {
+    if text.len() != 43 {
+        return None;
+    }
+    let bytes = Zeroizing::new(parley_core::b64::decode(text).ok()?);
+    if bytes.len() != 32 {
+        return None;
+    }
+    let mut seed = Zeroizing::new([0u8; 32]);
+    seed.copy_from_slice(&bytes);
+    Some(seed)
 }
 
 /// `parley-custody` or `parley-custody.<namespace>`.
@@ -431,6 +459,15 @@ mod tests {
         for bad in ["", "a b", "a/b", "é", &"x".repeat(65)] {
             assert!(keychain_service(Some(bad)).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn seed_text_decodes_only_when_it_is_32_bytes() {
+        let text = parley_core::b64::encode([5u8; 32]);
+        assert_eq!(*decode_seed(&text).unwrap(), [5u8; 32]);
+        assert!(decode_seed(&parley_core::b64::encode([5u8; 31])).is_none());
+        assert!(decode_seed(&parley_core::b64::encode([5u8; 33])).is_none());
+        assert!(decode_seed(&format!("{}=", &text[..42])).is_none());
     }
 
     #[test]

@@ -49,15 +49,9 @@ pub(super) fn read_seed_file(path: &Path) -> Result<Zeroizing<[u8; 32]>> {
     let body = std::str::from_utf8(body).map_err(|_| {
         bad("not a Parley key file: expected base64url of a 32-byte seed (43 characters)")
     })?;
-    // decode_array returns the array by value; it is moved straight into a
-    // zeroizing container (the temporary on the stack is not wiped: a
-    // limitation of returning arrays, accepted here).
-    let seed = parley_core::b64::decode_array::<32>(body)
-        .map(Zeroizing::new)
-        .map_err(|_| {
-            bad("not a Parley key file: expected base64url of a 32-byte seed (43 characters)")
-        })?;
-    Ok(seed)
+    super::decode_seed(body).ok_or_else(|| {
+        bad("not a Parley key file: expected base64url of a 32-byte seed (43 characters)")
+    })
 }
 
 #[cfg(unix)]
