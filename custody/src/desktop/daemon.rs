@@ -32,9 +32,6 @@ pub struct DesktopOptions {
     pub ui_socket: Option<PathBuf>,
     /// `--hidden`: open no window at start (start at login).
     pub hidden: bool,
-    /// `--no-ui-spawn`: never start the UI process (a UI is started by other
-    /// means, as tauri-driver does in the end-to-end tests).
-    pub no_ui_spawn: bool,
 }
 
 /// What [`run`] ended with.
@@ -64,7 +61,7 @@ pub async fn run(opts: DesktopOptions) -> Result<Ended, String> {
     };
     tracing::info!(ui_socket = %ui_socket.display(), "UI channel listening");
     let hub = UiHub::new();
-    let opener = Opener::new(hub.clone(), ui_socket.clone(), !opts.no_ui_spawn);
+    let (opener, started_uis) = Opener::new(hub.clone());
     let approver = Arc::new(DesktopApprover::new(
         tokio::runtime::Handle::current(),
         hub.clone(),
@@ -89,9 +86,14 @@ pub async fn run(opts: DesktopOptions) -> Result<Ended, String> {
         Err(e) => tracing::warn!("{e}; requests open their review window directly"),
     }
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let served = tokio::spawn(channel::serve(listener, desktop.clone(), async {
-        let _ = stop_rx.await;
-    }));
+    let served = tokio::spawn(channel::serve(
+        listener,
+        desktop.clone(),
+        started_uis,
+        async {
+            let _ = stop_rx.await;
+        },
+    ));
     let reopen = std::env::var(REOPEN_ENV).ok();
     std::env::remove_var(REOPEN_ENV);
     if reopen.as_deref() == Some("settings") {
@@ -141,9 +143,9 @@ async fn wait_for_stop(desktop: &Desktop) {
     }
 }
 
-/// Shows the main window of the service already running: starts the UI
-/// pointed at its channel (a UI that runs already takes the request over
-/// through its single-instance handover).
+/// Shows the main window of the service already running: starts the app
+/// pointed at its channel's door, which asks that service to show it (in its
+/// UI, or by starting one) and exits.
 fn hand_over(ui_socket: &std::path::Path) -> Result<(), String> {
     let bin = ui_process::ui_binary().map_err(|e| e.to_string())?;
     let status = std::process::Command::new(&bin)

@@ -157,7 +157,7 @@ pub async fn dispatch(d: &Arc<Desktop>, caller: &Caller, name: &str, args: Value
         "agent_pauses" => json(agents::agent_pauses(d).await),
         "agent_label_set" => {
             let (agent, label) = args!(args; agent: String, label: Option<String>);
-            json(agents::agent_label_set(d, agent, label).await)
+            json(agents::agent_label_set(w, d, agent, label).await)
         }
         "grant_context" => {
             let (request,) = args!(args; request: Option<String>);
