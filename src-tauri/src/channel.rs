@@ -357,6 +357,20 @@ mod tests {
     }
 
     #[test]
+    fn this_process_waits_longer_than_any_page() {
+        let ts = include_str!("../../ui/src/custody-constants.ts");
+        let page_ms: u128 = ts
+            .lines()
+            .find_map(|l| l.strip_prefix("export const DECIDE_WAIT_MS = "))
+            .and_then(|v| v.trim().parse().ok())
+            .expect("DECIDE_WAIT_MS in ui/src/custody-constants.ts");
+        assert!(
+            CALL_TIMEOUT.as_millis() > page_ms,
+            "the UI process gives up ({CALL_TIMEOUT:?}) before the page ({page_ms} ms)"
+        );
+    }
+
+    #[test]
     fn outgoing_lines_are_bounded() {
         assert!(line(&json!({"a": "x".repeat(100)})).is_some());
         assert!(line(&json!({"a": "x".repeat(MAX_LINE)})).is_none());

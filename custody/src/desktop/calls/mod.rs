@@ -235,8 +235,13 @@ const BLOCKING_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A decision: OS authentication (the human types a password, bounded by
 /// the engine), signing, the audit row, handing the token to the agent. The
-/// engine finishes a decision even when this wait gives up.
-const DECIDE_TIMEOUT: Duration = Duration::from_secs(crate::stepup::DEFAULT_TIMEOUT.as_secs() + 30);
+/// engine finishes a decision even when this wait gives up. The window waits
+/// longer still ([`DECIDE_WAIT`]), so the answer always reaches it.
+pub(crate) const DECIDE_TIMEOUT: Duration =
+    Duration::from_secs(crate::stepup::DEFAULT_TIMEOUT.as_secs() + 30);
+
+/// How long a window waits for a decision's answer (the UI's constant).
+pub use parley_custody_client::ui_constants::DECIDE_WAIT;
 
 type R<T> = Result<T, CallError>;
 
@@ -290,4 +295,32 @@ fn pending(state: &Desktop, id: &str) -> R<PendingView> {
                 "This request is no longer waiting: it was decided, expired, or the agent withdrew it.",
             )
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_uis_decide_timeout_exceeds_the_services_step_up_limit() {
+        // polkit's time for the password < custody's limit on a decision
+        // (password, signing, audit row, answer) < the window's wait, with
+        // room for the answer to cross the channel.
+        let polkit = crate::stepup::DEFAULT_TIMEOUT;
+        assert!(DECIDE_TIMEOUT > polkit, "{DECIDE_TIMEOUT:?} <= {polkit:?}");
+        assert!(
+            DECIDE_WAIT >= DECIDE_TIMEOUT + Duration::from_secs(30),
+            "the window gives up ({DECIDE_WAIT:?}) before custody can answer ({DECIDE_TIMEOUT:?})"
+        );
+        // The page imports the same value (the generated file is checked
+        // for staleness in parley-custody-client).
+        let ts = include_str!("../../../../ui/src/custody-constants.ts");
+        assert!(
+            ts.contains(&format!(
+                "export const DECIDE_WAIT_MS = {}\n",
+                DECIDE_WAIT.as_millis()
+            )),
+            "ui/src/custody-constants.ts does not carry DECIDE_WAIT"
+        );
+    }
 }
