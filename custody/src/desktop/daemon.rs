@@ -34,6 +34,11 @@ pub struct DesktopOptions {
     pub hidden: bool,
 }
 
+/// How long a stop waits for the decisions running: longer than custody's
+/// own limit on one (OS authentication, signing, the answer).
+const STOP_WAIT: Duration = Duration::from_secs(180);
+const _: () = assert!(STOP_WAIT.as_secs() > super::calls::DECIDE_TIMEOUT.as_secs());
+
 /// What [`run`] ended with.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Ended {
@@ -113,6 +118,19 @@ pub async fn run(opts: DesktopOptions) -> Result<Ended, String> {
     // Agents first: from now on nothing new is queued, and an agent that
     // connects meanwhile reaches the next service, not this one going away.
     desktop.stop_socket().await;
+    // No decision is cut in half: new ones are refused from now on, and the
+    // ones running (a password being typed, a signature) finish and hand
+    // their answers to the agents' connections, which outlive the listener.
+    let running = desktop.decisions.running();
+    if running > 0 {
+        tracing::info!(running, "waiting for the decisions being carried out");
+    }
+    if !desktop.decisions.stop_and_wait(STOP_WAIT).await {
+        tracing::error!(
+            "a decision did not finish within {} s; stopping anyway",
+            STOP_WAIT.as_secs()
+        );
+    }
     // Then the UI channel's listener, so that a UI starting now finds no
     // service and starts the next one; the connected UIs still read Quit.
     let _ = stop_tx.send(());

@@ -115,6 +115,13 @@ pub async fn dispatch(d: &Arc<Desktop>, caller: &Caller, name: &str, args: Value
     };
     permissions::check(caller.label(), name, &args)
         .map_err(|e| CallError::new(ErrorCode::NotPermitted, e))?;
+    // A decision counts as running until its call ends (review_decide: until
+    // the engine is done with it), so that Quit and Restart wait for it.
+    let decision = if DECISIONS.contains(&name) {
+        Some(d.decisions.begin().map_err(refused)?)
+    } else {
+        None
+    };
     let w = caller;
     match name {
         "status" => json(review::status(d).await),
@@ -127,7 +134,10 @@ pub async fn dispatch(d: &Arc<Desktop>, caller: &Caller, name: &str, args: Value
             let (id, approve, confirmed, gesture, reason) = args!(args;
                 id: String, approve: bool, confirmed: bool,
                 gesture: Option<crate::approver::Gesture>, reason: Option<String>);
-            json(review::review_decide(w, d, id, approve, confirmed, gesture, reason).await)
+            json(
+                review::review_decide(w, d, id, approve, confirmed, gesture, reason, decision)
+                    .await,
+            )
         }
         "review_deny_and_pause" => {
             let (id,) = args!(args; id: String);
@@ -229,6 +239,15 @@ pub async fn dispatch(d: &Arc<Desktop>, caller: &Caller, name: &str, args: Value
         )),
     }
 }
+
+/// The calls that decide a waiting request (counted by
+/// [`crate::desktop::in_flight`]).
+const DECISIONS: [&str; 4] = [
+    "review_decide",
+    "review_deny_and_pause",
+    "review_deny_alike",
+    "grant_issue",
+];
 
 /// Keychain and audit calls (a locked keychain may wait for an unlock prompt).
 const BLOCKING_TIMEOUT: Duration = Duration::from_secs(60);

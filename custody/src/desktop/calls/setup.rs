@@ -70,8 +70,10 @@ pub async fn settings_save(state: &Desktop, settings: Settings) -> R<SettingsVie
 /// Restarts the custody service so that saved settings take effect
 /// (pending requests are dropped; their agents see the connection close and
 /// may ask again). The UI loses its channel and closes; the new service
-/// opens the settings view again.
+/// opens the settings view again. Refused while a decision is carried out
+/// (`in_flight`): its answer must reach the agent first.
 pub async fn app_restart(state: &Desktop) -> R<()> {
+    state.decisions.may_restart().map_err(refused)?;
     state.request_stop(true);
     Ok(())
 }
