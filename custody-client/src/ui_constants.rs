@@ -2,8 +2,9 @@
 //! the currencies without minor units (from `parley_core::money`), how long a
 //! review window or grant form must have been in front before Approve or
 //! Issue counts ([`APPROVE_DELAY`]), and the longest field shown
-//! ([`MAX_FIELD_CHARS`](crate::display::MAX_FIELD_CHARS)), and the words
-//! for each verb ([`VERB_WORDS`]).
+//! ([`MAX_FIELD_CHARS`](crate::display::MAX_FIELD_CHARS)), the words
+//! for each verb ([`VERB_WORDS`]), and how long a window waits for a call
+//! that may wait for OS authentication ([`DECIDE_WAIT`]).
 //!
 //! The UI does not keep its own copies: it imports them from
 //! `ui/src/custody-constants.ts`, generated here ([`ui_constants`]; run
@@ -20,6 +21,15 @@ use std::time::Duration;
 /// enforces it (`parley_custody::desktop::permissions::APPROVE_DELAY` is
 /// this constant); the UI arms its buttons after the same delay.
 pub const APPROVE_DELAY: Duration = Duration::from_millis(1500);
+
+/// How long a window waits for the answer to a call that may ask for OS
+/// authentication (a decision, a change that loosens custody): longer than
+/// custody can take on it, which is polkit's time limit for the password
+/// (`parley_custody::stepup::DEFAULT_TIMEOUT`, 120 s) plus the service's own
+/// margin for signing, the audit row and the answer (its `DECIDE_TIMEOUT`,
+/// 150 s in all), so that a decision custody carried out never reads "no
+/// answer" in its window. A test in custody holds the order.
+pub const DECIDE_WAIT: Duration = Duration::from_secs(210);
 
 /// Each protocol verb in the words a person reads: the grant form's check
 /// boxes and custody's grant in one sentence ([`verb_words`]) say a verb
@@ -61,6 +71,12 @@ pub fn ui_constants() -> String {
         "/** How long a review window or grant form must have been in front, focused, before Approve or Issue counts (custody's APPROVE_DELAY). */\n\
          export const APPROVE_DELAY_MS = {}\n",
         APPROVE_DELAY.as_millis()
+    );
+    let _ = writeln!(
+        out,
+        "/** How long a window waits for a call that may ask for OS authentication: longer than custody can take on it (polkit's limit plus custody's margin; custody's DECIDE_WAIT). */\n\
+         export const DECIDE_WAIT_MS = {}\n",
+        DECIDE_WAIT.as_millis()
     );
     let words: Vec<String> = VERB_WORDS
         .iter()
@@ -105,6 +121,7 @@ mod tests {
             assert!(ts.contains(&format!("'{c}'")), "{c} missing");
         }
         assert!(ts.contains("export const APPROVE_DELAY_MS = 1500\n"));
+        assert!(ts.contains("export const DECIDE_WAIT_MS = 210000\n"));
         for (v, w) in VERB_WORDS {
             assert!(ts.contains(&format!("  {v}: '{w}',\n")), "{v} missing");
             assert!(

@@ -16,7 +16,8 @@ use parley_core::proposal::proposal_hash;
 use parley_core::SecretKey;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::UnixStream;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -26,12 +27,44 @@ use zeroize::Zeroizing;
 
 const WAIT: Duration = Duration::from_secs(60);
 
-/// The service, as the desktop starts it (no UI of its own: the tests are the UI).
+/// What the service starts as its UI in these tests: a relay that passes
+/// the channel it inherited (standard input, `PARLEY_CUSTODY_UI_FD=0`) on,
+/// byte for byte, to the test listening at `$PARLEY_TEST_UI_RELAY`, after
+/// one line saying how it was started. The test is then the UI the service
+/// started, as the real app is (tests/e2e run the app itself).
+const RELAY: &str = r#"#!/usr/bin/env python3
+import json, os, socket, sys, threading
+ch = socket.socket(fileno=os.dup(0))
+t = socket.socket(socket.AF_UNIX)
+t.connect(os.environ["PARLEY_TEST_UI_RELAY"])
+t.sendall((json.dumps({"relay": {"pid": os.getpid(), "argv": sys.argv[1:],
+    "fd": os.environ.get("PARLEY_CUSTODY_UI_FD"),
+    "socket_env": os.environ.get("PARLEY_CUSTODY_UI_SOCKET")}}) + "\n").encode())
+def pump(a, b):
+    while True:
+        try:
+            d = a.recv(65536)
+        except OSError:
+            d = b""
+        if not d:
+            break
+        b.sendall(d)
+    try:
+        b.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+threading.Thread(target=pump, args=(t, ch), daemon=True).start()
+pump(ch, t)
+"#;
+
+/// The service, as the desktop starts it (its UI is the relay above: the
+/// tests are the UI).
 struct Service {
     child: Child,
     sock: PathBuf,
     ui: PathBuf,
     log: PathBuf,
+    relay: UnixListener,
 }
 
 impl Service {
@@ -46,17 +79,25 @@ impl Service {
             r#"{"step_up": {"rule": "never"}}"#,
         )
         .unwrap();
+        let relay_bin = dir.join("ui-relay");
+        std::fs::write(&relay_bin, RELAY).unwrap();
+        std::fs::set_permissions(&relay_bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let relay_sock = dir.join("relay.sock");
+        let relay = UnixListener::bind(&relay_sock).expect("the relay's socket");
+        relay.set_nonblocking(true).unwrap();
         let sock = dir.join("custody.sock");
         let ui = dir.join("ui").join("ui.sock");
         let log = dir.join("service.log");
         let child = Command::new(env!("CARGO_BIN_EXE_parley-custodyd"))
-            .args(["--approver", "desktop", "--hidden", "--no-ui-spawn"])
+            .args(["--approver", "desktop", "--hidden"])
             .arg("--socket")
             .arg(&sock)
             .arg("--ui-socket")
             .arg(&ui)
             .arg("--data-dir")
             .arg(&data)
+            .env("PARLEY_CUSTODY_UI", &relay_bin)
+            .env("PARLEY_TEST_UI_RELAY", &relay_sock)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
@@ -67,6 +108,7 @@ impl Service {
             sock,
             ui,
             log,
+            relay,
         };
         let start = Instant::now();
         while !(s.ui.exists() && s.sock.exists()) {
@@ -83,6 +125,44 @@ impl Service {
     fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
+
+    /// Asks at the door (the socket path) for the main window, as the app
+    /// started from the menu does; the answer.
+    fn knock(&self) -> Value {
+        let mut door = Door::connect(&self.ui);
+        door.send(
+            json!({"id": 1, "window": "main", "call": "open_window", "args": {"kind": "main"}}),
+        );
+        door.recv()
+    }
+
+    /// The next UI the service starts, once it is connected and said hello.
+    fn next_ui(&self) -> Ui {
+        let end = Instant::now() + WAIT;
+        let stream = loop {
+            match self.relay.accept() {
+                Ok((s, _)) => break s,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    assert!(
+                        Instant::now() < end,
+                        "the service started no UI:\n{}",
+                        self.log()
+                    );
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => panic!("accepting the relay: {e}"),
+            }
+        };
+        stream.set_nonblocking(false).unwrap();
+        Ui::over(stream)
+    }
+
+    /// Knocks, and the UI the service starts for it.
+    fn ui(&self) -> Ui {
+        let answer = self.knock();
+        assert!(answer.get("ok").is_some(), "the door opens main: {answer}");
+        self.next_ui()
+    }
 }
 
 impl Drop for Service {
@@ -92,17 +172,79 @@ impl Drop for Service {
     }
 }
 
-/// A UI connection: calls answered by id, events kept apart.
+/// A raw connection on the socket path: lines as they come.
+struct Door {
+    out: UnixStream,
+    rx: mpsc::Receiver<Value>,
+}
+
+impl Door {
+    /// Connects without saying anything.
+    fn raw(path: &Path) -> Door {
+        let s = UnixStream::connect(path).expect("connect to the channel's path");
+        let out = s.try_clone().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(s).lines() {
+                let Ok(line) = line else { break };
+                let v: Value = serde_json::from_str(&line).unwrap_or(json!({"garbled": line}));
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+            let _ = tx.send(json!({"closed": true}));
+        });
+        Door { out, rx }
+    }
+
+    /// Connects and says hello as the UI does; the service's answer.
+    fn connect(path: &Path) -> Door {
+        let mut d = Door::raw(path);
+        d.send(json!({"hello": {"ui": "parley-custody-ui", "version": "0.1.0", "pid": std::process::id()}}));
+        let hello = d.recv();
+        assert_eq!(hello["hello"]["service"], "parley-custodyd", "{hello}");
+        assert_eq!(hello["hello"]["door"], true, "{hello}");
+        d
+    }
+
+    fn send(&mut self, v: Value) {
+        let _ = self.out.write_all(format!("{v}\n").as_bytes());
+    }
+
+    fn recv(&mut self) -> Value {
+        self.rx.recv_timeout(WAIT).expect("a line from the service")
+    }
+
+    /// The lines until the service closes the connection (within `wait`).
+    fn until_closed(&mut self, wait: Duration) -> Vec<Value> {
+        let end = Instant::now() + wait;
+        let mut seen = Vec::new();
+        loop {
+            let left = end
+                .checked_duration_since(Instant::now())
+                .unwrap_or_else(|| panic!("still open after {wait:?}; it sent {seen:?}"));
+            match self.rx.recv_timeout(left) {
+                Ok(v) if v.get("closed").is_some() => return seen,
+                Ok(v) => seen.push(v),
+                Err(_) => panic!("still open after {wait:?}; it sent {seen:?}"),
+            }
+        }
+    }
+}
+
+/// The UI connection the service started: calls answered by id, events
+/// kept apart.
 struct Ui {
     out: UnixStream,
     rx: mpsc::Receiver<Value>,
     events: Vec<Value>,
     next: u64,
+    /// How the relay was started (`argv`, `fd`, `pid`).
+    started: Value,
 }
 
 impl Ui {
-    fn connect(path: &Path) -> Ui {
-        let s = UnixStream::connect(path).expect("connect to the UI channel");
+    fn over(s: UnixStream) -> Ui {
         let out = s.try_clone().unwrap();
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
@@ -120,11 +262,36 @@ impl Ui {
             rx,
             events: Vec::new(),
             next: 1,
+            started: Value::Null,
         };
+        ui.started = ui.recv()["relay"].clone();
+        assert_eq!(
+            ui.started["fd"], "0",
+            "the channel is standard input: {}",
+            ui.started
+        );
+        assert_eq!(ui.started["socket_env"], Value::Null, "{}", ui.started);
         ui.send(json!({"hello": {"ui": "parley-custody-ui", "version": "0.1.0", "pid": std::process::id()}}));
         let hello = ui.recv();
         assert_eq!(hello["hello"]["service"], "parley-custodyd", "{hello}");
+        assert_eq!(hello["hello"].get("door"), None, "{hello}");
         ui
+    }
+
+    /// What the service started this UI to show (`--open …`).
+    fn opened_with(&self) -> String {
+        let argv = self.started["argv"].as_array().expect("argv");
+        assert_eq!(argv[0], "--open", "{argv:?}");
+        argv[1].as_str().unwrap().to_string()
+    }
+
+    /// Kills the UI process (the relay) with SIGKILL.
+    fn kill(self) {
+        let pid = self.started["pid"].as_i64().expect("the relay's pid");
+        Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status()
+            .expect("kill");
     }
 
     fn send(&mut self, v: Value) {
@@ -237,33 +404,6 @@ impl Agent {
     }
 }
 
-/// A UI in its own process (python3, which scripts/setup.sh installs): it
-/// connects, opens the review of `id` and reads it, says "ready", then waits.
-fn ui_process(path: &Path, id: &str) -> Child {
-    let script = r#"
-import json, os, socket, sys, time
-s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f = s.makefile('rwb')
-def send(o): f.write((json.dumps(o) + '\n').encode()); f.flush()
-send({"hello": {"ui": "parley-custody-ui", "version": "0.1.0", "pid": os.getpid()}})
-json.loads(f.readline())
-w = "review-" + sys.argv[2]
-send({"window": w, "note": "shown"})
-send({"id": 1, "window": w, "call": "review_get", "args": {"id": sys.argv[2]}})
-while True:
-    m = json.loads(f.readline())
-    if m.get("id") == 1: break
-print("ready" if m.get("ok") else "no review: %r" % m, flush=True)
-time.sleep(600)
-"#;
-    Command::new("python3")
-        .args(["-c", script])
-        .arg(path)
-        .arg(id)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("python3")
-}
-
 fn principal(ui: &mut Ui) -> String {
     let key = ui
         .call("main", "key_create", json!({"label": "Ana"}))
@@ -288,26 +428,27 @@ fn a_ui_killed_mid_review_signs_nothing_and_the_next_ui_picks_the_request_up() {
         return;
     }
     let svc = Service::start();
-    let mut home = Ui::connect(&svc.ui);
+    let mut home = svc.ui();
     let principal = principal(&mut home);
     drop(home);
     let agent = Agent::ask(&svc.sock, &principal, "c1");
 
-    let mut dying = ui_process(&svc.ui, "q1");
-    let mut line = String::new();
-    BufReader::new(dying.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line.trim(), "ready", "{}", svc.log());
-    dying.kill().unwrap();
-    dying.wait().unwrap();
+    // No UI connected: the service starts one for the review.
+    let mut dying = svc.next_ui();
+    assert_eq!(dying.opened_with(), "review-q1");
+    dying.note("review-q1", "shown");
+    let review = dying
+        .call("review-q1", "review_get", json!({"id": "q1"}))
+        .expect("the review");
+    assert_eq!(review["review"]["service"], "shop.example");
+    dying.kill();
 
     assert_eq!(
         agent.final_within(Duration::from_secs(3)),
         None,
         "nothing was decided"
     );
-    let mut next = Ui::connect(&svc.ui);
+    let mut next = svc.ui();
     assert_eq!(first_pending(&mut next), "q1", "the request still waits");
     let review = next
         .call("review-q1", "review_get", json!({"id": "q1"}))
@@ -346,7 +487,7 @@ fn a_window_decides_only_its_own_request_in_front_after_the_delay_with_the_point
         return;
     }
     let svc = Service::start();
-    let mut ui = Ui::connect(&svc.ui);
+    let mut ui = svc.ui();
     let principal = principal(&mut ui);
     let agent = Agent::ask(&svc.sock, &principal, "c1");
     let id = first_pending(&mut ui);
@@ -417,7 +558,7 @@ fn a_line_that_is_not_a_message_of_the_channel_closes_only_its_connection() {
         return;
     }
     let svc = Service::start();
-    // No hello: refused with a reason.
+    // No hello on the path: refused with a reason.
     let mut raw = UnixStream::connect(&svc.ui).unwrap();
     raw.write_all(b"{\"custody\":1,\"op\":\"hello\"}\n")
         .unwrap();
@@ -426,8 +567,8 @@ fn a_line_that_is_not_a_message_of_the_channel_closes_only_its_connection() {
         .read_line(&mut answer)
         .unwrap();
     assert!(answer.contains("refused"), "{answer}");
-    // Too long a line after the hello: that connection is closed.
-    let mut big = Ui::connect(&svc.ui);
+    // Too long a line from the UI: its connection is closed.
+    let mut big = svc.ui();
     let huge = format!(
         "{{\"window\":\"main\",\"note\":\"{}\"}}\n",
         "x".repeat(5 * 1024 * 1024)
@@ -436,11 +577,11 @@ fn a_line_that_is_not_a_message_of_the_channel_closes_only_its_connection() {
     let closed = big.event(|v| v.get("closed").is_some());
     assert_eq!(closed["closed"], true);
     // An unknown message: closed too.
-    let mut odd = Ui::connect(&svc.ui);
+    let mut odd = svc.ui();
     odd.send(json!({"window": "main", "please": "sign"}));
     odd.event(|v| v.get("closed").is_some());
     // The service still serves a well-behaved UI.
-    let mut ok = Ui::connect(&svc.ui);
+    let mut ok = svc.ui();
     assert_eq!(
         ok.call("main", "status", json!({})).unwrap()["running"],
         true
@@ -450,4 +591,174 @@ fn a_line_that_is_not_a_message_of_the_channel_closes_only_its_connection() {
         log.contains("closed a connection"),
         "every rejection is logged:\n{log}"
     );
+}
+
+#[test]
+fn six_idle_connections_and_six_without_hello_do_not_keep_the_real_ui_out() {
+    if !in_session(
+        "six_idle_connections_and_six_without_hello_do_not_keep_the_real_ui_out",
+        Session::Keyring,
+    ) {
+        return;
+    }
+    let svc = Service::start();
+    let mut home = svc.ui();
+    let principal = principal(&mut home);
+    drop(home);
+    // Six that say hello and then nothing, six that never say hello: more
+    // than the door's limit (the old channel let four keep every UI out).
+    let mut idle: Vec<Door> = (0..6).map(|_| Door::connect(&svc.ui)).collect();
+    let mut silent: Vec<Door> = (0..6).map(|_| Door::raw(&svc.ui)).collect();
+    let t0 = Instant::now();
+    let agent = Agent::ask(&svc.sock, &principal, "c1");
+    // The request's window still appears: the service starts its UI, which
+    // gets its channel at birth, however full the path is.
+    let mut ui = svc.next_ui();
+    assert_eq!(ui.opened_with(), "review-q1");
+    ui.note("review-q1", "shown");
+    let review = ui
+        .call("review-q1", "review_get", json!({"id": "q1"}))
+        .expect("the UI reads its review");
+    assert_eq!(review["review"]["service"], "shop.example");
+    // And the crowd is gone: no hello in 2 s, idle 5 s after it. (Past the
+    // door's limit, a connection is told "busy" at once and closed.)
+    for d in &mut silent {
+        let seen = d.until_closed(Duration::from_secs(10));
+        assert!(seen.iter().all(|v| v["code"] == "busy"), "{seen:?}");
+    }
+    for d in &mut idle {
+        assert_eq!(d.until_closed(Duration::from_secs(10)), Vec::<Value>::new());
+    }
+    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+    // The UI kept its connection all along; the agent waits for the human.
+    assert_eq!(ui.call("main", "status", json!({})).unwrap()["pending"], 1);
+    assert_eq!(agent.final_within(Duration::from_millis(200)), None);
+}
+
+#[test]
+fn a_raw_client_on_the_path_cannot_take_a_queued_review_window_nor_decide() {
+    if !in_session(
+        "a_raw_client_on_the_path_cannot_take_a_queued_review_window_nor_decide",
+        Session::Keyring,
+    ) {
+        return;
+    }
+    let svc = Service::start();
+    let mut home = svc.ui();
+    let principal = principal(&mut home);
+    drop(home);
+    // A client on the path, hello said as the UI says it, before the request
+    // arrives: under the old channel it was handed the queued review.
+    let mut raw = Door::connect(&svc.ui);
+    let agent = Agent::ask(&svc.sock, &principal, "c1");
+    let mut ui = svc.next_ui();
+    assert_eq!(ui.opened_with(), "review-q1", "the review went to the UI");
+    ui.note("review-q1", "shown");
+    // The raw client asks as a review window would: refused, and closed.
+    raw.send(
+        json!({"id": 7, "window": "review-q1", "call": "review_decide",
+        "args": {"id": "q1", "approve": false, "confirmed": false}}),
+    );
+    let seen = raw.until_closed(Duration::from_secs(10));
+    assert_eq!(seen.len(), 1, "one answer, no window: {seen:?}");
+    assert_eq!(seen[0]["id"], 7);
+    assert_eq!(seen[0]["err"]["code"], "not_permitted", "{seen:?}");
+    assert!(
+        seen[0]["err"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("only the window process custody started"),
+        "{seen:?}"
+    );
+    // Every call but "show the main window" is refused the same way.
+    for (window, call, args) in [
+        ("review-q1", "review_get", json!({"id": "q1"})),
+        ("main", "pending_list", json!({})),
+        ("main", "settings_save", json!({"settings": {}})),
+        ("main", "open_window", json!({"kind": "review", "id": "q1"})),
+        (
+            "main",
+            "agent_label_set",
+            json!({"agent": "x", "label": "y"}),
+        ),
+    ] {
+        let mut d = Door::connect(&svc.ui);
+        d.send(json!({"id": 1, "window": window, "call": call, "args": args}));
+        let a = d.recv();
+        assert_eq!(a["err"]["code"], "not_permitted", "{call}: {a}");
+    }
+    assert_eq!(
+        agent.final_within(Duration::from_millis(500)),
+        None,
+        "nothing was decided"
+    );
+    // The UI the service started decides.
+    let denied = ui
+        .call(
+            "review-q1",
+            "review_decide",
+            json!({"id": "q1", "approve": false, "confirmed": false}),
+        )
+        .unwrap();
+    assert_eq!(denied["outcome"], "denied");
+    assert_eq!(agent.final_within(WAIT).unwrap()["kind"], "DENIED");
+}
+
+#[test]
+fn a_review_window_labels_only_its_own_requests_agent() {
+    if !in_session(
+        "a_review_window_labels_only_its_own_requests_agent",
+        Session::Keyring,
+    ) {
+        return;
+    }
+    let svc = Service::start();
+    let mut ui = svc.ui();
+    let principal = principal(&mut ui);
+    let _agent = Agent::ask(&svc.sock, &principal, "c1");
+    assert_eq!(first_pending(&mut ui), "q1");
+    let own = SecretKey::from_seed(&Zeroizing::new([7u8; 32]))
+        .public()
+        .to_string();
+    let other = SecretKey::from_seed(&Zeroizing::new([9u8; 32]))
+        .public()
+        .to_string();
+    // Another agent's key, from q1's review window: refused as {code, message}.
+    let e = ui
+        .call(
+            "review-q1",
+            "agent_label_set",
+            json!({"agent": other, "label": "Mallory"}),
+        )
+        .unwrap_err();
+    assert!(e.starts_with("not_permitted: "), "{e}");
+    assert!(e.contains("its own request's agent"), "{e}");
+    // A window of a request that is not waiting: refused too.
+    let e = ui
+        .call(
+            "review-q9",
+            "agent_label_set",
+            json!({"agent": own, "label": "Kitchen"}),
+        )
+        .unwrap_err();
+    assert!(
+        e.starts_with("gone: ") || e.starts_with("not_permitted: "),
+        "{e}"
+    );
+    // Its own request's agent: named.
+    ui.call(
+        "review-q1",
+        "agent_label_set",
+        json!({"agent": own, "label": "Kitchen"}),
+    )
+    .expect("its own agent is named");
+    let list = ui.call("main", "pending_list", json!({})).unwrap();
+    assert_eq!(list[0]["review"]["agent"]["label"], "Kitchen", "{list}");
+    // The main window names any agent (the audit view lists them all).
+    ui.call(
+        "main",
+        "agent_label_set",
+        json!({"agent": other, "label": "Other"}),
+    )
+    .expect("main names any agent");
 }

@@ -5,6 +5,11 @@
 //! Every line is bounded ([`MAX_LINE`]) both ways: the service closes a
 //! connection that sends a longer one, and this process stops reading a
 //! service that does (it shows nothing it cannot back up).
+//!
+//! The channel itself is inherited ([`take_inherited`]): the service that
+//! starts this process gives it one end of a socket pair as its standard
+//! input. A process that connects to the socket path instead is only let
+//! ask for a window (`crate::door`).
 
 use crate::protocol::{
     self, Call, CallError, Event, HelloReply, Incoming, Note, ProtocolError, WindowNote,
@@ -12,6 +17,7 @@ use crate::protocol::{
 use serde_json::Value;
 use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -20,8 +26,14 @@ use tokio::sync::oneshot;
 
 /// The longest line either side may send, without its `\n`.
 pub const MAX_LINE: usize = 4 * 1024 * 1024;
-/// How long a call waits for its answer (the pages have their own, shorter, timeout).
-pub const CALL_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long a call waits for its answer: longer than any page waits
+/// (`DECIDE_WAIT_MS` in ui/src/custody-constants.ts, which is longer than
+/// custody's own limit on a decision), so the page's own timeout is the one
+/// a human sees, never this process's.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(240);
+/// The environment variable by which the service that started this process
+/// says its channel is inherited, and on which descriptor: always `0`.
+pub const FD_ENV: &str = "PARLEY_CUSTODY_UI_FD";
 /// How long the service has to answer the hello.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long one write may block (a service that stopped reading).
@@ -48,6 +60,37 @@ pub enum ChannelError {
     /// The service refused this process.
     #[error("custody refused this window process: {0}")]
     Refused(String),
+    /// `PARLEY_CUSTODY_UI_FD` names something this process cannot use.
+    #[error("the channel custody gave this window process is not usable: {0}")]
+    Inherited(String),
+}
+
+/// The channel the custody service gave this process when it started it:
+/// its standard input, when [`FD_ENV`] is `0` (`None` when the variable is
+/// not set: this process was started some other way). The variable is
+/// removed and standard input becomes `/dev/null`, so that nothing this
+/// process starts (the web engine's processes) inherits the channel; the
+/// returned stream is a close-on-exec copy.
+pub fn take_inherited() -> Result<Option<UnixStream>, ChannelError> {
+    let Some(value) = std::env::var_os(FD_ENV) else {
+        return Ok(None);
+    };
+    std::env::remove_var(FD_ENV);
+    if value != "0" {
+        return Err(ChannelError::Inherited(format!(
+            "{FD_ENV} is {value:?}; custody passes the channel as standard input (0)"
+        )));
+    }
+    let fd = io::stdin().as_fd().try_clone_to_owned()?;
+    let stream = UnixStream::from(fd);
+    // Anything but a socket (a terminal, /dev/null) is refused here.
+    stream
+        .local_addr()
+        .map_err(|e| ChannelError::Inherited(format!("standard input is not a socket ({e})")))?;
+    let null = std::fs::File::open("/dev/null")?;
+    nix::unistd::dup2(null.as_raw_fd(), io::stdin().as_raw_fd())
+        .map_err(|e| ChannelError::Io(io::Error::from(e)))?;
+    Ok(Some(stream))
 }
 
 /// Reads one line into `buf` (without its `\n`). `Ok(false)` at the end of
@@ -310,6 +353,20 @@ mod tests {
         assert_eq!(
             lines_of(&endless),
             vec![Err(ChannelError::TooLong.to_string())]
+        );
+    }
+
+    #[test]
+    fn this_process_waits_longer_than_any_page() {
+        let ts = include_str!("../../ui/src/custody-constants.ts");
+        let page_ms: u128 = ts
+            .lines()
+            .find_map(|l| l.strip_prefix("export const DECIDE_WAIT_MS = "))
+            .and_then(|v| v.trim().parse().ok())
+            .expect("DECIDE_WAIT_MS in ui/src/custody-constants.ts");
+        assert!(
+            CALL_TIMEOUT.as_millis() > page_ms,
+            "the UI process gives up ({CALL_TIMEOUT:?}) before the page ({page_ms} ms)"
         );
     }
 

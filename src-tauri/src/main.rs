@@ -2,9 +2,11 @@
 //! key and links no key store, audit log or signer: the custody service
 //! (`parley-custodyd --approver desktop`) runs the engine, the tray and the
 //! notifications, and this process asks it, over the private UI channel
-//! (docs/ui-channel.md), for everything a window shows or does. It starts
-//! the service when none is running, and exits with its last window or when
-//! the service goes away.
+//! (docs/ui-channel.md), for everything a window shows or does. Started by
+//! the service, it inherits that channel and exits with its last window or
+//! when the service goes away; started otherwise (the menu, autostart), it
+//! asks the service at its door to show the window, starting the service
+//! when none runs, and exits.
 //!
 //! Threat model (ARCHITECTURE.md): the agent and the service it pays are
 //! untrusted; a bug in the web view or the web UI lands in a process with
@@ -17,6 +19,7 @@
 
 mod bridge;
 mod channel;
+mod door;
 mod protocol;
 mod service;
 mod webkit;
@@ -85,13 +88,20 @@ fn main() {
     std::process::exit(run(args));
 }
 
-/// Connects (starting the service if needed), then runs the windows.
-/// Returns the exit code.
+/// With the channel custody gave this process (it started it), runs the
+/// windows; without, asks custody at its door to show the window (starting
+/// custody if needed) and exits. Returns the exit code.
 fn run(args: Args) -> i32 {
-    let connected = service::socket_path(args.ui_socket.as_deref(), |k| std::env::var_os(k))
-        .and_then(|path| service::connect_or_start(&path, &args.passthrough()));
-    let stream = match connected {
-        Ok(s) => s,
+    let stream = match channel::take_inherited() {
+        Ok(Some(s)) => s,
+        Ok(None) => {
+            return door::knock(
+                args.ui_socket.as_deref(),
+                &args.passthrough(),
+                &args.open,
+                args.hidden,
+            )
+        }
         Err(e) => {
             eprintln!("parley-custody: {e}");
             return 1;
@@ -106,10 +116,6 @@ fn run(args: Args) -> i32 {
             }
         };
     tracing::info!(service = %service_version, "connected to custody");
-    if args.hidden {
-        // Autostart: the service runs (it has its tray); no window now.
-        return 0;
-    }
     let first = args.open.clone();
     let app = tauri::Builder::default()
         // First: a second start opens its window here instead (one UI per user).

@@ -7,6 +7,9 @@ export const ZERO_DECIMAL: readonly string[] = ['JPY', 'KRW', 'VND', 'CLP', 'ISK
 /** How long a review window or grant form must have been in front, focused, before Approve or Issue counts (custody's APPROVE_DELAY). */
 export const APPROVE_DELAY_MS = 1500
 
+/** How long a window waits for a call that may ask for OS authentication: longer than custody can take on it (polkit's limit plus custody's margin; custody's DECIDE_WAIT). */
+export const DECIDE_WAIT_MS = 210000
+
 /** Each protocol verb in the words a person reads (custody's grant sentence uses the same). */
 export const VERB_WORDS: Readonly<Record<string, string>> = {
   HELLO: 'connect',

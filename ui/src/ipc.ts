@@ -6,6 +6,7 @@
 
 import { invoke } from '@tauri-apps/api/core'
 import { listen, type UnlistenFn } from '@tauri-apps/api/event'
+import { DECIDE_WAIT_MS } from './custody-constants'
 
 export type ReviewKind = 'consent' | 'grant'
 
@@ -305,6 +306,31 @@ export interface SettingsView {
 export const CALL_TIMEOUT_MS = 90_000
 
 /**
+ * The calls that may wait for OS authentication (a decision, or a change
+ * custody asks the password for): the window waits for them as long as
+ * custody can take (DECIDE_WAIT_MS, longer than polkit's limit plus custody's
+ * margin), so a decision custody carried out never reads "no answer".
+ */
+export const WAITS_FOR_OS_AUTHENTICATION: ReadonlySet<string> = new Set([
+  'review_decide',
+  'review_deny_and_pause',
+  'review_deny_alike',
+  'grant_issue',
+  'settings_save',
+  'agent_resume',
+  'agent_user_apply',
+  'key_create',
+  'key_import',
+  'key_delete',
+  'app_restart',
+])
+
+/** How long the window waits for call `cmd`. */
+export function callTimeoutMs(cmd: string): number {
+  return WAITS_FOR_OS_AUTHENTICATION.has(cmd) ? DECIDE_WAIT_MS : CALL_TIMEOUT_MS
+}
+
+/**
  * Why custody (or this UI's process) refused a call: a code a window acts on
  * (custody's ErrorCode: `bad_request`, `not_permitted`, `gone`, `busy`,
  * `timeout`, `not_running`, `refused`, `not_authenticated`) and the sentence for the human.
@@ -327,11 +353,9 @@ export function errorCode(e: unknown): string | null {
 /** Calls custody (or, for `window_close`, the UI process), with a timeout; a refusal is a CallError with custody's code and sentence. */
 export async function call<T>(cmd: string, args: Record<string, unknown> = {}): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined
+  const wait = callTimeoutMs(cmd)
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new CallError('timeout', `No answer from custody within ${CALL_TIMEOUT_MS / 1000} s.`)),
-      CALL_TIMEOUT_MS,
-    )
+    timer = setTimeout(() => reject(new CallError('timeout', `No answer from custody within ${wait / 1000} s.`)), wait)
   })
   try {
     const sent = cmd === 'window_close' ? invoke<T>('window_close') : invoke<T>('call', { name: cmd, args })

@@ -42,10 +42,6 @@ struct Args {
     /// else $XDG_RUNTIME_DIR/parley-custody-ui/ui.sock).
     #[arg(long = "ui-socket", value_name = "PATH")]
     ui_socket: Option<PathBuf>,
-    /// Desktop: never start the UI process; windows open when a UI connects
-    /// on its own (as tauri-driver starts it in the end-to-end tests).
-    #[arg(long = "no-ui-spawn")]
-    no_ui_spawn: bool,
     /// Socket path (default: $PARLEY_CUSTODY_SOCKET, else $XDG_RUNTIME_DIR/parley-custody/custody.sock).
     #[arg(long)]
     socket: Option<PathBuf>,
@@ -161,7 +157,6 @@ fn desktop(args: Args, hardening: &Report) -> ExitCode {
         },
         ui_socket: args.ui_socket.clone(),
         hidden: args.hidden,
-        no_ui_spawn: args.no_ui_spawn,
     };
     let ended = rt.block_on(daemon::run(opts));
     rt.shutdown_timeout(std::time::Duration::from_secs(2));

@@ -1,14 +1,31 @@
-//! The UI channel: the private socket the keyless UI process talks to the
-//! service over (docs/ui-channel.md).
+//! The UI channel: how the keyless UI process talks to the service
+//! (docs/ui-channel.md).
 //!
-//! It is built from the same parts as the agents' socket, with a stricter
-//! policy: [`Listener`] with [`PeerPolicy::own_user_only`] (the peer's
-//! credentials are read from the kernel before a byte is read; any other
-//! uid is refused, logged and closed), at most [`MAX_UIS`] connections, a
-//! private directory, stale sockets replaced and live ones never. Lines are
-//! read by the custody protocol's bounded [`FrameReader`] (at most
-//! [`MAX_LINE`] bytes, strict JSON objects); a line that is too long or not
-//! a message of the channel closes that connection with a logged reason.
+//! Two kinds of connection, told apart by how they were made, never by what
+//! they say:
+//!
+//! - **The UI**: the UI process this service started gets one end of a
+//!   socket pair as its standard input ([`super::ui_process`]); the other
+//!   end reaches [`serve`] through [`StartedUi`]. No other process holds
+//!   either end, so none can take its place. Only such a connection gets
+//!   windows (the queued ones included), events, and every call of the
+//!   permission table.
+//! - **A door**: a connection on the socket path (the app started from the
+//!   menu, a second `parley-custodyd`, anything of the same user). It may
+//!   say hello and ask for one thing, the main window at a view
+//!   ([`door_may_ask`]); it is closed after the answer, after
+//!   [`DOOR_HELLO_TIMEOUT`] without a hello, or [`DOOR_LIFETIME`] after it.
+//!   The listener's [`MAX_DOORS`] limit applies to doors only: a crowd of
+//!   idle doors cannot keep the UI out, it never goes through the listener.
+//!
+//! The path's listener is the custody socket's own ([`Listener`] with
+//! [`PeerPolicy::own_user_only`]: the peer's credentials are read from the
+//! kernel before a byte is read; any other uid is refused, logged and
+//! closed), in a directory that must be custody's user's own (checked as
+//! the agents' socket's is), stale sockets replaced and live ones never.
+//! Lines are read by the custody protocol's bounded [`FrameReader`] (at
+//! most [`MAX_LINE`] bytes, strict JSON objects); a line that is too long or
+//! not a message of the channel closes that connection with a logged reason.
 //!
 //! Every call is checked by [`super::permissions`] and run by
 //! [`super::calls`]; the window label comes from the UI, which takes it from
@@ -23,24 +40,29 @@ use super::ui_process::UI_SOCKET_ENV;
 use crate::display;
 use crate::ipc::frame::{FrameError, FrameReader, FrameWriter};
 use crate::ipc::peer::PeerPolicy;
-use crate::ipc::socket::{BindOptions, ConnLimits, Listener, SocketError, SocketPath, Stream};
-use crate::paths;
+use crate::ipc::socket::{BindOptions, ConnLimits, Listener, PathSource, SocketError, SocketPath};
 use serde_json::{json, Value};
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{broadcast, mpsc, Semaphore};
 
 /// The longest line either side sends (a review with many effects is far
 /// below it; an audit page of 5000 rows fits).
 pub const MAX_LINE: usize = 4 * 1024 * 1024;
-/// UI connections at once (one UI, and room for a test's or a restart's).
-pub const MAX_UIS: usize = 4;
+/// Door connections on the path at once (the UI is not one of them).
+pub const MAX_DOORS: usize = 8;
 /// Calls one UI may have running at once.
 const MAX_CALLS: usize = 32;
-/// How long a new connection may take to say hello.
-const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long the UI this service started may take to say hello (it says it
+/// before its windows start).
+const HELLO_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long a door may take to say hello.
+pub const DOOR_HELLO_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a door may stay connected in all (it asks one thing).
+pub const DOOR_LIFETIME: Duration = Duration::from_secs(5);
 /// How long a UI may take to read what it was sent (a UI that stops
 /// reading is closed, never let to pile up memory in the service).
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -67,37 +89,72 @@ pub fn resolve_ui_socket(flag: Option<&Path>) -> PathBuf {
     }
 }
 
-/// Binds the channel at `path` (its directory made private, 0700).
+/// Binds the channel's door at `path`. Its directory is custody's own,
+/// whatever the path: created 0700 if missing; an existing one must be a
+/// real directory (not a symbolic link) owned by custody's user, and is set
+/// to 0700 (the agents' socket's own directory is checked the same way,
+/// `crate::ipc::socket`), so another user cannot have prepared it to
+/// intercept the door.
 pub fn bind(path: &Path) -> Result<Listener, SocketError> {
-    if let Some(dir) = path.parent() {
-        paths::ensure_private_dir(dir).map_err(|e| SocketError::Dir {
-            dir: dir.to_path_buf(),
-            source: std::io::Error::other(e.to_string()),
-        })?;
-    }
     Listener::bind(BindOptions {
-        path: SocketPath::explicit(path),
+        path: SocketPath {
+            path: path.to_path_buf(),
+            // "Custody's own directory": the rule that checks the owner.
+            source: PathSource::XdgRuntime,
+        },
         policy: PeerPolicy::own_user_only(),
         limits: ConnLimits {
-            per_uid: MAX_UIS,
-            total: MAX_UIS,
+            per_uid: MAX_DOORS,
+            total: MAX_DOORS,
         },
     })
 }
 
-/// Serves UI connections until `shutdown` resolves.
-pub async fn serve(listener: Listener, desktop: Arc<Desktop>, shutdown: impl Future<Output = ()>) {
+/// The service's end of the socket pair whose other end a UI process it
+/// started holds ([`super::ui_process::Opener`]).
+#[derive(Debug)]
+pub struct StartedUi {
+    /// The service's end.
+    pub stream: std::os::unix::net::UnixStream,
+    /// The UI process.
+    pub pid: u32,
+}
+
+/// Serves the UIs this service starts (`started`) and doors on the path
+/// until `shutdown` resolves.
+pub async fn serve(
+    listener: Listener,
+    desktop: Arc<Desktop>,
+    mut started: mpsc::UnboundedReceiver<StartedUi>,
+    shutdown: impl Future<Output = ()>,
+) {
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
             _ = &mut shutdown => break,
+            Some(ui) = started.recv() => {
+                let pid = ui.pid;
+                let stream = ui
+                    .stream
+                    .set_nonblocking(true)
+                    .and_then(|()| tokio::net::UnixStream::from_std(ui.stream));
+                match stream {
+                    Ok(stream) => {
+                        let d = desktop.clone();
+                        tokio::spawn(async move {
+                            connection(stream, d).await;
+                            tracing::info!(pid, "the UI disconnected");
+                        });
+                    }
+                    Err(e) => tracing::error!(pid, "the UI's channel cannot be used: {e}"),
+                }
+            }
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
                     let d = desktop.clone();
                     tokio::spawn(async move {
-                        let pid = peer.pid;
-                        connection(stream, d).await;
-                        tracing::info!(?pid, "a UI disconnected");
+                        door(stream, d).await;
+                        tracing::debug!(pid = ?peer.pid, "a door connection ended");
                     });
                 }
                 Err(e) => {
@@ -107,6 +164,95 @@ pub async fn serve(listener: Listener, desktop: Arc<Desktop>, shutdown: impl Fut
             }
         }
     }
+}
+
+/// What a door may ask: `open_window` for the main window at a view, with
+/// nothing else (no request, no agent). `Err` says what it may do instead.
+pub fn door_may_ask(call: &str, args: &Value) -> Result<(), &'static str> {
+    const ONLY: &str = "only the window process custody started itself may do this; \
+         another program can only ask custody to show its main window";
+    if call != "open_window" {
+        return Err(ONLY);
+    }
+    let kind = args.get("kind").and_then(Value::as_str);
+    let extra = ["id", "agent"]
+        .iter()
+        .any(|k| args.get(k).is_some_and(|v| !v.is_null()));
+    match kind {
+        Some("main" | "grant" | "audit" | "settings") if !extra => Ok(()),
+        _ => Err(ONLY),
+    }
+}
+
+/// A connection on the path: a hello within [`DOOR_HELLO_TIMEOUT`], then at
+/// most one call ([`door_may_ask`]) within [`DOOR_LIFETIME`], answered;
+/// then it is closed. It gets no windows, no events and decides nothing.
+async fn door<S: AsyncRead + AsyncWrite>(stream: S, desktop: Arc<Desktop>) {
+    let (rd, wr) = tokio::io::split(stream);
+    let mut reader = FrameReader::with_max_frame(rd, MAX_LINE);
+    let mut writer = FrameWriter::new(wr);
+    let first = match tokio::time::timeout(DOOR_HELLO_TIMEOUT, reader.next_frame()).await {
+        Ok(Ok(Some(f))) => f.value,
+        Ok(Ok(None)) => return,
+        Ok(Err(e)) => {
+            tracing::warn!(
+                "UI channel: refused a connection: {}",
+                display::for_log(&e.to_string())
+            );
+            let _ = send(&mut writer, &json!({"refused": e.to_string()})).await;
+            return;
+        }
+        Err(_) => {
+            tracing::info!(
+                "UI channel: closed a connection on the path that sent no hello in {} s",
+                DOOR_HELLO_TIMEOUT.as_secs()
+            );
+            return;
+        }
+    };
+    if let Err(why) = hello(&first) {
+        tracing::warn!("UI channel: refused a connection: {why}");
+        let _ = send(&mut writer, &json!({"refused": why})).await;
+        return;
+    }
+    let me = json!({"hello": {"service": "parley-custodyd", "version": env!("CARGO_PKG_VERSION"), "door": true}});
+    if !send(&mut writer, &me).await {
+        return;
+    }
+    let asked = match tokio::time::timeout(DOOR_LIFETIME, reader.next_frame()).await {
+        Ok(Ok(Some(f))) => f.value,
+        Ok(Ok(None)) | Ok(Err(_)) => return,
+        Err(_) => {
+            tracing::info!(
+                "UI channel: closed a connection on the path that stayed idle for {} s",
+                DOOR_LIFETIME.as_secs()
+            );
+            return;
+        }
+    };
+    let Ok(FromUi::Call { id, call, args, .. }) = parse(asked) else {
+        tracing::warn!(
+            "UI channel: closed a connection on the path that sent neither a call nor its end"
+        );
+        return;
+    };
+    let args = if args.is_null() { json!({}) } else { args };
+    let answer = match door_may_ask(&call, &args) {
+        Ok(()) => {
+            // The main window's call, run as the main window would: it only
+            // shows a view (in the UI, or by starting one).
+            let caller = Caller::new("main", Arc::new(Windows::default()));
+            match calls::dispatch(&desktop, &caller, &call, args).await {
+                Ok(v) => json!({"id": id, "ok": v}),
+                Err(e) => json!({"id": id, "err": e}),
+            }
+        }
+        Err(why) => {
+            tracing::warn!(call = %display::for_log(&call), "UI channel: refused a call on the path: {why}");
+            json!({"id": id, "err": CallError::new(ErrorCode::NotPermitted, why)})
+        }
+    };
+    let _ = tokio::time::timeout(DOOR_LIFETIME, send(&mut writer, &answer)).await;
 }
 
 /// What a UI sends after its hello.
@@ -181,7 +327,9 @@ async fn send<W: tokio::io::AsyncWrite + Unpin>(w: &mut FrameWriter<W>, v: &Valu
     )
 }
 
-async fn connection(stream: Stream, desktop: Arc<Desktop>) {
+/// The UI this service started: hello, then calls, window reports and
+/// events until either side closes.
+async fn connection<S: AsyncRead + AsyncWrite>(stream: S, desktop: Arc<Desktop>) {
     let (rd, wr) = tokio::io::split(stream);
     let mut reader = FrameReader::with_max_frame(rd, MAX_LINE);
     let mut writer = FrameWriter::new(wr);
@@ -197,7 +345,10 @@ async fn connection(stream: Stream, desktop: Arc<Desktop>) {
             return;
         }
         Err(_) => {
-            tracing::warn!("UI channel: refused a connection that sent no hello in 5 s");
+            tracing::warn!(
+                "UI channel: the UI sent no hello in {} s",
+                HELLO_TIMEOUT.as_secs()
+            );
             return;
         }
     };
@@ -324,6 +475,65 @@ mod tests {
         );
         assert!(hello(&json!({"hello": {"ui": "other", "version": "1", "pid": 1}})).is_err());
         assert!(hello(&json!({"custody": 1, "op": "hello"})).is_err());
+    }
+
+    #[test]
+    fn a_door_may_ask_only_for_a_main_window_view() {
+        for kind in ["main", "grant", "audit", "settings"] {
+            assert_eq!(door_may_ask("open_window", &json!({"kind": kind})), Ok(()));
+        }
+        for (call, args) in [
+            ("open_window", json!({"kind": "review", "id": "q1"})),
+            ("open_window", json!({"kind": "grant", "id": "q1"})),
+            (
+                "open_window",
+                json!({"kind": "grant", "agent": "ed25519:x"}),
+            ),
+            ("open_window", json!({})),
+            ("status", json!({})),
+            ("review_decide", json!({"id": "q1", "approve": true})),
+            ("settings_save", json!({"settings": {}})),
+            ("app_restart", json!({})),
+        ] {
+            assert!(door_may_ask(call, &args).is_err(), "{call} {args}");
+        }
+    }
+
+    #[tokio::test]
+    async fn the_doors_directory_must_be_custodys_own() {
+        let tmp = tempfile::tempdir().unwrap();
+        // Missing: made, 0700.
+        let fresh = tmp.path().join("fresh").join("ui.sock");
+        let l = bind(&fresh).expect("a fresh directory");
+        let mode = std::fs::metadata(fresh.parent().unwrap())
+            .unwrap()
+            .permissions();
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+            0o700
+        );
+        drop(l);
+        // A symbolic link in its place: refused.
+        let real = tmp.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        assert!(matches!(
+            bind(&link.join("ui.sock")),
+            Err(SocketError::UnsafeDir { .. })
+        ));
+        // Another user's directory (possible to set up only as root): refused.
+        if nix::unistd::Uid::effective().is_root() {
+            let theirs = tmp.path().join("theirs");
+            std::fs::create_dir(&theirs).unwrap();
+            nix::unistd::chown(&theirs, Some(nix::unistd::Uid::from_raw(65534)), None).unwrap();
+            match bind(&theirs.join("ui.sock")) {
+                Err(SocketError::UnsafeDir { problem, .. }) => {
+                    assert!(problem.contains("belongs to uid 65534"), "{problem}")
+                }
+                other => panic!("another user's directory was used: {:?}", other.map(|_| ())),
+            }
+        }
     }
 
     #[test]

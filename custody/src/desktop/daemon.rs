@@ -32,10 +32,12 @@ pub struct DesktopOptions {
     pub ui_socket: Option<PathBuf>,
     /// `--hidden`: open no window at start (start at login).
     pub hidden: bool,
-    /// `--no-ui-spawn`: never start the UI process (a UI is started by other
-    /// means, as tauri-driver does in the end-to-end tests).
-    pub no_ui_spawn: bool,
 }
+
+/// How long a stop waits for the decisions running: longer than custody's
+/// own limit on one (OS authentication, signing, the answer).
+const STOP_WAIT: Duration = Duration::from_secs(180);
+const _: () = assert!(STOP_WAIT.as_secs() > super::calls::DECIDE_TIMEOUT.as_secs());
 
 /// What [`run`] ended with.
 #[derive(Debug, PartialEq, Eq)]
@@ -64,7 +66,7 @@ pub async fn run(opts: DesktopOptions) -> Result<Ended, String> {
     };
     tracing::info!(ui_socket = %ui_socket.display(), "UI channel listening");
     let hub = UiHub::new();
-    let opener = Opener::new(hub.clone(), ui_socket.clone(), !opts.no_ui_spawn);
+    let (opener, started_uis) = Opener::new(hub.clone());
     let approver = Arc::new(DesktopApprover::new(
         tokio::runtime::Handle::current(),
         hub.clone(),
@@ -89,9 +91,14 @@ pub async fn run(opts: DesktopOptions) -> Result<Ended, String> {
         Err(e) => tracing::warn!("{e}; requests open their review window directly"),
     }
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let served = tokio::spawn(channel::serve(listener, desktop.clone(), async {
-        let _ = stop_rx.await;
-    }));
+    let served = tokio::spawn(channel::serve(
+        listener,
+        desktop.clone(),
+        started_uis,
+        async {
+            let _ = stop_rx.await;
+        },
+    ));
     let reopen = std::env::var(REOPEN_ENV).ok();
     std::env::remove_var(REOPEN_ENV);
     if reopen.as_deref() == Some("settings") {
@@ -111,6 +118,19 @@ pub async fn run(opts: DesktopOptions) -> Result<Ended, String> {
     // Agents first: from now on nothing new is queued, and an agent that
     // connects meanwhile reaches the next service, not this one going away.
     desktop.stop_socket().await;
+    // No decision is cut in half: new ones are refused from now on, and the
+    // ones running (a password being typed, a signature) finish and hand
+    // their answers to the agents' connections, which outlive the listener.
+    let running = desktop.decisions.running();
+    if running > 0 {
+        tracing::info!(running, "waiting for the decisions being carried out");
+    }
+    if !desktop.decisions.stop_and_wait(STOP_WAIT).await {
+        tracing::error!(
+            "a decision did not finish within {} s; stopping anyway",
+            STOP_WAIT.as_secs()
+        );
+    }
     // Then the UI channel's listener, so that a UI starting now finds no
     // service and starts the next one; the connected UIs still read Quit.
     let _ = stop_tx.send(());
@@ -141,9 +161,9 @@ async fn wait_for_stop(desktop: &Desktop) {
     }
 }
 
-/// Shows the main window of the service already running: starts the UI
-/// pointed at its channel (a UI that runs already takes the request over
-/// through its single-instance handover).
+/// Shows the main window of the service already running: starts the app
+/// pointed at its channel's door, which asks that service to show it (in its
+/// UI, or by starting one) and exits.
 fn hand_over(ui_socket: &std::path::Path) -> Result<(), String> {
     let bin = ui_process::ui_binary().map_err(|e| e.to_string())?;
     let status = std::process::Command::new(&bin)

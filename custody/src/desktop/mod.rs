@@ -12,6 +12,7 @@
 //! | [`permissions`] | which window may make which call; the arming of windows that sign |
 //! | [`calls`] | what each call does (status, reviews, grant form, audit, keys, settings) |
 //! | [`daemon`] | the service's life: start, hand over to a running one, stop, restart |
+//! | [`in_flight`] | the decisions being carried out: Quit and Restart wait for them or refuse |
 //! | [`service`] | the running service: engine, socket, settings, shared state |
 //! | [`settings`] | the desktop's saved settings |
 //! | [`loosening`] | which settings changes loosen custody (and so need OS authentication) |
@@ -30,6 +31,7 @@ pub mod channel;
 pub mod daemon;
 pub mod events;
 pub mod hub;
+pub mod in_flight;
 pub mod loosening;
 pub mod notify;
 pub mod permissions;

@@ -12,6 +12,7 @@
 use super::approver::DesktopApprover;
 use super::calls::{CallError, ErrorCode};
 use super::hub::UiHub;
+use super::in_flight::InFlight;
 use super::notify::Notifier;
 use super::settings::Settings;
 use super::tray::Tray;
@@ -115,6 +116,8 @@ pub struct Desktop {
     pub stop: tokio::sync::Notify,
     /// Set when the stop is a restart (the daemon then starts itself again).
     pub restart: std::sync::atomic::AtomicBool,
+    /// The decisions being carried out (a stop waits for them).
+    pub decisions: Arc<InFlight>,
 }
 
 impl Desktop {
@@ -232,6 +235,7 @@ pub async fn start(
         opener: opener.clone(),
         stop: tokio::sync::Notify::new(),
         restart: std::sync::atomic::AtomicBool::new(false),
+        decisions: Arc::new(InFlight::default()),
     };
     let data = match data {
         Ok(d) => d,

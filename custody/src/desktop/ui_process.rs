@@ -2,18 +2,32 @@
 //! starting the UI process (`parley-custody --open <target>`), at most one at
 //! a time. The UI holds no key: starting it costs memory only while a window
 //! is open, and it exits with its last window.
+//!
+//! The UI process gets its channel at birth: one end of a socket pair as its
+//! standard input, [`UI_FD_ENV`]`=0` saying so; the other end goes to the
+//! channel ([`StartedUi`]). No other process can connect in its place, so a
+//! process that connects to the socket path first gets neither its windows
+//! nor its calls (docs/ui-channel.md).
 
+use super::channel::StartedUi;
 use super::events::{OpenTarget, UiEvent};
 use super::hub::UiHub;
+use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
 
 /// The environment variable naming the UI binary (tests, unusual installs).
 pub const UI_BIN_ENV: &str = "PARLEY_CUSTODY_UI";
-/// The environment variable that tells the UI where the channel is.
+/// The environment variable that tells the UI where the channel's door is
+/// (a UI started from the menu knocks there; it is never the UI's channel).
 pub const UI_SOCKET_ENV: &str = "PARLEY_CUSTODY_UI_SOCKET";
+/// The environment variable that tells a UI this service started which of
+/// its file descriptors is its channel: always `0`, its standard input.
+pub const UI_FD_ENV: &str = "PARLEY_CUSTODY_UI_FD";
 /// How long a UI that was started may take to say hello before another is tried.
 const START_GRACE: Duration = Duration::from_secs(15);
 /// Targets kept for a UI that is starting (more: the oldest are dropped,
@@ -63,22 +77,23 @@ struct Starting {
 #[derive(Clone)]
 pub struct Opener {
     hub: UiHub,
-    socket: PathBuf,
-    /// `false`: never start a UI (`--no-ui-spawn`; a UI is started by other means).
-    spawn: bool,
+    /// Where the channel of each UI started goes ([`super::channel::serve`]).
+    started: mpsc::UnboundedSender<StartedUi>,
     starting: Arc<Mutex<Starting>>,
 }
 
 impl Opener {
-    /// An opener that tells the UIs on `hub`, and starts a UI pointed at
-    /// `socket` when none is connected (unless `spawn` is false).
-    pub fn new(hub: UiHub, socket: PathBuf, spawn: bool) -> Opener {
-        Opener {
+    /// An opener that tells the UIs on `hub`, and starts a UI when none is
+    /// connected; the channel of each UI it starts comes out of the receiver
+    /// (for [`super::channel::serve`]).
+    pub fn new(hub: UiHub) -> (Opener, mpsc::UnboundedReceiver<StartedUi>) {
+        let (started, rx) = mpsc::unbounded_channel();
+        let opener = Opener {
             hub,
-            socket,
-            spawn,
+            started,
             starting: Arc::new(Mutex::new(Starting::default())),
-        }
+        };
+        (opener, rx)
     }
 
     /// Shows `target`; never blocks and never fails (a UI that cannot be
@@ -88,19 +103,16 @@ impl Opener {
             self.hub.send(UiEvent::Open(target));
             return;
         }
-        if !self.spawn {
-            tracing::info!(
-                window = %target.as_arg(),
-                "no UI connected, and starting one is off: the window opens when a UI connects"
-            );
-            self.queue(target);
-            return;
-        }
         let Ok(mut s) = self.starting.lock() else {
             return;
         };
-        let alive = s.pid.is_some() && s.at.is_some_and(|t| t.elapsed() < START_GRACE);
-        if alive {
+        // A UI is on its way: started, not yet said hello, within its grace.
+        // (One that said hello and has disconnected is not: it is closing,
+        // and a window asked for now needs a new UI.)
+        let on_its_way = s.pid.is_some()
+            && s.opening.is_some()
+            && s.at.is_some_and(|t| t.elapsed() < START_GRACE);
+        if on_its_way {
             if s.queued.len() == MAX_QUEUED {
                 s.queued.remove(0);
             }
@@ -117,16 +129,8 @@ impl Opener {
         }
     }
 
-    fn queue(&self, target: OpenTarget) {
-        if let Ok(mut s) = self.starting.lock() {
-            if s.queued.len() == MAX_QUEUED {
-                s.queued.remove(0);
-            }
-            s.queued.push(target);
-        }
-    }
-
-    /// For the channel, when a UI said hello: what it should also show.
+    /// For the channel, when the UI this service started said hello: what it
+    /// should also show (never given to a connection on the path).
     pub fn take_queued(&self) -> Vec<OpenTarget> {
         self.starting
             .lock()
@@ -137,17 +141,27 @@ impl Opener {
             .unwrap_or_default()
     }
 
+    /// Starts the UI with its channel as standard input; the service's end
+    /// (close-on-exec, so no other child inherits it) goes to the channel.
     fn start(&self, target: &OpenTarget) -> std::io::Result<u32> {
         let bin = ui_binary()?;
+        let (ours, theirs) = UnixStream::pair()?;
         let mut child = Command::new(&bin)
             .arg("--open")
             .arg(target.as_arg())
-            .env(UI_SOCKET_ENV, &self.socket)
-            .stdin(Stdio::null())
+            .env(UI_FD_ENV, "0")
+            .env_remove(UI_SOCKET_ENV)
+            .stdin(Stdio::from(OwnedFd::from(theirs)))
             .spawn()
             .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", bin.display())))?;
         let pid = child.id();
         tracing::info!(pid, window = %target.as_arg(), "started the UI");
+        if self.started.send(StartedUi { stream: ours, pid }).is_err() {
+            tracing::warn!(
+                pid,
+                "the UI channel is no longer served: the UI will find it closed"
+            );
+        }
         let starting = self.starting.clone();
         // Reaped on its own thread; the slot frees when it exits.
         let _ = std::thread::Builder::new()
@@ -183,7 +197,7 @@ mod tests {
         // The UI binary is `false`: it exits at once, as a UI whose GTK
         // cannot start does. (No other test here reads this variable.)
         std::env::set_var(UI_BIN_ENV, "/bin/false");
-        let opener = Opener::new(UiHub::new(), PathBuf::from("/nonexistent/ui.sock"), true);
+        let (opener, _channels) = Opener::new(UiHub::new());
         opener.open(OpenTarget::Review("q1".into()));
         let deadline = Instant::now() + Duration::from_secs(10);
         let back = loop {

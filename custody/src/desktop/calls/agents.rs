@@ -2,9 +2,10 @@
 //! known from the audit log, and the human's labels for them.
 
 use super::refused;
-use super::{blocking, change_auth, R};
+use super::{blocking, change_auth, pending, CallError, Caller, ErrorCode, R};
 use crate::admin::{self, KnownAgent};
 use crate::desktop::events::UiEvent;
+use crate::desktop::permissions::WindowKind;
 use crate::desktop::service::Desktop;
 use crate::engine::unix_now;
 use crate::stepup::PromptDetails;
@@ -196,8 +197,43 @@ pub(super) async fn known_agents(state: &Desktop) -> R<Vec<KnownAgent>> {
     .await
 }
 
-/// Sets (or, with no label, removes) the human's label for an agent key.
-pub async fn agent_label_set(state: &Desktop, agent: String, label: Option<String>) -> R<()> {
+/// Whether `window` may name `agent`: the main window any agent (its
+/// audit view lists them all); a request's window (`review-<id>`,
+/// `grant-<id>`) only the agent of its own request, while it waits, so a
+/// window shown for one request cannot rename another agent to look like
+/// one the human trusts.
+fn may_label(state: &Desktop, window: &Caller, agent: &str) -> R<()> {
+    let id = match WindowKind::of(window.label()) {
+        Some(WindowKind::Main) => return Ok(()),
+        Some(WindowKind::Review(id) | WindowKind::GrantRequest(id)) => id,
+        None => {
+            return Err(CallError::new(
+                ErrorCode::NotPermitted,
+                "This window may not name agents.",
+            ))
+        }
+    };
+    let asked = agent_key(agent)?;
+    let own: Option<PublicKey> = pending(state, &id)?.review.agent.key.parse().ok();
+    if own.as_ref() == Some(&asked) {
+        Ok(())
+    } else {
+        Err(CallError::new(
+            ErrorCode::NotPermitted,
+            "A request's window names only its own request's agent; name other agents in the audit view.",
+        ))
+    }
+}
+
+/// Sets (or, with no label, removes) the human's label for an agent key;
+/// a request's window only for its own request's agent ([`may_label`]).
+pub async fn agent_label_set(
+    window: &Caller,
+    state: &Desktop,
+    agent: String,
+    label: Option<String>,
+) -> R<()> {
+    may_label(state, window, &agent)?;
     let e = state.core()?.engine.clone();
     blocking("naming the agent", move || {
         e.set_agent_label(&agent, label.as_deref()).map_err(refused)

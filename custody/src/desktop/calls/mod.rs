@@ -123,6 +123,13 @@ pub async fn dispatch(d: &Arc<Desktop>, caller: &Caller, name: &str, args: Value
     };
     permissions::check(caller.label(), name, &args)
         .map_err(|e| CallError::new(ErrorCode::NotPermitted, e))?;
+    // A decision counts as running until its call ends (review_decide: until
+    // the engine is done with it), so that Quit and Restart wait for it.
+    let decision = if DECISIONS.contains(&name) {
+        Some(d.decisions.begin().map_err(refused)?)
+    } else {
+        None
+    };
     let w = caller;
     match name {
         "status" => json(review::status(d).await),
@@ -135,7 +142,10 @@ pub async fn dispatch(d: &Arc<Desktop>, caller: &Caller, name: &str, args: Value
             let (id, approve, confirmed, gesture, reason) = args!(args;
                 id: String, approve: bool, confirmed: bool,
                 gesture: Option<crate::approver::Gesture>, reason: Option<String>);
-            json(review::review_decide(w, d, id, approve, confirmed, gesture, reason).await)
+            json(
+                review::review_decide(w, d, id, approve, confirmed, gesture, reason, decision)
+                    .await,
+            )
         }
         "review_deny_and_pause" => {
             let (id,) = args!(args; id: String);
@@ -165,7 +175,7 @@ pub async fn dispatch(d: &Arc<Desktop>, caller: &Caller, name: &str, args: Value
         "agent_pauses" => json(agents::agent_pauses(d).await),
         "agent_label_set" => {
             let (agent, label) = args!(args; agent: String, label: Option<String>);
-            json(agents::agent_label_set(d, agent, label).await)
+            json(agents::agent_label_set(w, d, agent, label).await)
         }
         "grant_context" => {
             let (request,) = args!(args; request: Option<String>);
@@ -242,13 +252,27 @@ pub async fn dispatch(d: &Arc<Desktop>, caller: &Caller, name: &str, args: Value
     }
 }
 
+/// The calls that decide a waiting request (counted by
+/// [`crate::desktop::in_flight`]).
+const DECISIONS: [&str; 4] = [
+    "review_decide",
+    "review_deny_and_pause",
+    "review_deny_alike",
+    "grant_issue",
+];
+
 /// Keychain and audit calls (a locked keychain may wait for an unlock prompt).
 const BLOCKING_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A decision: OS authentication (the human types a password, bounded by
 /// the engine), signing, the audit row, handing the token to the agent. The
-/// engine finishes a decision even when this wait gives up.
-const DECIDE_TIMEOUT: Duration = Duration::from_secs(crate::stepup::DEFAULT_TIMEOUT.as_secs() + 30);
+/// engine finishes a decision even when this wait gives up. The window waits
+/// longer still ([`DECIDE_WAIT`]), so the answer always reaches it.
+pub(crate) const DECIDE_TIMEOUT: Duration =
+    Duration::from_secs(crate::stepup::DEFAULT_TIMEOUT.as_secs() + 30);
+
+/// How long a window waits for a decision's answer (the UI's constant).
+pub use parley_custody_client::ui_constants::DECIDE_WAIT;
 
 type R<T> = Result<T, CallError>;
 
@@ -302,4 +326,32 @@ fn pending(state: &Desktop, id: &str) -> R<PendingView> {
                 "This request is no longer waiting: it was decided, expired, or the agent withdrew it.",
             )
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_uis_decide_timeout_exceeds_the_services_step_up_limit() {
+        // polkit's time for the password < custody's limit on a decision
+        // (password, signing, audit row, answer) < the window's wait, with
+        // room for the answer to cross the channel.
+        let polkit = crate::stepup::DEFAULT_TIMEOUT;
+        assert!(DECIDE_TIMEOUT > polkit, "{DECIDE_TIMEOUT:?} <= {polkit:?}");
+        assert!(
+            DECIDE_WAIT >= DECIDE_TIMEOUT + Duration::from_secs(30),
+            "the window gives up ({DECIDE_WAIT:?}) before custody can answer ({DECIDE_TIMEOUT:?})"
+        );
+        // The page imports the same value (the generated file is checked
+        // for staleness in parley-custody-client).
+        let ts = include_str!("../../../../ui/src/custody-constants.ts");
+        assert!(
+            ts.contains(&format!(
+                "export const DECIDE_WAIT_MS = {}\n",
+                DECIDE_WAIT.as_millis()
+            )),
+            "ui/src/custody-constants.ts does not carry DECIDE_WAIT"
+        );
+    }
 }

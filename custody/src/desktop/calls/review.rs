@@ -7,6 +7,7 @@ use super::{blocking, pending, request_id, timed, Caller, APPROVE_DELAY, R};
 use super::{refused, CallError};
 use crate::approver::{Gesture, PendingView, Verdict, Yes};
 use crate::desktop::events::{OpenTarget, View};
+use crate::desktop::in_flight::Decision;
 use crate::desktop::notify::NotifyStatus;
 use crate::desktop::permissions::review_label;
 use crate::desktop::service::{Desktop, SocketStatus};
@@ -181,6 +182,7 @@ pub async fn review_decide(
     confirmed: bool,
     gesture: Option<Gesture>,
     reason: Option<String>,
+    running: Option<Decision>,
 ) -> R<DecisionView> {
     request_id(&id)?;
     pending(state, &id)?;
@@ -206,8 +208,16 @@ pub async fn review_decide(
             .unwrap_or_else(|| "denied in the review window".into());
         Verdict::Deny(Some(reason))
     };
-    let core = state.core()?;
-    let outcome = timed("the decision", core.engine.decide(&id, verdict)).await??;
+    let engine = state.core()?.engine.clone();
+    // The decision is counted as running for as long as the engine works on
+    // it, even if this call stops waiting (Quit waits for it).
+    let work = tokio::spawn(async move {
+        let _running = running;
+        engine.decide(&id, verdict).await
+    });
+    let outcome = timed("the decision", work)
+        .await?
+        .map_err(|e| refuse!("the decision failed: {e}"))??;
     Ok(match outcome {
         Outcome::Approved(_) => DecisionView {
             outcome: "approved",

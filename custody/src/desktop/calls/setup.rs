@@ -161,8 +161,10 @@ async fn record_loosened(core: &Core, row: LoosenedRow) -> R<()> {
 /// Restarts the custody service so that saved settings take effect
 /// (pending requests are dropped; their agents see the connection close and
 /// may ask again). The UI loses its channel and closes; the new service
-/// opens the settings view again.
+/// opens the settings view again. Refused while a decision is carried out
+/// (`in_flight`): its answer must reach the agent first.
 pub async fn app_restart(state: &Desktop) -> R<()> {
+    state.decisions.may_restart().map_err(refused)?;
     state.request_stop(true);
     Ok(())
 }
