@@ -71,6 +71,9 @@ fn refusal(what: &str, e: &StepUpError, without: &str) -> CallError {
         StepUpError::Timeout(secs) => format!(
             "OS authentication was not completed within {secs} s: nothing changed (custody was asked to {what})."
         ),
+        StepUpError::Busy => format!(
+            "Another approval or change is waiting for your password; finish or cancel it first: nothing changed (custody was asked to {what})."
+        ),
     };
     CallError::new(ErrorCode::NotAuthenticated, message)
 }
