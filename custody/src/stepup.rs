@@ -593,7 +593,7 @@ mod tests {
             amount: 1,
             currency: "EUR".into(),
         };
-        assert!(c(&[eur.clone()], false).required);
+        assert!(c(std::slice::from_ref(&eur), false).required);
         assert!(c(&[usd(1), eur], false).required, "one in another currency");
         assert!(!c(&[], false).required);
         assert!(c(&[], true).required, "says free but charges");
