@@ -9,7 +9,9 @@
 //! nothing is cached). The desktop's own authentication agent asks for the
 //! password or fingerprint; custody never sees either. The headless daemon
 //! registers polkit's text agent (`pkttyagent`) on its terminal for the
-//! duration of one check ([`TextAgent`]).
+//! duration of one check ([`TextAgent`]). The prompt's message names the
+//! request ([`PromptDetails`], built by the engine), and the engine asks
+//! one check at a time ([`StepUpError::Busy`] for a second).
 //!
 //! What it stops: another display client, or another person at the unlocked
 //! desktop, approving in the human's name. What it does not stop: malware
@@ -593,7 +595,7 @@ mod tests {
             amount: 1,
             currency: "EUR".into(),
         };
-        assert!(c(&[eur.clone()], false).required);
+        assert!(c(std::slice::from_ref(&eur), false).required);
         assert!(c(&[usd(1), eur], false).required, "one in another currency");
         assert!(!c(&[], false).required);
         assert!(c(&[], true).required, "says free but charges");

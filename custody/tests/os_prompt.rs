@@ -38,6 +38,8 @@ use zeroize::Zeroizing;
 /// tests run at once, and each kills what its user left when it ends.
 const BUSY_USER: &str = "stepup-t-busy";
 const TTY_USER: &str = "stepup-t-tty";
+/// A user polkit's actions never name as an owner.
+const NOT_OWNER: &str = "stepup-t-notowner";
 /// Both users' password, which polkit asks for.
 const PASSWORD: &str = "osprompt-Passw0rd";
 const WAIT: Duration = Duration::from_secs(60);
@@ -62,9 +64,9 @@ fn must(cmd: &mut Command) {
     );
 }
 
-/// The user with its password, and polkit up with the user an owner of
-/// custody's actions.
-fn ensure_user_and_polkit(user: &str) {
+/// The user with its password, and polkit up (with the user an owner of
+/// custody's actions when `owner`).
+fn ensure_user_and_polkit(user: &str, owner: bool) {
     if nix::unistd::User::from_name(user).ok().flatten().is_none() {
         must(Command::new("useradd").args([
             "--system",
@@ -81,7 +83,12 @@ fn ensure_user_and_polkit(user: &str) {
     writeln!(chpasswd.stdin.take().unwrap(), "{user}:{PASSWORD}").unwrap();
     assert!(chpasswd.wait().unwrap().success(), "chpasswd");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/start-polkit.sh");
-    must(Command::new("bash").arg(&script).arg(user));
+    let mut start = Command::new("bash");
+    start.arg(&script);
+    if owner {
+        start.arg(user);
+    }
+    must(&mut start);
 }
 
 fn uid(user: &str) -> nix::unistd::Uid {
@@ -303,7 +310,7 @@ fn consent(id: &str, service: &str, amount: i64, principal: &str) -> Value {
 }
 
 /// Whether the test may run, with what it needs checked.
-fn ready(test: &str, user: &str) -> bool {
+fn ready(test: &str, user: &str, owner: bool) -> bool {
     if !support::require_root(
         test,
         "it creates an OS user with a password and starts polkitd",
@@ -323,7 +330,7 @@ fn ready(test: &str, user: &str) -> bool {
         missing.is_empty(),
         "this test needs {missing:?}: run scripts/setup.sh"
     );
-    ensure_user_and_polkit(user);
+    ensure_user_and_polkit(user, owner);
     true
 }
 
@@ -351,21 +358,36 @@ fn wait_in(log: &Path, needle: &str, from: usize) -> usize {
 
 #[test]
 fn the_terminal_daemons_os_prompt_names_the_request_and_only_the_password_signs() {
-    const USER: &str = TTY_USER;
-    if !ready(
-        "the_terminal_daemons_os_prompt_names_the_request_and_only_the_password_signs",
-        USER,
-    ) {
-        return;
+    let test = "the_terminal_daemons_os_prompt_names_the_request_and_only_the_password_signs";
+    if ready(test, TTY_USER, true) {
+        at_the_terminal(TTY_USER, true);
     }
+}
+
+#[test]
+fn without_polkits_leave_to_name_the_request_the_password_is_still_asked_and_the_log_says_why() {
+    let test =
+        "without_polkits_leave_to_name_the_request_the_password_is_still_asked_and_the_log_says_why";
+    if ready(test, NOT_OWNER, false) {
+        at_the_terminal(NOT_OWNER, false);
+    }
+}
+
+/// The headless daemon as `user` on a tmux pty: a consent is asked at its
+/// terminal, then the OS asks for the password through `pkttyagent` on the
+/// same terminal. A wrong password and a closed prompt sign nothing; the
+/// password signs once. With `owner`, polkit takes the prompt's details and
+/// the prompt names the request; without, polkit refuses them, custody
+/// asks without them (the placeholder shows) and its log says why.
+fn at_the_terminal(user: &'static str, owner: bool) {
     let tmp = tempfile::Builder::new()
         .prefix("parley-osprompt")
         .tempdir()
         .unwrap();
     std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let home = own_dir(USER, &tmp.path().join("home"));
-    let run_dir = own_dir(USER, &home.join("run"));
-    let data = own_dir(USER, &home.join("data"));
+    let home = own_dir(user, &tmp.path().join("home"));
+    let run_dir = own_dir(user, &home.join("run"));
+    let data = own_dir(user, &home.join("data"));
     let sock = run_dir.join("custody.sock");
     let screen = tmp.path().join("terminal.log");
     // The daemon as the user, on a terminal of the user's own (script), in
@@ -378,7 +400,7 @@ fn the_terminal_daemons_os_prompt_names_the_request_and_only_the_password_signs(
         data = sh_quote(&data.display().to_string()),
     );
     let pane = format!(
-        "exec runuser -u {USER} -- env -i HOME={home} PATH=/usr/local/bin:/usr/bin:/bin \
+        "exec runuser -u {user} -- env -i HOME={home} PATH=/usr/local/bin:/usr/bin:/bin \
          XDG_RUNTIME_DIR={run} XDG_DATA_HOME={data} KEYRING_PW=osprompt-keyring-pw RUST_LOG=info \
          PARLEY_CUSTODY_NAMESPACE=stepup-osprompt script -qfec {daemon} /dev/null",
         home = sh_quote(&home.display().to_string()),
@@ -386,7 +408,7 @@ fn the_terminal_daemons_os_prompt_names_the_request_and_only_the_password_signs(
         data = sh_quote(&data.display().to_string()),
         daemon = sh_quote(&daemon),
     );
-    let tmux = Tmux::new(USER);
+    let tmux = Tmux::new(user);
     tmux.cmd(&[
         "new-session",
         "-d",
@@ -420,7 +442,7 @@ fn the_terminal_daemons_os_prompt_names_the_request_and_only_the_password_signs(
         .expect("the daemon prints the principal key")
         .to_string();
 
-    let mut c = Client::start(USER, None, &sock);
+    let mut c = Client::start(user, None, &sock);
     c.send(json!({"agent": "a", "request": consent("a", "shop.example", 5830, &principal)}));
     let phrase = parley_custody::fingerprint::phrase(&agent_key().public());
     let mut at = at;
@@ -431,13 +453,19 @@ fn the_terminal_daemons_os_prompt_names_the_request_and_only_the_password_signs(
         keys(&["y", "Enter"]);
         let asked = wait_in(&screen, "Password: ", at);
         let prompt = &pane_log(&screen)[at..asked];
-        for needed in [
-            "Parley Custody will sign a consent for 58.30 USD at shop.example (shop.order)",
-            &format!("asked by agent \"{phrase}\""),
-        ] {
+        let named = format!(
+            "Parley Custody will sign a consent for 58.30 USD at shop.example (shop.order) \
+             asked by agent \"{phrase}\""
+        );
+        if owner {
             assert!(
-                prompt.contains(needed),
-                "the OS prompt names {needed:?}:\n{prompt}"
+                prompt.contains(&named),
+                "the OS prompt names {named:?}:\n{prompt}"
+            );
+        } else {
+            assert!(
+                prompt.contains("Parley Custody will sign $(decision)."),
+                "polkit shows its placeholder:\n{prompt}"
             );
         }
         match wrong {
@@ -488,6 +516,12 @@ fn the_terminal_daemons_os_prompt_names_the_request_and_only_the_password_signs(
         3,
         "two failed step-ups and one signature: {kinds:?}"
     );
+    let log = std::fs::read_to_string(data.join("custodyd.log")).unwrap_or_default();
+    assert_eq!(
+        log.contains("polkit refused the OS prompt's details"),
+        !owner,
+        "the log says why the prompt could not name the request only when it could not:\n{log}"
+    );
 }
 
 #[test]
@@ -496,6 +530,7 @@ fn two_decisions_at_once_raise_one_os_prompt_naming_its_request_and_sign_nothing
     if !ready(
         "two_decisions_at_once_raise_one_os_prompt_naming_its_request_and_sign_nothing_twice",
         USER,
+        true,
     ) {
         return;
     }

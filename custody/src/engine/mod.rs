@@ -14,8 +14,8 @@
 //! The files: this one (the engine's state, configuration and the requests
 //! that need no human: hello, status, cancel), `submit` (a request on its
 //! way to the human), `decide` (a decision carried out), `form` (grants
-//! from the human's own form), `agents` (pauses, alike requests, labels)
-//! and `error`.
+//! from the human's own form), `prompt` (what the OS password prompt says
+//! is signed), `agents` (pauses, alike requests, labels) and `error`.
 
 use crate::approval::Approval;
 use crate::approver::{Approver, PendingView, Verdict, Yes};
