@@ -122,7 +122,8 @@ print(a.getsockname()[1], b.getsockname()[1])')
     export T KIND="$kind" HOME="$T/home" XDG_DATA_HOME="$T/data" XDG_CONFIG_HOME="$T/config" \
       XDG_CACHE_HOME="$T/cache" XDG_RUNTIME_DIR="$T/run" \
       PARLEY_CUSTODY_NAMESPACE="e2e-$$-$kind" PARLEY_CUSTODY_SOCKET="$T/run/custody.sock" \
-      PARLEY_CUSTODY_DATA="$T/custody" NOTIFY_LOG="$T/notify.log" FILE="$file"
+      PARLEY_CUSTODY_DATA="$T/custody" NOTIFY_LOG="$T/notify.log" FILE="$file" \
+      PARLEY_CUSTODY_UI="$repo/src-tauri/tests/e2e/ui-handoff.py" PARLEY_E2E_HANDOFF="$T/run/handoff.sock"
     read -r DRIVER_PORT NATIVE_PORT <<<"$ports"
     export DRIVER_PORT NATIVE_PORT WEBDRIVER_URL="http://127.0.0.1:$DRIVER_PORT"
     timeout 900 "${as_user[@]}" xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session "${bus_config[@]}" -- bash -c '

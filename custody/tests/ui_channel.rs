@@ -762,3 +762,32 @@ fn a_review_window_labels_only_its_own_requests_agent() {
     )
     .expect("main names any agent");
 }
+
+#[test]
+fn a_second_service_asks_the_first_at_its_door_for_the_window_and_exits() {
+    if !in_session(
+        "a_second_service_asks_the_first_at_its_door_for_the_window_and_exits",
+        Session::Keyring,
+    ) {
+        return;
+    }
+    let svc = Service::start();
+    let second = Command::new(env!("CARGO_BIN_EXE_parley-custodyd"))
+        .args(["--approver", "desktop", "--ui-socket"])
+        .arg(&svc.ui)
+        .arg("--socket")
+        .arg(&svc.sock)
+        .arg("--data-dir")
+        .arg(scratch().join("custody"))
+        .stdin(Stdio::null())
+        .output()
+        .expect("a second parley-custodyd");
+    assert!(
+        second.status.success(),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    // The first service shows its main window in a UI it starts itself.
+    let ui = svc.next_ui();
+    assert_eq!(ui.opened_with(), "main:home");
+}

@@ -255,6 +255,47 @@ async fn door<S: AsyncRead + AsyncWrite>(stream: S, desktop: Arc<Desktop>) {
     let _ = tokio::time::timeout(DOOR_LIFETIME, send(&mut writer, &answer)).await;
 }
 
+/// Asks the service whose door is at `path` to show its main window (what a
+/// second `parley-custodyd` does): hello, `open_window`, its answer.
+pub fn knock(path: &Path) -> Result<(), String> {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let fail = |e: std::io::Error| format!("the running custody's door at {}: {e}", path.display());
+    let mut s = std::os::unix::net::UnixStream::connect(path).map_err(fail)?;
+    s.set_read_timeout(Some(DOOR_LIFETIME)).map_err(fail)?;
+    s.set_write_timeout(Some(DOOR_LIFETIME)).map_err(fail)?;
+    let hello = json!({"hello": {"ui": "parley-custody-ui", "version": env!("CARGO_PKG_VERSION"), "pid": std::process::id()}});
+    let ask = json!({"id": 1, "window": "main", "call": "open_window", "args": {"kind": "main"}});
+    s.write_all(format!("{hello}\n{ask}\n").as_bytes())
+        .map_err(fail)?;
+    let mut lines = BufReader::new(s.take(64 * 1024)).lines();
+    let mut next = || -> Result<Value, String> {
+        let line = lines
+            .next()
+            .ok_or("the running custody closed its door without answering")?
+            .map_err(fail)?;
+        serde_json::from_str(&line).map_err(|e| format!("the running custody's answer: {e}"))
+    };
+    let greeting = next()?;
+    if let Some(why) = greeting.get("refused").and_then(Value::as_str) {
+        return Err(format!(
+            "the running custody refused: {}",
+            display::for_log(why)
+        ));
+    }
+    let answer = next()?;
+    match answer.get("err") {
+        None => Ok(()),
+        Some(e) => Err(format!(
+            "the running custody did not open its window: {}",
+            display::for_log(
+                e.get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("no reason")
+            )
+        )),
+    }
+}
+
 /// What a UI sends after its hello.
 #[derive(Debug, PartialEq)]
 enum FromUi {

@@ -13,7 +13,7 @@ use super::events::{OpenTarget, UiEvent, View};
 use super::hub::UiHub;
 use super::service::{self, Desktop, StartOptions};
 use super::tray::Tray;
-use super::ui_process::{self, Opener};
+use super::ui_process::Opener;
 use crate::ipc::socket::SocketError;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -161,19 +161,9 @@ async fn wait_for_stop(desktop: &Desktop) {
     }
 }
 
-/// Shows the main window of the service already running: starts the app
-/// pointed at its channel's door, which asks that service to show it (in its
-/// UI, or by starting one) and exits.
+/// Shows the main window of the service already running: asks it at its
+/// channel's door ([`channel::knock`]); it shows the window in its UI, or
+/// starts one.
 fn hand_over(ui_socket: &std::path::Path) -> Result<(), String> {
-    let bin = ui_process::ui_binary().map_err(|e| e.to_string())?;
-    let status = std::process::Command::new(&bin)
-        .arg("--open")
-        .arg("main:home")
-        .env(ui_process::UI_SOCKET_ENV, ui_socket)
-        .stdin(std::process::Stdio::null())
-        .spawn()
-        .map_err(|e| format!("{}: {e}", bin.display()))?;
-    // Not waited for: it runs for as long as its window is open.
-    drop(status);
-    Ok(())
+    channel::knock(ui_socket)
 }

@@ -33,9 +33,15 @@ export const wd = new WebDriver(process.env.WEBDRIVER_URL ?? 'http://127.0.0.1:4
 /** The home window's handle, once startApp() has started the app. */
 export let main = null
 
+// What WebDriver starts: ui-launch.py, which knocks at custody's door and
+// becomes `app` with the channel custody gives the UI it starts (handed over
+// by ui-handoff.py, the session's PARLEY_CUSTODY_UI): the app runs as custody
+// starts it, with an inherited channel, never one connected to the path.
+const LAUNCH = join(repo, 'src-tauri', 'tests', 'e2e', 'ui-launch.py')
+
 /** Starts the app through the driver; its first window is the home window (`main`). */
 export async function startApp(app = APP) {
-  await wd.start(app)
+  await wd.start(LAUNCH, [app])
   main = await wd.handle()
   return main
 }

@@ -41,7 +41,7 @@ export class WebDriver {
   }
 
   /** Waits for the driver, then starts the app. */
-  async start(application, timeoutMs = 30_000) {
+  async start(application, args = [], timeoutMs = 30_000) {
     const deadline = Date.now() + timeoutMs
     for (;;) {
       try {
@@ -53,7 +53,7 @@ export class WebDriver {
       }
     }
     const v = await this.req('POST', '/session', {
-      capabilities: { alwaysMatch: { 'tauri:options': { application } } },
+      capabilities: { alwaysMatch: { 'tauri:options': { application, args } } },
     })
     this.session = v.sessionId
     return v

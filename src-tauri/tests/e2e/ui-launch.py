@@ -1,0 +1,34 @@
+#!/usr/bin/env python3
+# What WebDriver starts in the end-to-end sessions (session.mjs startApp):
+# `ui-launch.py APP [ARGS…]`. The real app runs only with the channel the
+# custody service gave the UI it started, so this asks the service for a
+# window as the menu entry does (APP with no channel: a knock at the door),
+# receives from ui-handoff.py (what the service started) that channel, puts
+# it on standard input and becomes APP with it (exec: the same process
+# WebDriver drives), with the service's arguments (`--open …`).
+import json, os, socket, subprocess, sys
+
+app, extra = sys.argv[1], sys.argv[2:]
+path = os.environ["PARLEY_E2E_HANDOFF"]
+try:
+    os.unlink(path)
+except FileNotFoundError:
+    pass
+listener = socket.socket(socket.AF_UNIX)
+listener.bind(path)
+listener.listen(1)
+listener.settimeout(30)
+knock = subprocess.run([app, "--open", "main:home"], stdin=subprocess.DEVNULL, timeout=30)
+if knock.returncode != 0:
+    sys.exit(f"ui-launch: the knock at custody's door failed ({knock.returncode})")
+conn, _ = listener.accept()
+msg, fds, _, _ = socket.recv_fds(conn, 65536, 1)
+conn.close()
+listener.close()
+os.unlink(path)
+if len(fds) != 1:
+    sys.exit("ui-launch: the handoff brought no channel")
+os.dup2(fds[0], 0)
+os.close(fds[0])
+os.environ["PARLEY_CUSTODY_UI_FD"] = "0"
+os.execv(app, [app] + json.loads(msg) + extra)
