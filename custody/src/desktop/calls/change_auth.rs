@@ -65,15 +65,20 @@ fn refusal(what: &str, e: &StepUpError, without: &str) -> CallError {
             unavailable("custody's polkit actions are not installed; reinstalling Parley Custody puts them back")
         }
         StepUpError::NoAgent => unavailable("no authentication agent answered to ask for your password"),
-        StepUpError::Refused => format!(
-            "OS authentication failed or was cancelled: nothing changed (custody was asked to {what})."
-        ),
         StepUpError::Timeout(secs) => format!(
             "OS authentication was not completed within {secs} s: nothing changed (custody was asked to {what})."
         ),
-        StepUpError::Busy => format!(
-            "Another approval or change is waiting for your password; finish or cancel it first: nothing changed (custody was asked to {what})."
+        StepUpError::Refused => format!(
+            "OS authentication failed or was cancelled: nothing changed (custody was asked to {what})."
         ),
+        // Another OS prompt is open (one at a time): this change waits for
+        // nothing; the human asks again once that one is answered.
+        StepUpError::Busy => {
+            return CallError::new(
+                ErrorCode::Busy,
+                format!("Another OS authentication prompt is open: answer it, then try again. Nothing changed (custody was asked to {what})."),
+            )
+        }
     };
     CallError::new(ErrorCode::NotAuthenticated, message)
 }
