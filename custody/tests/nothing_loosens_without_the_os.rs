@@ -3,9 +3,10 @@
 //! user with a password (`loosen-desk`, created here; polkit asks root
 //! nothing), next to a real polkitd on the real system bus
 //! (scripts/start-polkit.sh), inside a private D-Bus session with an
-//! unlocked gnome-keyring. The client is a raw UI-channel client of that
-//! same user: a hello and `{"id","window","call","args"}` lines, as any
-//! process of the human's desktop user could send.
+//! unlocked gnome-keyring. The client is the UI the service starts (the
+//! test plays it through a relay that hands over the inherited channel):
+//! raw `{"id","window","call","args"}` lines, as a compromised page or
+//! synthetic input in the real UI could make it send.
 //!
 //! What it stops: such a client turning step-up off, letting another OS
 //! user's agents in, resuming a paused agent or deleting the principal key
@@ -165,7 +166,7 @@ fn as_root_a_loosening_goes_through_and_its_row_says_nothing_protected_it() {
         return;
     }
     let service = Service::start(&support::scratch());
-    let mut ui = Ui::connect(&service.ui);
+    let mut ui = service.ui();
     let never = with(settings(&mut ui), |s| {
         s["step_up"] = json!({"rule": "never"})
     });
@@ -221,6 +222,7 @@ struct Service {
     child: Child,
     ui: PathBuf,
     log: PathBuf,
+    relay: support::ui_relay::Relay,
 }
 
 impl Service {
@@ -229,20 +231,31 @@ impl Service {
         let ui = dir.join("ui").join("ui.sock");
         let sock = dir.join("custody.sock");
         let log = dir.join("service.log");
+        // The test is the UI the service starts (the relay hands it the
+        // inherited channel): the one client the service lets see windows
+        // and make calls, as a compromised page or synthetic input would.
+        let relay = support::ui_relay::Relay::install(dir);
         let child = Command::new(env!("CARGO_BIN_EXE_parley-custodyd"))
-            .args(["--approver", "desktop", "--hidden", "--no-ui-spawn"])
+            .args(["--approver", "desktop", "--hidden"])
             .arg("--socket")
             .arg(&sock)
             .arg("--ui-socket")
             .arg(&ui)
             .arg("--data-dir")
             .arg(&data)
+            .env("PARLEY_CUSTODY_UI", &relay.program)
+            .env("PARLEY_TEST_UI_RELAY", &relay.socket)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
             .expect("start parley-custodyd");
-        let s = Service { child, ui, log };
+        let s = Service {
+            child,
+            ui,
+            log,
+            relay,
+        };
         let start = Instant::now();
         while !(s.ui.exists() && sock.exists()) {
             assert!(
@@ -258,6 +271,16 @@ impl Service {
     fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
+
+    /// Knocks at the door (the socket path) for the main window, as the app
+    /// started from the menu does, and becomes the UI the service starts.
+    fn ui(&self) -> Ui {
+        let mut door = Ui::over(UnixStream::connect(&self.ui).expect("connect to the door"));
+        door.call("open_window", json!({"kind": "main"}))
+            .expect("the door opens main");
+        let (stream, _) = self.relay.next(WAIT, || self.log());
+        Ui::over(stream)
+    }
 }
 
 impl Drop for Service {
@@ -267,7 +290,7 @@ impl Drop for Service {
     }
 }
 
-/// A raw UI-channel client: a hello, then calls answered by id.
+/// The UI the service started, raw: a hello, then calls answered by id.
 struct Ui {
     out: UnixStream,
     rx: mpsc::Receiver<Value>,
@@ -275,8 +298,7 @@ struct Ui {
 }
 
 impl Ui {
-    fn connect(path: &Path) -> Ui {
-        let s = UnixStream::connect(path).expect("connect to the UI channel");
+    fn over(s: UnixStream) -> Ui {
         let out = s.try_clone().unwrap();
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
@@ -463,7 +485,7 @@ fn as_the_user() {
     let password = std::env::var(PASSWORD).expect("the user's password");
     let dir = support::scratch();
     let service = Service::start(&dir);
-    let mut ui = Ui::connect(&service.ui);
+    let mut ui = service.ui();
 
     // The first key is made without asking (there is nothing to loosen yet);
     // pausing an agent and lowering a limit tighten: none of them asks, and
