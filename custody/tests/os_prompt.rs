@@ -163,15 +163,23 @@ fn wait_until(what: &str, mut ok: impl FnMut() -> bool, log: impl Fn() -> String
 /// commands on stdin and prints every answer as one JSON line.
 const CLIENT: &str = r#"
 import json, os, socket, sys, threading
-ui_path, agent_path = sys.argv[1], sys.argv[2]
+ui_path, agent_path, relay_path = sys.argv[1], sys.argv[2], sys.argv[3]
 out_lock = threading.Lock()
 def say(o):
     with out_lock:
         print(json.dumps(o), flush=True)
+hello = {"hello": {"ui": "parley-custody-ui", "version": "0.1.0", "pid": os.getpid()}}
 if ui_path != "-":
-    s = socket.socket(socket.AF_UNIX); s.connect(ui_path); f = s.makefile('rwb')
+    # Knock at the door for the main window; the service starts its UI (the
+    # relay), which hands this client the channel it inherited.
+    lst = socket.socket(socket.AF_UNIX); lst.bind(relay_path); lst.listen(1)
+    d = socket.socket(socket.AF_UNIX); d.connect(ui_path); df = d.makefile('rwb')
+    for m in (hello, {"id": 1, "window": "main", "call": "open_window", "args": {"kind": "main"}}):
+        df.write((json.dumps(m) + '\n').encode()); df.flush(); json.loads(df.readline())
+    s, _ = lst.accept(); f = s.makefile('rwb')
+    json.loads(f.readline())
     def send(o): f.write((json.dumps(o) + '\n').encode()); f.flush()
-    send({"hello": {"ui": "parley-custody-ui", "version": "0.1.0", "pid": os.getpid()}})
+    send(hello)
     json.loads(f.readline())
     def reader():
         for line in f:
@@ -198,12 +206,18 @@ struct Client {
 }
 
 impl Client {
-    /// The client as the test user: a UI on `ui` (if any) and agents on `sock`.
-    fn start(user: &str, ui: Option<&Path>, sock: &Path) -> Client {
+    /// The client as the test user: the UI the service starts (if `ui`
+    /// names the door and the relay's socket) and agents on `sock`.
+    fn start(user: &str, ui: Option<(&Path, &Path)>, sock: &Path) -> Client {
+        let (door, relay) = match ui {
+            Some((d, r)) => (d.display().to_string(), r.display().to_string()),
+            None => ("-".into(), "-".into()),
+        };
         let mut child = Command::new("runuser")
             .args(["-u", user, "--", "python3", "-c", CLIENT])
-            .arg(ui.map_or_else(|| "-".into(), |p| p.display().to_string()))
+            .arg(door)
             .arg(sock)
+            .arg(relay)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -449,7 +463,8 @@ fn at_the_terminal(user: &'static str, owner: bool) {
     // A wrong password, then no answer at all (Ctrl-D): nothing is signed.
     for wrong in [Some("not-the-password"), None] {
         at = wait_in(&screen, "approve? [y/N] ", at);
-        std::thread::sleep(Duration::from_millis(600));
+        // A yes counts once the prompt has been on screen for the delay.
+        std::thread::sleep(parley_custody::terminal::ANSWER_DELAY + Duration::from_millis(300));
         keys(&["y", "Enter"]);
         let asked = wait_in(&screen, "Password: ", at);
         let prompt = &pane_log(&screen)[at..asked];
@@ -483,7 +498,7 @@ fn at_the_terminal(user: &'static str, owner: bool) {
     }
     // The right password signs exactly that request.
     at = wait_in(&screen, "approve? [y/N] ", at);
-    std::thread::sleep(Duration::from_millis(600));
+    std::thread::sleep(parley_custody::terminal::ANSWER_DELAY + Duration::from_millis(300));
     keys(&["y", "Enter"]);
     wait_in(&screen, "Password: ", at);
     keys(&[PASSWORD, "Enter"]);
@@ -545,14 +560,20 @@ fn two_decisions_at_once_raise_one_os_prompt_naming_its_request_and_sign_nothing
     let (sock, ui_sock) = (run_dir.join("custody.sock"), run_dir.join("ui/ui.sock"));
     let log = home.join("service.log");
     let service_log = || std::fs::read_to_string(&log).unwrap_or_default();
+    // The UI the service starts: the relay, handing its channel to the client.
+    let relay_bin = home.join("ui-relay");
+    std::fs::write(&relay_bin, support::ui_relay::RELAY).unwrap();
+    std::fs::set_permissions(&relay_bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let relay_sock = home.join("relay.sock");
 
     // The service, as the user, in its own session with its keyring.
     let tmux = Tmux::new(USER);
     let service = format!(
         "exec runuser -u {USER} -- env -i HOME={home} PATH=/usr/local/bin:/usr/bin:/bin \
          XDG_RUNTIME_DIR={run} XDG_DATA_HOME={data} KEYRING_PW=busy-keyring-pw RUST_LOG=info \
-         PARLEY_CUSTODY_NAMESPACE=stepup-busy \
-         dbus-run-session -- sh -c {unlock} sh {bin} --approver desktop --hidden --no-ui-spawn \
+         PARLEY_CUSTODY_NAMESPACE=stepup-busy PARLEY_CUSTODY_UI={relay_bin} \
+         PARLEY_TEST_UI_RELAY={relay_sock} \
+         dbus-run-session -- sh -c {unlock} sh {bin} --approver desktop --hidden \
          --socket {sock} --ui-socket {ui} --data-dir {data} 2>{log}",
         home = sh_quote(&home.display().to_string()),
         run = sh_quote(&run_dir.display().to_string()),
@@ -562,6 +583,8 @@ fn two_decisions_at_once_raise_one_os_prompt_naming_its_request_and_sign_nothing
         sock = sh_quote(&sock.display().to_string()),
         ui = sh_quote(&ui_sock.display().to_string()),
         log = sh_quote(&log.display().to_string()),
+        relay_bin = sh_quote(&relay_bin.display().to_string()),
+        relay_sock = sh_quote(&relay_sock.display().to_string()),
     );
     tmux.cmd(&[
         "new-session",
@@ -631,7 +654,7 @@ fn two_decisions_at_once_raise_one_os_prompt_naming_its_request_and_sign_nothing
     let agent_screen = || std::fs::read_to_string(&screen).unwrap_or_default();
 
     // The UI and the agents, as the user.
-    let mut c = Client::start(USER, Some(&ui_sock), &sock);
+    let mut c = Client::start(USER, Some((&ui_sock, &relay_sock)), &sock);
     c.ui(1, "main", "key_create", json!({"label": "Ana"}));
     let key = c.reply_to(1);
     let principal = key["ok"]["public"]

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 /// byte for byte, to the test listening at `$PARLEY_TEST_UI_RELAY`, after
 /// one line saying how it was started. The test is then the UI the service
 /// started, as the real app is (tests/e2e run the app itself).
-const RELAY: &str = r#"#!/usr/bin/env python3
+pub const RELAY: &str = r#"#!/usr/bin/env python3
 import json, os, socket, sys, threading
 ch = socket.socket(fileno=os.dup(0))
 t = socket.socket(socket.AF_UNIX)
