@@ -594,7 +594,9 @@ fn keys_and_audit_in_a_file_store() {
     // The retention policy in effect, then the one event.
     assert_eq!(text.lines().count(), 2, "{text}");
     assert!(
-        text.starts_with("retention: at most 20 rejected requests per peer and hour"),
+        text.starts_with(
+            "retention: at most 20 rejected requests, and as many cancelled ones, per peer and hour"
+        ),
         "{text}"
     );
     assert!(
