@@ -34,14 +34,45 @@ pub async fn window_close(window: Window) -> Result<(), CallError> {
         .map_err(|e| CallError::new("refused", e.to_string()))
 }
 
-/// Opens (or focuses) `target`; a window created now is reported `shown`.
+/// Opens (or focuses) `target`; a window created now is reported `shown`,
+/// and a review window is titled after its request once custody described
+/// it (the window asks `review_get` for its own request, as its page does).
 pub fn open<R: Runtime>(app: &AppHandle<R>, target: &OpenTarget) -> Result<(), String> {
     if let Some(label) = windows::open(app, target)? {
         if let Some(channel) = app.try_state::<Arc<Channel>>() {
             channel.note(&label, Note::Shown);
+            if let OpenTarget::Review(id) = target {
+                title_after_request(app.clone(), Arc::clone(&channel), label, id.clone());
+            }
         }
     }
     Ok(())
+}
+
+/// Sets review window `label`'s title from custody's description of request `id`.
+fn title_after_request<R: Runtime>(
+    app: AppHandle<R>,
+    channel: Arc<Channel>,
+    label: String,
+    id: String,
+) {
+    tauri::async_runtime::spawn(async move {
+        let args = serde_json::json!({ "id": id });
+        match channel.call(&label, "review_get", &args).await {
+            Ok(view) => {
+                let Some(review) = view.get("review") else {
+                    return; // decided or gone meanwhile: the window closes
+                };
+                let title = windows::request_title(&id, review);
+                if let Some(w) = app.get_webview_window(&label) {
+                    if let Err(e) = w.set_title(&title) {
+                        tracing::debug!("cannot title {label}: {e}");
+                    }
+                }
+            }
+            Err(e) => tracing::debug!("no title for {label}: {}", protocol::echo(&e.message)),
+        }
+    });
 }
 
 /// The Tauri event a service event becomes, with its payload (`None`: none).
@@ -83,6 +114,17 @@ pub fn on_page_load<R: Runtime>(
     webview: &tauri::Webview<R>,
     payload: &tauri::webview::PageLoadPayload<'_>,
 ) {
+    // WebKit falls back to no sandbox with only a warning: a page that
+    // starts loading in a web process sharing our namespaces, before any of
+    // its script runs, closes every window.
+    if let Err(e) = crate::webkit::confirm() {
+        for (_, w) in webview.app_handle().webview_windows() {
+            let _ = w.destroy();
+        }
+        crate::webkit::refuse(&e);
+        shut_down(webview.app_handle(), 3);
+        return;
+    }
     if payload.event() == tauri::webview::PageLoadEvent::Finished {
         if let Some(channel) = webview.try_state::<Arc<Channel>>() {
             channel.note(webview.label(), Note::Shown);

@@ -110,6 +110,12 @@ fn run(args: Args) -> i32 {
         // Autostart: the service runs (it has its tray); no window now.
         return 0;
     }
+    // No page of ours is shown by a web engine that could reach the key:
+    // without its sandbox, the windows say why and do not open.
+    if let Err(e) = webkit::probe() {
+        webkit::refuse(&e);
+        return 3;
+    }
     let first = args.open.clone();
     let app = tauri::Builder::default()
         // First: a second start opens its window here instead (one UI per user).
@@ -126,6 +132,9 @@ fn run(args: Args) -> i32 {
         .on_window_event(bridge::on_window_event)
         .on_page_load(bridge::on_page_load)
         .setup(move |app| {
+            // The plugins (single instance) have their session-bus connection;
+            // the web processes, started from here on, get none.
+            webkit::without_session_bus();
             let handle = app.handle().clone();
             bridge::start_reader(handle.clone(), reader)?;
             bridge::open(&handle, &first)?;
