@@ -22,7 +22,20 @@ pub async fn call(
     name: String,
     args: Value,
 ) -> Result<Value, CallError> {
-    channel.call(window.label(), &name, &args).await
+    let answer = channel.call(window.label(), &name, &args).await;
+    if decides(&name, &answer) {
+        windows::decided(window.label());
+    }
+    answer
+}
+
+/// Whether a call's answer means its window's request is no longer being
+/// decided: decided here, or gone (decided elsewhere, expired, withdrawn).
+fn decides(name: &str, answer: &Result<Value, CallError>) -> bool {
+    match answer {
+        Ok(_) => matches!(name, "review_decide" | "review_deny_and_pause"),
+        Err(e) => e.code == "gone",
+    }
 }
 
 /// Closes the calling window (nothing to ask the service); a failure is a
@@ -98,6 +111,9 @@ fn note_for(e: &WindowEvent) -> Option<Note> {
 
 /// Reports `event` of `window` to the service (`Builder::on_window_event`).
 pub fn on_window_event<R: Runtime>(window: &Window<R>, event: &WindowEvent) {
+    if let WindowEvent::Destroyed = event {
+        windows::forget(window.label());
+    }
     if let Some(note) = note_for(event) {
         if let Some(channel) = window.try_state::<Arc<Channel>>() {
             channel.note(window.label(), note);
@@ -134,6 +150,9 @@ pub fn on_page_load<R: Runtime>(
 
 /// Acts on one service event.
 fn handle<R: Runtime>(app: &AppHandle<R>, e: Event) {
+    if let Event::PendingWithdrawn(id) = &e {
+        windows::decided(&windows::review_label(id));
+    }
     if let Some((name, payload)) = page_event(&e) {
         let sent = match payload {
             Some(id) => app.emit(name, id),
@@ -243,6 +262,25 @@ mod tests {
         ] {
             assert_eq!(page_event(&e), None, "{e:?}");
         }
+    }
+
+    #[test]
+    fn a_decision_or_a_gone_request_ends_a_windows_deciding() {
+        let ok = Ok(Value::Null);
+        let gone = Err(CallError::new("gone", "decided elsewhere"));
+        let refused = Err(CallError::new("refused", "too soon"));
+        assert!(decides("review_decide", &ok));
+        assert!(decides("review_deny_and_pause", &ok));
+        assert!(decides("review_get", &gone));
+        assert!(
+            !decides("review_decide", &refused),
+            "a refused approval is still being decided"
+        );
+        assert!(!decides("review_get", &ok));
+        assert!(
+            !decides("review_deny_alike", &ok),
+            "denies the others, not this one"
+        );
     }
 
     #[test]

@@ -317,6 +317,31 @@ pub fn place(size: (f64, f64), screen: Rect, others: &[Rect], focused: Option<Re
     (best.x, best.y)
 }
 
+/// The request windows whose request is no longer being decided (decided,
+/// or gone): they close by themselves a moment later, and a new request
+/// window need not keep out of their way nor leave them the focus.
+static DECIDED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Window `label`'s request was decided or is gone (`bridge` sees the answer).
+pub fn decided(label: &str) {
+    if let Ok(mut d) = DECIDED.lock() {
+        if !d.iter().any(|l| l == label) {
+            d.push(label.to_string());
+        }
+    }
+}
+
+/// Window `label` is gone.
+pub fn forget(label: &str) {
+    if let Ok(mut d) = DECIDED.lock() {
+        d.retain(|l| l != label);
+    }
+}
+
+fn is_decided(label: &str) -> bool {
+    DECIDED.lock().is_ok_and(|d| d.iter().any(|l| l == label))
+}
+
 /// Whether `label` is a request's window (a review or a grant request's form).
 fn is_request_window(label: &str) -> bool {
     label.starts_with("review-") || label.starts_with("grant-")
@@ -335,8 +360,9 @@ fn rect_of<R: Runtime>(w: &tauri::WebviewWindow<R>) -> Option<Rect> {
     })
 }
 
-/// Where a new request window goes and whether it may take the focus: not
-/// while another request window has it (the human is deciding there).
+/// Where a new request window goes (`None`: centred) and whether it may
+/// take the focus: not while another request window has it (the human is
+/// deciding there).
 fn request_window_place<R: Runtime>(
     app: &AppHandle<R>,
     size: (f64, f64),
@@ -345,25 +371,29 @@ fn request_window_place<R: Runtime>(
     let mut focused = None;
     let mut monitor = None;
     for (label, w) in app.webview_windows() {
-        if !is_request_window(&label) || !w.is_visible().unwrap_or(false) {
+        if !is_request_window(&label) || is_decided(&label) || !w.is_visible().unwrap_or(false) {
             continue;
         }
         if monitor.is_none() {
             monitor = w.current_monitor().ok().flatten();
         }
-        if let Some(r) = rect_of(&w) {
+        // A window still being made (or closing) has no size yet: it covers nothing.
+        if let Some(r) = rect_of(&w).filter(|r| r.w > 0.0 && r.h > 0.0) {
             if w.is_focused().unwrap_or(false) {
                 focused = Some(r);
             }
             others.push(r);
         }
     }
-    // The first request window opens centred, as every window does.
-    if others.is_empty() {
+    // With no request window in front (none, or none the human is in),
+    // nothing is being decided: it opens centred and focused, as every
+    // window does. (An unfocused window it covers takes no click as an
+    // approval: the click focuses it and starts its arming delay.)
+    let Some(focused) = focused else {
         return (None, true);
-    }
+    };
     let Some(monitor) = monitor.or_else(|| app.primary_monitor().ok().flatten()) else {
-        return (None, focused.is_none());
+        return (None, false);
     };
     let scale = monitor.scale_factor();
     let pos = monitor.position().to_logical::<f64>(scale);
@@ -374,10 +404,7 @@ fn request_window_place<R: Runtime>(
         w: dim.width,
         h: dim.height,
     };
-    (
-        Some(place(size, screen, &others, focused)),
-        focused.is_none(),
-    )
+    (Some(place(size, screen, &others, Some(focused))), false)
 }
 
 fn build<R: Runtime>(
