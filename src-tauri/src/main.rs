@@ -116,6 +116,7 @@ fn run(args: Args) -> i32 {
         webkit::refuse(&e);
         return 3;
     }
+    webkit::own_cache_dir();
     let first = args.open.clone();
     let app = tauri::Builder::default()
         // First: a second start opens its window here instead (one UI per user).

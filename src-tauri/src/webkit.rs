@@ -24,6 +24,7 @@
 //! one review window, everything included, under 250 MB; measured in
 //! scripts/bench-app.sh).
 
+use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
 
 /// Why the web engine's sandbox is not on: the windows refuse to show any
@@ -161,6 +162,36 @@ pub fn before_windows() {
     std::env::set_var("JSC_useJIT", "0");
     std::env::set_var("WEBKIT_FORCE_SANDBOX", "1");
     std::env::remove_var("WEBKIT_DISABLE_SANDBOX_THIS_IS_DANGEROUS");
+}
+
+/// Before GTK and WebKit start (after this process may have started the
+/// service, which keeps the real environment): WebKit binds the user's
+/// whole cache directory into the sandbox, writable, and a web process that
+/// could write there could leave files other programs of the user read
+/// (shader and font caches among them). This process's cache directory
+/// becomes a folder of its own, `<cache>/parley-custody/web` (0700), so the
+/// sandbox sees that folder only. Unchanged when it cannot be made.
+pub fn own_cache_dir() {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| std::path::PathBuf::from(h).join(".cache"))
+        });
+    let Some(base) = base.filter(|b| b.is_absolute()) else {
+        return;
+    };
+    let ours = base.join("parley-custody").join("web");
+    let made = std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&ours);
+    match made {
+        Ok(()) => std::env::set_var("XDG_CACHE_HOME", &ours),
+        Err(e) => tracing::warn!("cannot make {}: {e}", ours.display()),
+    }
 }
 
 /// After the plugins connected to the session bus and before the first
@@ -350,7 +381,7 @@ mod tests {
             program(b"/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/WebKitWebProcess\x007\x0012\x00"),
             "WebKitWebProcess"
         );
-        assert_eq!(program(b"bwrap\0--args\027\0"), "bwrap");
+        assert_eq!(program(b"bwrap\0--args\x0027\0"), "bwrap");
         assert_eq!(program(b""), "");
     }
 

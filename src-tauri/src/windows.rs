@@ -446,25 +446,23 @@ const MAX_TITLE_FIELD: usize = 40;
 /// Custody made the text display-safe already; this is the title's own
 /// narrower rule.
 pub fn title_field(s: &str, max: usize) -> String {
-    let mut out = String::new();
-    let mut n = 0;
-    for c in s
-        .split_whitespace()
-        .flat_map(|w| w.chars().chain(Some(' ')))
-    {
-        if n == max {
-            out = out.trim_end().to_string();
-            out.push('…');
-            return out;
-        }
-        out.push(if c == ' ' || c.is_ascii_graphic() {
-            c
-        } else {
-            '?'
-        });
-        n += 1;
+    let words = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut out: String = words
+        .chars()
+        .take(max)
+        .map(|c| {
+            if c == ' ' || c.is_ascii_graphic() {
+                c
+            } else {
+                '?'
+            }
+        })
+        .collect();
+    if words.chars().nth(max).is_some() {
+        out = out.trim_end().to_string();
+        out.push('…');
     }
-    out.trim_end().to_string()
+    out
 }
 
 /// A review window's title, naming its request from custody's description
@@ -781,5 +779,6 @@ mod tests {
         assert!(t.chars().count() < 120, "{t}");
         assert_eq!(title_field("a\u{0}b  c", 10), "a?b c");
         assert_eq!(title_field("abcdef", 3), "abc…");
+        assert_eq!(title_field(" abc ", 3), "abc", "nothing cut, nothing said");
     }
 }

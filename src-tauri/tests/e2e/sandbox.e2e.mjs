@@ -105,6 +105,12 @@ test('web_process_sandbox_keeps_the_key_the_bus_and_our_sockets_out_of_reach', a
     const env = readFileSync(`/proc/${web}/environ`, 'utf8').split('\0')
     assert.deepEqual(env.filter((e) => e.startsWith('DBUS_SESSION_BUS_ADDRESS=')), [], 'no session bus address')
 
+    // Of the user's cache directory (which WebKit binds writable), it sees only the app's own
+    // folder, not another program's (made now: a bind of the whole directory would show it).
+    const cache = process.env.XDG_CACHE_HOME
+    mkdirSync(join(cache, 'another-program'), { recursive: true })
+    assert.deepEqual(readdirSync(`/proc/${web}/root${cache}`), ['parley-custody'], `what the web process sees of ${cache}`)
+
     const seen = inside(web, sockets)
     assert.ok(seen.entered.includes('mnt') && seen.entered.includes('net'), JSON.stringify(seen.entered))
     for (const [how, r] of [['its own environment', seen.own_env], ['the real session bus address', seen.real_bus]]) {
