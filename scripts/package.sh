@@ -76,7 +76,7 @@ cat >"$stage/deb.conf.json" <<JSON
       "deb": {
         "section": "utils",
         "priority": "optional",
-        "depends": ["libc6 (>= $glibc)", "polkitd", "libdbus-1-3"],
+        "depends": ["libc6 (>= $glibc)", "polkitd", "libdbus-1-3", "bubblewrap", "xdg-dbus-proxy"],
         "recommends": ["gnome-keyring | keepassxc", "pkexec"],
         "files": {
           "/usr/bin/parley": "$stage/bin/parley",

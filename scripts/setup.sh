@@ -14,6 +14,8 @@ packages=(
   libwebkit2gtk-4.1-dev libgtk-3-dev libayatana-appindicator3-dev librsvg2-dev libssl-dev
   xvfb xauth                       # a display for the app in tests and headless runs
   webkit2gtk-driver                # WebKitWebDriver, behind tauri-driver
+  bubblewrap xdg-dbus-proxy        # WebKitGTK's web-process sandbox (src-tauri/src/webkit.rs)
+  libsecret-tools                  # secret-tool: the sandbox test searches the Secret Service from inside it
   libnotify-bin dunst              # a notification daemon for the notification test
   imagemagick                      # screenshots and icon checks
   chromium                         # the UI tests (playwright-core drives Debian's Chromium)
@@ -21,6 +23,7 @@ packages=(
   # setuid helper), a system bus for it where no init system runs one.
   polkitd pkexec dbus-daemon dbus-system-bus-common
   xdotool                          # a synthesized click (XTEST) in the step-up test
+  x11-utils                        # xwininfo: which window is where, in the review-window test
   hyperfine valgrind               # scripts/bench-lens.sh: whole-process timing and instruction counts
   desktop-file-utils               # scripts/test-package.sh: the installed desktop entry is valid
   man-db                           # scripts/test-package.sh: man parley, from the package

@@ -99,20 +99,23 @@ import socket
 a, b = socket.socket(), socket.socket()
 a.bind(("127.0.0.1", 0)); b.bind(("127.0.0.1", 0))
 print(a.getsockname()[1], b.getsockname()[1])')
-  local bus_config=() as_user=()
-  if [ "$kind" = stepup ]; then
+  local bus_config=() as_user=() screen=1280x800x24
+  # Wide enough for two review windows beside a centred one (sandbox.e2e.mjs).
+  [[ "$kind" = sandbox* ]] && screen=1920x1080x24
+  if [ "$kind" = stepup ] || [ "$kind" = sandbox-user ]; then
     # The app as an ordinary user with a password (polkit asks root nothing),
     # next to a real polkitd; no notification daemon, so the review opens itself.
+    # (sandbox-user: the web engine's sandbox as a normal user has, with a user namespace.)
     id -u "$STEPUP_USER" >/dev/null 2>&1 || useradd --system --no-create-home --shell /bin/sh "$STEPUP_USER"
     # The user an owner of custody's actions: polkit then takes the details
     # that make the OS prompt name the request.
-    scripts/start-polkit.sh "$STEPUP_USER"
+    if [ "$kind" = stepup ]; then scripts/start-polkit.sh "$STEPUP_USER"; fi
     printf '%s:%s\n' "$STEPUP_USER" "$STEPUP_PASSWORD" | chpasswd
     chown -R "$STEPUP_USER" "$T"
     chmod 755 "$ROOT"
     as_user=(runuser -p -u "$STEPUP_USER" --)
   fi
-  if [ "$kind" = no-notifications ] || [ "$kind" = stepup ]; then
+  if [ "$kind" = no-notifications ] || [ "$kind" = stepup ] || [[ "$kind" = sandbox* ]]; then
     # No notification daemon, and none started on demand: a session bus
     # without service activation (dunst is D-Bus activatable).
     sed 's|<standard_session_servicedirs */>||' /usr/share/dbus-1/session.conf >"$T/session.conf"
@@ -126,7 +129,7 @@ print(a.getsockname()[1], b.getsockname()[1])')
       PARLEY_CUSTODY_UI="$repo/src-tauri/tests/e2e/ui-handoff.py" PARLEY_E2E_HANDOFF="$T/run/handoff.sock"
     read -r DRIVER_PORT NATIVE_PORT <<<"$ports"
     export DRIVER_PORT NATIVE_PORT WEBDRIVER_URL="http://127.0.0.1:$DRIVER_PORT"
-    timeout 900 "${as_user[@]}" xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session "${bus_config[@]}" -- bash -c '
+    timeout 900 "${as_user[@]}" xvfb-run -a -s "-screen 0 $screen" dbus-run-session "${bus_config[@]}" -- bash -c '
       set -euo pipefail
       on_bus() {
         dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
@@ -170,6 +173,10 @@ session no-notifications src-tauri/tests/e2e/no-notifications.e2e.mjs
 session playground src-tauri/tests/e2e/playground.e2e.mjs
 session playground-yea src-tauri/tests/e2e/playground-yea.e2e.mjs
 session stepup src-tauri/tests/e2e/stepup.e2e.mjs
+# The web engine's sandbox and the review windows' places, as root (as CI
+# runs) and as an ordinary user.
+session sandbox src-tauri/tests/e2e/sandbox.e2e.mjs
+session sandbox-user src-tauri/tests/e2e/sandbox.e2e.mjs
 # The app as the package installed it: only when asked for by name
 # (scripts/test-package.sh, with PARLEY_APP=/usr/bin/parley-custody).
 if [ "${E2E_ONLY:-}" = installed ]; then

@@ -23,7 +23,7 @@ echo "== control fields of $DEB"
 field() { dpkg-deb --field "$DEB" "$1"; }
 [ "$(field Package)" = parley-custody ] || fail "Package is '$(field Package)'"
 depends=$(field Depends)
-for need in libwebkit2gtk-4.1-0 libgtk-3-0 polkitd libdbus-1-3; do
+for need in libwebkit2gtk-4.1-0 libgtk-3-0 polkitd libdbus-1-3 bubblewrap xdg-dbus-proxy; do
   [[ "$depends" == *"$need"* ]] || fail "Depends lacks $need: $depends"
 done
 ok "Depends: $depends"

@@ -22,7 +22,20 @@ pub async fn call(
     name: String,
     args: Value,
 ) -> Result<Value, CallError> {
-    channel.call(window.label(), &name, &args).await
+    let answer = channel.call(window.label(), &name, &args).await;
+    if decides(&name, &answer) {
+        windows::decided(window.label());
+    }
+    answer
+}
+
+/// Whether a call's answer means its window's request is no longer being
+/// decided: decided here, or gone (decided elsewhere, expired, withdrawn).
+fn decides(name: &str, answer: &Result<Value, CallError>) -> bool {
+    match answer {
+        Ok(_) => matches!(name, "review_decide" | "review_deny_and_pause"),
+        Err(e) => e.code == "gone",
+    }
 }
 
 /// Closes the calling window (nothing to ask the service); a failure is a
@@ -34,14 +47,45 @@ pub async fn window_close(window: Window) -> Result<(), CallError> {
         .map_err(|e| CallError::new("refused", e.to_string()))
 }
 
-/// Opens (or focuses) `target`; a window created now is reported `shown`.
+/// Opens (or focuses) `target`; a window created now is reported `shown`,
+/// and a review window is titled after its request once custody described
+/// it (the window asks `review_get` for its own request, as its page does).
 pub fn open<R: Runtime>(app: &AppHandle<R>, target: &OpenTarget) -> Result<(), String> {
     if let Some(label) = windows::open(app, target)? {
         if let Some(channel) = app.try_state::<Arc<Channel>>() {
             channel.note(&label, Note::Shown);
+            if let OpenTarget::Review(id) = target {
+                title_after_request(app.clone(), Arc::clone(&channel), label, id.clone());
+            }
         }
     }
     Ok(())
+}
+
+/// Sets review window `label`'s title from custody's description of request `id`.
+fn title_after_request<R: Runtime>(
+    app: AppHandle<R>,
+    channel: Arc<Channel>,
+    label: String,
+    id: String,
+) {
+    tauri::async_runtime::spawn(async move {
+        let args = serde_json::json!({ "id": id });
+        match channel.call(&label, "review_get", &args).await {
+            Ok(view) => {
+                let Some(review) = view.get("review") else {
+                    return; // decided or gone meanwhile: the window closes
+                };
+                let title = windows::request_title(&id, review);
+                if let Some(w) = app.get_webview_window(&label) {
+                    if let Err(e) = w.set_title(&title) {
+                        tracing::debug!("cannot title {label}: {e}");
+                    }
+                }
+            }
+            Err(e) => tracing::debug!("no title for {label}: {}", protocol::echo(&e.message)),
+        }
+    });
 }
 
 /// The Tauri event a service event becomes, with its payload (`None`: none).
@@ -67,6 +111,9 @@ fn note_for(e: &WindowEvent) -> Option<Note> {
 
 /// Reports `event` of `window` to the service (`Builder::on_window_event`).
 pub fn on_window_event<R: Runtime>(window: &Window<R>, event: &WindowEvent) {
+    if let WindowEvent::Destroyed = event {
+        windows::forget(window.label());
+    }
     if let Some(note) = note_for(event) {
         if let Some(channel) = window.try_state::<Arc<Channel>>() {
             channel.note(window.label(), note);
@@ -83,6 +130,17 @@ pub fn on_page_load<R: Runtime>(
     webview: &tauri::Webview<R>,
     payload: &tauri::webview::PageLoadPayload<'_>,
 ) {
+    // WebKit falls back to no sandbox with only a warning: a page that
+    // starts loading in a web process sharing our namespaces, before any of
+    // its script runs, closes every window.
+    if let Err(e) = crate::webkit::confirm() {
+        for (_, w) in webview.app_handle().webview_windows() {
+            let _ = w.destroy();
+        }
+        crate::webkit::refuse(&e);
+        shut_down(webview.app_handle(), 3);
+        return;
+    }
     if payload.event() == tauri::webview::PageLoadEvent::Finished {
         if let Some(channel) = webview.try_state::<Arc<Channel>>() {
             channel.note(webview.label(), Note::Shown);
@@ -92,6 +150,9 @@ pub fn on_page_load<R: Runtime>(
 
 /// Acts on one service event.
 fn handle<R: Runtime>(app: &AppHandle<R>, e: Event) {
+    if let Event::PendingWithdrawn(id) = &e {
+        windows::decided(&windows::review_label(id));
+    }
     if let Some((name, payload)) = page_event(&e) {
         let sent = match payload {
             Some(id) => app.emit(name, id),
@@ -201,6 +262,25 @@ mod tests {
         ] {
             assert_eq!(page_event(&e), None, "{e:?}");
         }
+    }
+
+    #[test]
+    fn a_decision_or_a_gone_request_ends_a_windows_deciding() {
+        let ok = Ok(Value::Null);
+        let gone = Err(CallError::new("gone", "decided elsewhere"));
+        let refused = Err(CallError::new("refused", "too soon"));
+        assert!(decides("review_decide", &ok));
+        assert!(decides("review_deny_and_pause", &ok));
+        assert!(decides("review_get", &gone));
+        assert!(
+            !decides("review_decide", &refused),
+            "a refused approval is still being decided"
+        );
+        assert!(!decides("review_get", &ok));
+        assert!(
+            !decides("review_deny_alike", &ok),
+            "denies the others, not this one"
+        );
     }
 
     #[test]

@@ -116,6 +116,13 @@ fn run(args: Args) -> i32 {
             }
         };
     tracing::info!(service = %service_version, "connected to custody");
+    // No page of ours is shown by a web engine that could reach the key:
+    // without its sandbox, the windows say why and do not open.
+    if let Err(e) = webkit::probe() {
+        webkit::refuse(&e);
+        return 3;
+    }
+    webkit::own_cache_dir();
     let first = args.open.clone();
     let app = tauri::Builder::default()
         // First: a second start opens its window here instead (one UI per user).
@@ -132,6 +139,9 @@ fn run(args: Args) -> i32 {
         .on_window_event(bridge::on_window_event)
         .on_page_load(bridge::on_page_load)
         .setup(move |app| {
+            // The plugins (single instance) have their session-bus connection;
+            // the web processes, started from here on, get none.
+            webkit::without_session_bus();
             let handle = app.handle().clone();
             bridge::start_reader(handle.clone(), reader)?;
             bridge::open(&handle, &first)?;

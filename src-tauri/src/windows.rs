@@ -157,7 +157,9 @@ impl OpenTarget {
         }
     }
 
-    /// The window title: fixed strings of ours, no agent text.
+    /// The window title when it opens: fixed strings of ours, no agent text
+    /// (a review's names its request once custody has described it:
+    /// [`request_title`]).
     pub fn title(&self) -> &'static str {
         match self {
             OpenTarget::Home => "Parley Custody",
@@ -226,6 +228,185 @@ fn front<R: Runtime>(w: &tauri::WebviewWindow<R>) {
     let _ = w.set_focus();
 }
 
+/// A window's place and size, in logical pixels.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rect {
+    /// Left edge.
+    pub x: f64,
+    /// Top edge.
+    pub y: f64,
+    /// Width.
+    pub w: f64,
+    /// Height.
+    pub h: f64,
+}
+
+impl Rect {
+    fn overlap(&self, o: &Rect) -> f64 {
+        let w = (self.x + self.w).min(o.x + o.w) - self.x.max(o.x);
+        let h = (self.y + self.h).min(o.y + o.h) - self.y.max(o.y);
+        if w > 0.0 && h > 0.0 {
+            w * h
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Space between request windows placed side by side.
+const GAP: f64 = 16.0;
+
+/// Where a new request window of `size` goes on `screen`, given the request
+/// windows already open (`others`, at least one: the first one opens
+/// centred) and the one the human is deciding in, if any (`focused`).
+/// Request windows never open on top of one another (B's buttons would be
+/// where A's were, and take the click meant for A): beside the window being
+/// decided (right, then left), beside the others, anywhere free; and when
+/// the screen is full, the place that covers least of the window being
+/// decided (or of all of them), never exactly where another one is. (It
+/// also opens without the focus then, so a click meant for A that lands on
+/// it only brings it to the front and starts its arming delay.)
+pub fn place(size: (f64, f64), screen: Rect, others: &[Rect], focused: Option<Rect>) -> (f64, f64) {
+    let (w, h) = size;
+    let at = |x: f64, y: f64| Rect { x, y, w, h };
+    let fits = |r: &Rect| {
+        r.x >= screen.x - 0.5
+            && r.y >= screen.y - 0.5
+            && r.x + r.w <= screen.x + screen.w + 0.5
+            && r.y + r.h <= screen.y + screen.h + 0.5
+    };
+    let mut candidates = Vec::new();
+    for o in focused.iter().chain(others) {
+        candidates.push(at(o.x + o.w + GAP, o.y));
+        candidates.push(at(o.x - GAP - w, o.y));
+    }
+    // Then every place on a coarse grid.
+    let step = 40.0;
+    let mut gy = screen.y;
+    while gy + h <= screen.y + screen.h + 0.5 {
+        let mut gx = screen.x;
+        while gx + w <= screen.x + screen.w + 0.5 {
+            candidates.push(at(gx, gy));
+            gx += step;
+        }
+        gy += step;
+    }
+    candidates.retain(|r| fits(r));
+    if candidates.is_empty() {
+        // A screen smaller than the window: its corner.
+        return (screen.x, screen.y);
+    }
+    let free = |r: &Rect| others.iter().all(|o| r.overlap(o) == 0.0);
+    if let Some(r) = candidates.iter().find(|r| free(r)) {
+        return (r.x, r.y);
+    }
+    let covered = |r: &Rect| match focused {
+        Some(f) => r.overlap(&f),
+        None => others.iter().map(|o| r.overlap(o)).sum(),
+    };
+    let exactly_over = |r: &Rect| {
+        others
+            .iter()
+            .any(|o| (o.x - r.x).abs() < step && (o.y - r.y).abs() < step)
+    };
+    let best = candidates
+        .iter()
+        .filter(|r| !exactly_over(r))
+        .min_by(|a, b| covered(a).total_cmp(&covered(b)))
+        .unwrap_or(&candidates[0]);
+    (best.x, best.y)
+}
+
+/// The request windows whose request is no longer being decided (decided,
+/// or gone): they close by themselves a moment later, and a new request
+/// window need not keep out of their way nor leave them the focus.
+static DECIDED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Window `label`'s request was decided or is gone (`bridge` sees the answer).
+pub fn decided(label: &str) {
+    if let Ok(mut d) = DECIDED.lock() {
+        if !d.iter().any(|l| l == label) {
+            d.push(label.to_string());
+        }
+    }
+}
+
+/// Window `label` is gone.
+pub fn forget(label: &str) {
+    if let Ok(mut d) = DECIDED.lock() {
+        d.retain(|l| l != label);
+    }
+}
+
+fn is_decided(label: &str) -> bool {
+    DECIDED.lock().is_ok_and(|d| d.iter().any(|l| l == label))
+}
+
+/// Whether `label` is a request's window (a review or a grant request's form).
+fn is_request_window(label: &str) -> bool {
+    label.starts_with("review-") || label.starts_with("grant-")
+}
+
+/// A window's place and size in logical pixels (outer: with decorations).
+fn rect_of<R: Runtime>(w: &tauri::WebviewWindow<R>) -> Option<Rect> {
+    let scale = w.scale_factor().ok()?;
+    let pos = w.outer_position().ok()?.to_logical::<f64>(scale);
+    let size = w.outer_size().ok()?.to_logical::<f64>(scale);
+    Some(Rect {
+        x: pos.x,
+        y: pos.y,
+        w: size.width,
+        h: size.height,
+    })
+}
+
+/// Where a new request window goes (`None`: centred) and whether it may
+/// take the focus: not while another request window has it (the human is
+/// deciding there).
+fn request_window_place<R: Runtime>(
+    app: &AppHandle<R>,
+    size: (f64, f64),
+) -> (Option<(f64, f64)>, bool) {
+    let mut others = Vec::new();
+    let mut focused = None;
+    let mut monitor = None;
+    for (label, w) in app.webview_windows() {
+        if !is_request_window(&label) || is_decided(&label) || !w.is_visible().unwrap_or(false) {
+            continue;
+        }
+        if monitor.is_none() {
+            monitor = w.current_monitor().ok().flatten();
+        }
+        // A window still being made (or closing) has no size yet: it covers nothing.
+        if let Some(r) = rect_of(&w).filter(|r| r.w > 0.0 && r.h > 0.0) {
+            if w.is_focused().unwrap_or(false) {
+                focused = Some(r);
+            }
+            others.push(r);
+        }
+    }
+    // With no request window in front (none, or none the human is in),
+    // nothing is being decided: it opens centred and focused, as every
+    // window does. (An unfocused window it covers takes no click as an
+    // approval: the click focuses it and starts its arming delay.)
+    let Some(focused) = focused else {
+        return (None, true);
+    };
+    let Some(monitor) = monitor.or_else(|| app.primary_monitor().ok().flatten()) else {
+        return (None, false);
+    };
+    let scale = monitor.scale_factor();
+    let pos = monitor.position().to_logical::<f64>(scale);
+    let dim = monitor.size().to_logical::<f64>(scale);
+    let screen = Rect {
+        x: pos.x,
+        y: pos.y,
+        w: dim.width,
+        h: dim.height,
+    };
+    (Some(place(size, screen, &others, Some(focused))), false)
+}
+
 fn build<R: Runtime>(
     app: &AppHandle<R>,
     label: &str,
@@ -233,16 +414,78 @@ fn build<R: Runtime>(
     title: &str,
     size: (f64, f64),
 ) -> Result<tauri::WebviewWindow<R>, String> {
-    WebviewWindowBuilder::new(app, label, WebviewUrl::App(page.into()))
-        // Titles are fixed strings of ours: no agent text reaches them.
+    let builder = WebviewWindowBuilder::new(app, label, WebviewUrl::App(page.into()))
+        // Titles are fixed strings of ours here; a request's own title
+        // (`request_title`) is set once custody has described it.
         .title(title)
         .inner_size(size.0, size.1)
-        .min_inner_size(420.0, 360.0)
-        .center()
-        .focused(true)
+        .min_inner_size(420.0, 360.0);
+    let builder = if is_request_window(label) {
+        let (at, focus) = request_window_place(app, size);
+        let builder = match at {
+            Some((x, y)) => builder.position(x, y),
+            None => builder.center(),
+        };
+        builder.focused(focus)
+    } else {
+        builder.center().focused(true)
+    };
+    builder
         .build()
         .inspect(crate::webkit::keep_small)
         .map_err(|e| format!("cannot open the window: {e}"))
+}
+
+/// The longest title a request window gets (characters, before the app's name).
+const MAX_TITLE_FIELD: usize = 40;
+
+/// `s` for a window title: the desktop shows titles in its own places
+/// (task bar, window switcher), outside our pages and their display rule,
+/// so only printable ASCII passes (anything else becomes `?`, which also
+/// keeps look-alike letters out) and at most `max` characters, `…` after.
+/// Custody made the text display-safe already; this is the title's own
+/// narrower rule.
+pub fn title_field(s: &str, max: usize) -> String {
+    let words = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut out: String = words
+        .chars()
+        .take(max)
+        .map(|c| {
+            if c == ' ' || c.is_ascii_graphic() {
+                c
+            } else {
+                '?'
+            }
+        })
+        .collect();
+    if words.chars().nth(max).is_some() {
+        out = out.trim_end().to_string();
+        out.push('…');
+    }
+    out
+}
+
+/// A review window's title, naming its request from custody's description
+/// of it (`review_get`'s `review`), in the words the page uses for its own:
+/// "Approve 58.30 USD at shop.example? (q7) — Parley Custody", "Grant for
+/// shop.example? (q8) — Parley Custody". The page's `document.title` does
+/// not reach the window (a page is not trusted with the desktop's title).
+/// Every value is cut by [`title_field`]; the request id (checked: `q` and
+/// digits) tells apart two requests that read alike.
+pub fn request_title(id: &str, review: &serde_json::Value) -> String {
+    let text = |k: &str| review.get(k).and_then(|v| v.as_str()).unwrap_or("");
+    let service = title_field(text("service"), MAX_TITLE_FIELD);
+    let id = if valid_request_id(id) { id } else { "?" };
+    let what = match text("kind") {
+        "grant" if service.is_empty() => "Grant for every service?".to_string(),
+        "grant" => format!("Grant for {service}?"),
+        _ => format!(
+            "Approve {} at {}?",
+            title_field(text("cost"), MAX_TITLE_FIELD / 2),
+            if service.is_empty() { "?" } else { &service }
+        ),
+    };
+    format!("{what} ({id}) — Parley Custody")
 }
 
 /// Opens the window `target` names, or brings it to the front if it is
@@ -429,5 +672,113 @@ mod tests {
             &format!("/grant.html#agent={key}"),
             &OpenTarget::Grant(GrantFor::New).page()
         ));
+    }
+
+    const SCREEN: Rect = Rect {
+        x: 0.0,
+        y: 0.0,
+        w: 1280.0,
+        h: 800.0,
+    };
+
+    fn at((x, y): (f64, f64)) -> Rect {
+        Rect {
+            x,
+            y,
+            w: REVIEW_SIZE.0,
+            h: REVIEW_SIZE.1,
+        }
+    }
+
+    fn centred(screen: Rect) -> Rect {
+        at((
+            screen.x + (screen.w - REVIEW_SIZE.0) / 2.0,
+            screen.y + (screen.h - REVIEW_SIZE.1) / 2.0,
+        ))
+    }
+
+    #[test]
+    fn a_second_review_opens_beside_the_first_never_over_it() {
+        let wide = Rect {
+            w: 1920.0,
+            h: 1080.0,
+            ..SCREEN
+        };
+        let a = centred(wide);
+        let b = at(place(REVIEW_SIZE, wide, &[a], Some(a)));
+        assert_eq!(a.overlap(&b), 0.0, "{a:?} and {b:?} side by side");
+        assert_eq!(b.y, a.y, "beside, at the same height");
+        let c = at(place(REVIEW_SIZE, wide, &[a, b], Some(a)));
+        assert_eq!(
+            c.overlap(&a) + c.overlap(&b),
+            0.0,
+            "{c:?} on the other side"
+        );
+    }
+
+    #[test]
+    fn on_a_full_screen_the_window_being_decided_is_covered_least_and_never_exactly() {
+        for screen in [
+            SCREEN,
+            Rect {
+                w: 1366.0,
+                h: 768.0,
+                ..SCREEN
+            },
+        ] {
+            let a = centred(screen);
+            let b = at(place(REVIEW_SIZE, screen, &[a], Some(a)));
+            assert!(
+                a.overlap(&b) < a.w * a.h / 2.0,
+                "{b:?} covers under half of {a:?}"
+            );
+            assert!((b.x - a.x).abs() >= 40.0, "{b:?} not over {a:?}");
+            // The human decides in B: C covers the least of B.
+            let c = at(place(REVIEW_SIZE, screen, &[a, b], Some(b)));
+            assert!(c.overlap(&b) < b.w * b.h / 2.0, "{c:?} {b:?}");
+            assert!((c.x - b.x).abs() >= 40.0 || (c.y - b.y).abs() >= 40.0);
+        }
+        // A screen as small as one window: still never exactly over it.
+        let small = Rect {
+            w: 700.0,
+            h: 700.0,
+            ..SCREEN
+        };
+        let a = centred(small);
+        let b = at(place(REVIEW_SIZE, small, &[a], Some(a)));
+        assert!(
+            (b.x - a.x).abs() >= 40.0 || (b.y - a.y).abs() >= 40.0,
+            "{a:?} {b:?}"
+        );
+    }
+
+    #[test]
+    fn titles_name_the_request_in_printable_ascii_and_bounded() {
+        let consent =
+            serde_json::json!({"kind": "consent", "service": "shop.example", "cost": "58.30 USD"});
+        assert_eq!(
+            request_title("q7", &consent),
+            "Approve 58.30 USD at shop.example? (q7) — Parley Custody"
+        );
+        let grant = serde_json::json!({"kind": "grant", "service": ""});
+        assert_eq!(
+            request_title("q8", &grant),
+            "Grant for every service? (q8) — Parley Custody"
+        );
+        let hostile = serde_json::json!({
+            "kind": "consent",
+            "service": format!("sh\u{043e}p.example\u{202e}\n{}", "x".repeat(200)),
+            "cost": "1 USD\tand more",
+        });
+        let t = request_title("../q1", &hostile);
+        assert!(
+            t.starts_with("Approve 1 USD and more at sh?p.example? x"),
+            "{t}"
+        );
+        assert!(t.ends_with("…? (?) — Parley Custody"), "{t}");
+        assert!(t.chars().count() < 120, "{t}");
+        assert_eq!(title_field("a\u{0}b  c", 10), "a?b c");
+        assert_eq!(title_field("abcdef", 3), "abc…");
+        assert_eq!(title_field(" abc ", 3), "abc", "nothing cut, nothing said");
     }
 }
