@@ -115,7 +115,7 @@ print(a.getsockname()[1], b.getsockname()[1])')
     chmod 755 "$ROOT"
     as_user=(runuser -p -u "$STEPUP_USER" --)
   fi
-  if [ "$kind" = no-notifications ] || [ "$kind" = stepup ] || [[ "$kind" = sandbox* ]]; then
+  if [ "$kind" = no-notifications ] || [ "$kind" = stepup ] || [ "$kind" = crowd ] || [[ "$kind" = sandbox* ]]; then
     # No notification daemon, and none started on demand: a session bus
     # without service activation (dunst is D-Bus activatable).
     sed 's|<standard_session_servicedirs */>||' /usr/share/dbus-1/session.conf >"$T/session.conf"
@@ -177,6 +177,7 @@ session stepup src-tauri/tests/e2e/stepup.e2e.mjs
 # runs) and as an ordinary user.
 session sandbox src-tauri/tests/e2e/sandbox.e2e.mjs
 session sandbox-user src-tauri/tests/e2e/sandbox.e2e.mjs
+session crowd src-tauri/tests/e2e/crowd.e2e.mjs
 # The app as the package installed it: only when asked for by name
 # (scripts/test-package.sh, with PARLEY_APP=/usr/bin/parley-custody).
 if [ "${E2E_ONLY:-}" = installed ]; then

@@ -754,6 +754,29 @@ fn a_review_window_labels_only_its_own_requests_agent() {
     .expect("its own agent is named");
     let list = ui.call("main", "pending_list", json!({})).unwrap();
     assert_eq!(list[0]["review"]["agent"]["label"], "Kitchen", "{list}");
+
+    // Once the request is decided, its window still names its own agent (the
+    // grant form names it after issuing), and still no other.
+    ui.call(
+        "review-q1",
+        "review_decide",
+        json!({"id": "q1", "approve": false, "confirmed": false}),
+    )
+    .expect("denied");
+    ui.call(
+        "review-q1",
+        "agent_label_set",
+        json!({"agent": own, "label": "Kitchen 2"}),
+    )
+    .expect("its own agent, after the decision");
+    let e = ui
+        .call(
+            "review-q1",
+            "agent_label_set",
+            json!({"agent": other, "label": "Mallory"}),
+        )
+        .unwrap_err();
+    assert!(e.starts_with("not_permitted: "), "{e}");
     // The main window names any agent (the audit view lists them all).
     ui.call(
         "main",

@@ -32,7 +32,7 @@
 //! Tauri's window object, and each UI connection keeps its own window state,
 //! so one UI cannot arm another's window.
 
-use super::calls::{self, CallError, Caller, ErrorCode};
+use super::calls::{self, CallError, Caller, ErrorCode, WindowAgents};
 use super::events::UiEvent;
 use super::permissions::{Note, Windows};
 use super::service::Desktop;
@@ -241,7 +241,7 @@ async fn door<S: AsyncRead + AsyncWrite>(stream: S, desktop: Arc<Desktop>) {
         Ok(()) => {
             // The main window's call, run as the main window would: it only
             // shows a view (in the UI, or by starting one).
-            let caller = Caller::new("main", Arc::new(Windows::default()));
+            let caller = Caller::new("main", Arc::default(), Arc::default());
             match calls::dispatch(&desktop, &caller, &call, args).await {
                 Ok(v) => json!({"id": id, "ok": v}),
                 Err(e) => json!({"id": id, "err": e}),
@@ -413,6 +413,7 @@ async fn connection<S: AsyncRead + AsyncWrite>(stream: S, desktop: Arc<Desktop>)
         }
     }
     let windows = Arc::new(Windows::default());
+    let agents = Arc::new(WindowAgents::default());
     let running = Arc::new(Semaphore::new(MAX_CALLS));
     let (answers_tx, mut answers) = mpsc::channel::<Value>(MAX_CALLS);
     loop {
@@ -435,9 +436,9 @@ async fn connection<S: AsyncRead + AsyncWrite>(stream: S, desktop: Arc<Desktop>)
                             if !send(&mut writer, &busy).await { break; }
                             continue;
                         };
-                        let (d, w, tx) = (desktop.clone(), windows.clone(), answers_tx.clone());
+                        let (d, w, a, tx) = (desktop.clone(), windows.clone(), agents.clone(), answers_tx.clone());
                         tokio::spawn(async move {
-                            let caller = Caller::new(&window, w);
+                            let caller = Caller::new(&window, w, a);
                             let answer = match calls::dispatch(&d, &caller, &call, args).await {
                                 Ok(v) => json!({"id": id, "ok": v}),
                                 Err(e) => {

@@ -39,9 +39,10 @@ export let main = null
 // starts it, with an inherited channel, never one connected to the path.
 const LAUNCH = join(repo, 'src-tauri', 'tests', 'e2e', 'ui-launch.py')
 
-/** Starts the app through the driver; its first window is the home window (`main`). */
-export async function startApp(app = APP) {
-  await wd.start(LAUNCH, [app])
+/** Starts the app through the driver; its first window is the home window (`main`).
+ *  With `knock: false`, the app is the UI custody starts by itself next (for a request). */
+export async function startApp(app = APP, { knock = true } = {}) {
+  await wd.start(LAUNCH, knock ? [app] : ['--no-knock', app], 90_000)
   main = await wd.handle()
   return main
 }

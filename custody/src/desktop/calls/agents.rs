@@ -2,7 +2,7 @@
 //! known from the audit log, and the human's labels for them.
 
 use super::refused;
-use super::{blocking, change_auth, pending, CallError, Caller, ErrorCode, R};
+use super::{blocking, change_auth, CallError, Caller, ErrorCode, R};
 use crate::admin::{self, KnownAgent};
 use crate::desktop::events::UiEvent;
 use crate::desktop::permissions::WindowKind;
@@ -199,23 +199,28 @@ pub(super) async fn known_agents(state: &Desktop) -> R<Vec<KnownAgent>> {
 
 /// Whether `window` may name `agent`: the main window any agent (its
 /// audit view lists them all); a request's window (`review-<id>`,
-/// `grant-<id>`) only the agent of its own request, while it waits, so a
-/// window shown for one request cannot rename another agent to look like
-/// one the human trusts.
+/// `grant-<id>`) only the agent of its own request, as custody served it
+/// while the request waited, so a window shown for one request cannot
+/// rename another agent to look like one the human trusts.
 fn may_label(state: &Desktop, window: &Caller, agent: &str) -> R<()> {
-    let id = match WindowKind::of(window.label()) {
+    match WindowKind::of(window.label()) {
         Some(WindowKind::Main) => return Ok(()),
-        Some(WindowKind::Review(id) | WindowKind::GrantRequest(id)) => id,
+        Some(WindowKind::Review(_) | WindowKind::GrantRequest(_)) => {}
         None => {
             return Err(CallError::new(
                 ErrorCode::NotPermitted,
                 "This window may not name agents.",
             ))
         }
-    };
+    }
     let asked = agent_key(agent)?;
-    let own: Option<PublicKey> = pending(state, &id)?.review.agent.key.parse().ok();
-    if own.as_ref() == Some(&asked) {
+    let Some(own) = window.request_agent(state) else {
+        return Err(CallError::new(
+            ErrorCode::Gone,
+            "This request is no longer waiting: name its agent in the audit view.",
+        ));
+    };
+    if own.parse::<PublicKey>().ok().as_ref() == Some(&asked) {
         Ok(())
     } else {
         Err(CallError::new(

@@ -46,7 +46,7 @@ mod keys;
 mod review;
 mod setup;
 
-use super::permissions::{self, valid_request_id, Windows, APPROVE_DELAY};
+use super::permissions::{self, valid_request_id, WindowKind, Windows, APPROVE_DELAY};
 use super::service::Desktop;
 use crate::approver::PendingView;
 use serde_json::Value;
@@ -69,14 +69,59 @@ pub use setup::{AgentUserPlanView, AutostartView, SettingsView};
 pub struct Caller {
     label: String,
     windows: Arc<Windows>,
+    agents: Arc<WindowAgents>,
+}
+
+/// For one UI connection: the agent key of each request window's request,
+/// as custody served it while the request waited. A request's window names
+/// only that agent, also once the request is decided (the grant form names
+/// the agent after issuing).
+#[derive(Debug, Default)]
+pub struct WindowAgents(std::sync::Mutex<std::collections::HashMap<String, String>>);
+
+impl WindowAgents {
+    /// Windows remembered at most (a UI with more is a UI gone wrong).
+    const MAX: usize = 256;
+
+    fn remember(&self, label: &str, agent: String) {
+        let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if m.len() < Self::MAX || m.contains_key(label) {
+            m.insert(label.to_string(), agent);
+        }
+    }
+
+    fn of(&self, label: &str) -> Option<String> {
+        let m = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        m.get(label).cloned()
+    }
 }
 
 impl Caller {
-    /// A call from window `label` of the UI whose window reports are `windows`.
-    pub fn new(label: &str, windows: Arc<Windows>) -> Caller {
+    /// A call from window `label` of the UI whose window reports are
+    /// `windows` and whose request windows' agents are `agents`.
+    pub fn new(label: &str, windows: Arc<Windows>, agents: Arc<WindowAgents>) -> Caller {
         Caller {
             label: label.to_string(),
             windows,
+            agents,
+        }
+    }
+
+    /// The agent of this request window's request: while it waits, from
+    /// custody (and remembered); after, as remembered. `None` for the main
+    /// window, or a request this window was never served while it waited.
+    fn request_agent(&self, state: &Desktop) -> Option<String> {
+        let (WindowKind::Review(id) | WindowKind::GrantRequest(id)) = WindowKind::of(&self.label)?
+        else {
+            return None;
+        };
+        match pending(state, &id) {
+            Ok(p) => {
+                self.agents
+                    .remember(&self.label, p.review.agent.key.clone());
+                Some(p.review.agent.key)
+            }
+            Err(_) => self.agents.of(&self.label),
         }
     }
 
@@ -131,6 +176,8 @@ pub async fn dispatch(d: &Arc<Desktop>, caller: &Caller, name: &str, args: Value
         None
     };
     let w = caller;
+    // A request window's agent is remembered while its request waits.
+    let _ = caller.request_agent(d);
     match name {
         "status" => json(review::status(d).await),
         "pending_list" => json(review::pending_list(d).await),

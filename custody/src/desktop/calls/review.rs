@@ -173,7 +173,9 @@ pub struct DecisionView {
     pub message: String,
 }
 
-/// The human's decision on a pending request.
+/// The human's decision on a pending request. `running` counts it as in
+/// flight ([`crate::desktop::in_flight`]) until the engine is done with it.
+#[allow(clippy::too_many_arguments)] // the call's own arguments, as sent
 pub async fn review_decide(
     window: &Caller,
     state: &Desktop,
