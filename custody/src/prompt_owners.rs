@@ -162,6 +162,60 @@ pub fn names_owner(policy: &str, user: &str) -> bool {
         .all(|id| owners_of(policy, id).iter().any(|o| o == user))
 }
 
+/// Why custody's OS prompt cannot name the decision for its user, and the
+/// one step that fixes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unnamed {
+    /// Custody's OS user.
+    pub user: String,
+    /// One sentence for Settings and the daemon's start.
+    pub words: String,
+}
+
+/// Whether the installed `policy` (its text, `None` when it cannot be
+/// read) lets custody's `user` have the prompt name the decision: `None`
+/// when it does, for root (polkit takes root's details), or when the policy
+/// is not installed (step-up then says that itself).
+pub fn unnamed(user: &str, uid: u32, policy: Option<&str>) -> Option<Unnamed> {
+    let policy = policy?;
+    if uid == 0 || names_owner(policy, user) {
+        return None;
+    }
+    Some(Unnamed {
+        user: user.to_string(),
+        words: format!(
+            "Your OS password prompt cannot say what it signs (it shows $(decision)): polkit              names the decision only for users an administrator named as owners of custody's              polkit actions, and {user} is not one yet. The password is still asked."
+        ),
+    })
+}
+
+/// [`unnamed`] for the user running this process, from the installed policy.
+pub fn unnamed_here() -> Option<Unnamed> {
+    let uid = nix::unistd::Uid::current();
+    let user = nix::unistd::User::from_uid(uid).ok().flatten()?.name;
+    let policy = std::fs::read_to_string(INSTALLED_POLICY).ok();
+    unnamed(&user, uid.as_raw(), policy.as_deref())
+}
+
+/// The command an administrator runs, as root, to name `user`: the
+/// installed helper's, or in a source tree (this binary under `target/`,
+/// next to `scripts/start-polkit.sh`) that script's, which installs the
+/// policy from the tree.
+pub fn root_command(user: &str) -> String {
+    let exe = std::env::current_exe().ok();
+    let tree = exe.as_deref().and_then(|e| {
+        e.ancestors()
+            .find(|d| d.join("scripts/start-polkit.sh").is_file())
+    });
+    match tree {
+        Some(t) => format!("{} {user}", t.join("scripts/start-polkit.sh").display()),
+        None => format!(
+            "{} prompt-owner --user {user}",
+            crate::agent_access::helper_path().display()
+        ),
+    }
+}
+
 /// Writes `text` to `path` as root's 0644 file, atomically (a temporary
 /// file beside it, synced, renamed over it): polkitd, which reloads action
 /// files while it runs, never reads half a policy.
@@ -298,6 +352,29 @@ mod tests {
         let o = parse_owners("# who\n\nalice\n  bob \nalice\n").unwrap();
         assert_eq!(o, names(&["alice", "bob"]));
         assert_eq!(parse_owners(&owners_text(&o)).unwrap(), o);
+    }
+
+    #[test]
+    fn custody_knows_when_its_prompt_cannot_name_the_decision() {
+        let named = with_owners(POLICY, &names(&["alice"]), "p").unwrap();
+        assert_eq!(unnamed("alice", 1000, Some(&named)), None);
+        assert_eq!(
+            unnamed("root", 0, Some(POLICY)),
+            None,
+            "root needs no entry"
+        );
+        assert_eq!(
+            unnamed("alice", 1000, None),
+            None,
+            "not installed: said elsewhere"
+        );
+        let u = unnamed("bob", 1001, Some(&named)).expect("bob is not named");
+        assert!(u.words.contains("cannot say what it signs") && u.words.contains("bob"));
+        assert!(
+            root_command("bob").ends_with(" bob"),
+            "{}",
+            root_command("bob")
+        );
     }
 
     #[test]
