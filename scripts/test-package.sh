@@ -117,7 +117,7 @@ id -u "$owner_user" >/dev/null 2>&1 || useradd --no-create-home --shell /usr/sbi
 named_in_both() {
   local a
   for a in org.parley.custody.sign org.parley.custody.change; do
-    pkaction --verbose --action-id "$a" | grep -q "policykit.owner.*unix-user:$owner_user\b" || return 1
+    pkaction --verbose --action-id "$a" | grep -qE "policykit.owner.*unix-user:$owner_user( |$)" || return 1
   done
 }
 /usr/bin/parley-custody-setup prompt-owner --user "$owner_user" || fail "the prompt-owner step failed"
