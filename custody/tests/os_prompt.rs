@@ -378,7 +378,7 @@ fn without_polkits_leave_to_name_the_request_the_password_is_still_asked_and_the
 /// same terminal. A wrong password and a closed prompt sign nothing; the
 /// password signs once. With `owner`, polkit takes the prompt's details and
 /// the prompt names the request; without, polkit refuses them, custody
-/// asks without them (the placeholder shows) and its log says why.
+/// asks without them (the placeholder shows), its start and its log say why.
 fn at_the_terminal(user: &'static str, owner: bool) {
     let tmp = tempfile::Builder::new()
         .prefix("parley-osprompt")
@@ -436,6 +436,17 @@ fn at_the_terminal(user: &'static str, owner: bool) {
     keys(&["y", "Enter"]);
     let at = wait_in(&screen, "listening on", at);
     let text = pane_log(&screen);
+    // At start the daemon says whether its prompt can name the decision,
+    // and if not, what root runs (here, a source tree: start-polkit.sh).
+    assert_eq!(
+        text[..at].contains("cannot say what it signs"),
+        !owner,
+        "the daemon's start says the prompt cannot name the decision only when it cannot:\n{text}"
+    );
+    if !owner {
+        let fix = format!("scripts/start-polkit.sh {user}");
+        assert!(text[..at].contains(&fix), "the start names {fix:?}:\n{text}");
+    }
     let principal = text
         .split_whitespace()
         .find(|w| w.starts_with("ed25519:"))
@@ -449,7 +460,7 @@ fn at_the_terminal(user: &'static str, owner: bool) {
     // A wrong password, then no answer at all (Ctrl-D): nothing is signed.
     for wrong in [Some("not-the-password"), None] {
         at = wait_in(&screen, "approve? [y/N] ", at);
-        std::thread::sleep(Duration::from_millis(600));
+        std::thread::sleep(parley_custody::terminal::ANSWER_DELAY + Duration::from_millis(300));
         keys(&["y", "Enter"]);
         let asked = wait_in(&screen, "Password: ", at);
         let prompt = &pane_log(&screen)[at..asked];
@@ -483,7 +494,7 @@ fn at_the_terminal(user: &'static str, owner: bool) {
     }
     // The right password signs exactly that request.
     at = wait_in(&screen, "approve? [y/N] ", at);
-    std::thread::sleep(Duration::from_millis(600));
+    std::thread::sleep(parley_custody::terminal::ANSWER_DELAY + Duration::from_millis(300));
     keys(&["y", "Enter"]);
     wait_in(&screen, "Password: ", at);
     keys(&[PASSWORD, "Enter"]);
