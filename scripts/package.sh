@@ -8,7 +8,10 @@
 #                                    completions generated from its clap definitions
 #   /usr/bin/parley-custodyd         the headless daemon
 #   /usr/bin/parley-custody-setup    the one privileged helper (agent users)
-#   /usr/share/polkit-1/actions/     the step-up action and the helper's action
+#   /usr/share/polkit-1/actions/     the step-up actions and the helper's actions
+#   postinst / postrm                packaging/debian/: the administrator's prompt
+#                                    owners named again after every install or
+#                                    upgrade; their list removed on purge
 #
 # Start at login is the app's own opt-in (Settings; offered once at first
 # run): it writes an XDG autostart entry for the user, so nothing here starts
@@ -78,6 +81,8 @@ cat >"$stage/deb.conf.json" <<JSON
         "priority": "optional",
         "depends": ["libc6 (>= $glibc)", "polkitd", "libdbus-1-3", "bubblewrap", "xdg-dbus-proxy"],
         "recommends": ["gnome-keyring | keepassxc", "pkexec"],
+        "postInstallScript": "$root/packaging/debian/postinst",
+        "postRemoveScript": "$root/packaging/debian/postrm",
         "files": {
           "/usr/bin/parley": "$stage/bin/parley",
           "/usr/bin/parley-custodyd": "$stage/bin/parley-custodyd",

@@ -19,12 +19,26 @@ Note: you are running Parley Custody as root. OS authentication (the password as
 approve, before custody signs) cannot protect anything for root: polkit authorizes root without
 asking for a password, so here your click or typed "y" alone signs, whatever the step-up setting
 says. That is fine for trying it out with the playground. Real keys belong to a normal desktop
-user: run this script as that user (it uses sudo only to install packages).
+user: run this script as that user (it uses sudo only to install packages and custody's polkit
+actions).
 
 ROOT
 fi
 scripts/setup.sh
 export CARGO_TERM_COLOR=never
+
+# OS authentication before signing: custody's polkit actions installed from
+# this tree, naming you as their owner. polkit takes the prompt's details
+# (what is signed) only from root or an owner, so without it your password
+# prompt would show $(decision) instead of the decision.
+me=$(id -un)
+if [ "$(id -u)" -eq 0 ]; then
+  scripts/start-polkit.sh
+elif ! grep -qE "policykit.owner\">.*unix-user:$me( |<)" /usr/share/polkit-1/actions/org.parley.custody.policy 2>/dev/null; then
+  echo "Installing custody's polkit actions with $me as their owner: sudo scripts/start-polkit.sh $me"
+  sudo scripts/start-polkit.sh "$me" ||
+    echo "run.sh: could not install them; your password prompt will not name what it signs until root runs: scripts/start-polkit.sh $me" >&2
+fi
 
 gui=0
 if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then

@@ -107,7 +107,30 @@ for a in org.parley.custody.sign org.parley.custody.change org.parley.custody.se
 done
 pkaction --action-id org.parley.custody.setup-agent-user --verbose | grep -q 'org.freedesktop.policykit.exec.path.*/usr/bin/parley-custody-setup' ||
   fail "the setup action does not name /usr/bin/parley-custody-setup"
-ok "polkit reads all three actions"
+pkaction --action-id org.parley.custody.setup-prompt-owner --verbose | grep -q 'org.freedesktop.policykit.exec.argv1.*prompt-owner' ||
+  fail "polkit does not know the prompt-owner setup action"
+ok "polkit reads all four actions"
+
+echo "== prompt owners: named by the setup step, kept by a reinstall"
+owner_user=owner-pkg
+id -u "$owner_user" >/dev/null 2>&1 || useradd --no-create-home --shell /usr/sbin/nologin "$owner_user"
+named_in_both() {
+  local a
+  for a in org.parley.custody.sign org.parley.custody.change; do
+    pkaction --verbose --action-id "$a" | grep -qE "policykit.owner.*unix-user:$owner_user( |$)" || return 1
+  done
+}
+/usr/bin/parley-custody-setup prompt-owner --user "$owner_user" || fail "the prompt-owner step failed"
+grep -qx "$owner_user" /etc/parley-custody/prompt-owners || fail "/etc/parley-custody/prompt-owners does not list $owner_user"
+[ "$(stat -c '%U %a' /etc/parley-custody/prompt-owners)" = "root 644" ] || fail "the owners list is not root's 0644"
+xmllint --noout /usr/share/polkit-1/actions/org.parley.custody.policy || fail "the rewritten policy is not valid XML"
+for _ in $(seq 1 50); do named_in_both && break; sleep 0.1; done
+named_in_both || fail "polkit does not name $owner_user as owner of both custody actions"
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --reinstall --no-install-recommends "$root/$DEB" >/dev/null 2>&1 ||
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --reinstall --no-install-recommends "$DEB" >/dev/null
+for _ in $(seq 1 50); do named_in_both && break; sleep 0.1; done
+named_in_both || fail "after a reinstall, polkit no longer names $owner_user as owner"
+ok "$owner_user is an owner of both actions after the setup step and after a reinstall"
 
 echo "== the installed app, hidden in the tray, serves agents"
 T=$(mktemp -d /tmp/parley-pkg.XXXXXX)
@@ -155,5 +178,7 @@ DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq parley-custody >/dev/null
 for f in /usr/bin/parley /usr/bin/parley-custody /usr/bin/parley-custodyd /usr/share/polkit-1/actions/org.parley.custody.policy /usr/lib/systemd/user/parley-custodyd.service; do
   [ ! -e "$f" ] || fail "$f is left after purge"
 done
-ok "purged; nothing of it is left in /usr"
+[ ! -e /etc/parley-custody ] || fail "/etc/parley-custody is left after purge"
+userdel "$owner_user" 2>/dev/null || true
+ok "purged; nothing of it is left in /usr or /etc"
 echo "test-package: everything passed"

@@ -26,6 +26,7 @@ pub mod keystore;
 pub mod local_time;
 pub mod logging;
 pub mod paths;
+pub mod prompt_owners;
 pub use parley_custody_client::protocol;
 pub mod queue;
 pub mod review;

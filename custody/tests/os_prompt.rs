@@ -392,7 +392,7 @@ fn without_polkits_leave_to_name_the_request_the_password_is_still_asked_and_the
 /// same terminal. A wrong password and a closed prompt sign nothing; the
 /// password signs once. With `owner`, polkit takes the prompt's details and
 /// the prompt names the request; without, polkit refuses them, custody
-/// asks without them (the placeholder shows) and its log says why.
+/// asks without them (the placeholder shows), its start and its log say why.
 fn at_the_terminal(user: &'static str, owner: bool) {
     let tmp = tempfile::Builder::new()
         .prefix("parley-osprompt")
@@ -450,6 +450,17 @@ fn at_the_terminal(user: &'static str, owner: bool) {
     keys(&["y", "Enter"]);
     let at = wait_in(&screen, "listening on", at);
     let text = pane_log(&screen);
+    // At start the daemon says whether its prompt can name the decision,
+    // and if not, what root runs (here, a source tree: start-polkit.sh).
+    assert_eq!(
+        text[..at].contains("cannot say what it signs"),
+        !owner,
+        "the daemon's start says the prompt cannot name the decision only when it cannot:\n{text}"
+    );
+    if !owner {
+        let fix = format!("scripts/start-polkit.sh {user}");
+        assert!(text[..at].contains(&fix), "the start names {fix:?}:\n{text}");
+    }
     let principal = text
         .split_whitespace()
         .find(|w| w.starts_with("ed25519:"))

@@ -300,6 +300,8 @@ export interface SettingsView {
   policy: { own_uid: number; agents_group: string | null; extra_uids: number[] } | null
   /** Custody runs as root: OS authentication protects nothing (the service's words). */
   step_up_root?: string | null
+  /** The OS prompt cannot name the decision for custody's user (the service's sentence). */
+  prompt_unnamed?: string | null
 }
 
 /** How long a command may take before the window says so (the backend has its own limits). */
@@ -319,6 +321,7 @@ export const WAITS_FOR_OS_AUTHENTICATION: ReadonlySet<string> = new Set([
   'settings_save',
   'agent_resume',
   'agent_user_apply',
+  'prompt_owner_apply',
   'key_create',
   'key_import',
   'key_delete',
@@ -444,4 +447,5 @@ export const api = {
   autostartSet: (enabled: boolean) => call<AutostartView>('autostart_set', { enabled }),
   agentUserPlan: (user: string) => call<AgentUserPlanView>('agent_user_plan', { user }),
   agentUserApply: (user: string, shown: string[]) => call<SettingsView>('agent_user_apply', { user, shown }),
+  promptOwnerApply: () => call<SettingsView>('prompt_owner_apply'),
 }

@@ -344,6 +344,31 @@ function settingsSection(v: SettingsView): HTMLElement {
       applyBtn.disabled = false
     }
   })
+  // The OS prompt cannot name the decision: one sentence, and the
+  // administrator's step through polkit (as for another user's agents).
+  const ownerMsg = h('p', { class: 'msg', testid: 's-prompt-owner-status' })
+  ownerMsg.hidden = true
+  const ownerBtn = h('button', { class: 'btn', testid: 's-prompt-owner', attrs: { type: 'button' } }, 'Let the prompt name what I sign (asks for an administrator’s password)')
+  ownerBtn.addEventListener('click', async () => {
+    ownerBtn.disabled = true
+    say(ownerMsg, 'info', 'Waiting for the administrator’s password…')
+    try {
+      const r = await api.promptOwnerApply()
+      if (r.prompt_unnamed) say(ownerMsg, 'error', r.prompt_unnamed)
+      else {
+        ownerBtn.hidden = true
+        unnamedBox.hidden = true
+        say(ownerMsg, 'ok', 'Done. Your OS password prompt now says what it signs.')
+      }
+    } catch (e) {
+      say(ownerMsg, 'error', errorText(e))
+    } finally {
+      ownerBtn.disabled = false
+    }
+  })
+  const unnamedBox = h('p', { class: 'msg msg-warn', testid: 's-prompt-unnamed' }, v.prompt_unnamed ?? '')
+  unnamedBox.hidden = !v.prompt_unnamed
+  ownerBtn.hidden = !v.prompt_unnamed
   const fieldRow = (label: string, control: HTMLElement, help: string) =>
     h('div', { class: 'field' }, h('label', null, h('span', { class: 'field-label' }, label), control), h('p', { class: 'help' }, help))
   const section = h(
@@ -368,7 +393,8 @@ function settingsSection(v: SettingsView): HTMLElement {
     fieldRow('Rate limit', rate, 'New requests per minute from one OS user.'),
     h('h2', null, 'OS authentication before signing'),
     fieldRow('Ask for your password', h('div', null, stepUp, threshold,
-      v.step_up_root ? h('p', { class: 'msg msg-warn', testid: 's-stepup-root' }, v.step_up_root) : null), 'After you approve, your system asks for your password (or fingerprint) before custody signs, so a click another program synthesized, or someone else at your unlocked desk, signs nothing. With "Never", every review says that only the click protects it.'),
+      v.step_up_root ? h('p', { class: 'msg msg-warn', testid: 's-stepup-root' }, v.step_up_root) : null,
+      unnamedBox, ownerBtn, ownerMsg), 'After you approve, your system asks for your password (or fingerprint) before custody signs, so a click another program synthesized, or someone else at your unlocked desk, signs nothing. With "Never", every review says that only the click protects it.'),
     h('h2', null, 'Known agents'),
     h('p', { class: 'help' }, 'Each agent key has four words derived from it, shown wherever the key is. Give the ones you trust a name: a request from an unnamed key you never approved says so above Approve.'),
     labelList,

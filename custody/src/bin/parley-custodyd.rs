@@ -422,6 +422,15 @@ fn main() -> ExitCode {
     config.polkit = Polkit::terminal(TextAgent::pkttyagent())
         .with_timeout(std::time::Duration::from_secs(args.step_up_timeout.max(1)));
     eprintln!("parley-custodyd: {}", config.step_up.describe());
+    if config.step_up != StepUpPolicy::Never {
+        if let Some(u) = parley_custody::prompt_owners::unnamed_here() {
+            eprintln!("parley-custodyd: {}", u.words);
+            eprintln!(
+                "parley-custodyd: an administrator fixes it once, as root: {}",
+                parley_custody::prompt_owners::root_command(&u.user)
+            );
+        }
+    }
     rt.block_on(async move {
         let custody = Custody::start(
             audit,

@@ -117,6 +117,7 @@ impl WindowKind {
                 "autostart_set",
                 "agent_user_plan",
                 "agent_user_apply",
+                "prompt_owner_apply",
             ],
             WindowKind::Review(_) => &[
                 "status",

@@ -288,6 +288,7 @@ pub async fn dispatch(d: &Arc<Desktop>, caller: &Caller, name: &str, args: Value
             let (user,) = args!(args; user: String);
             json(setup::agent_user_plan(user).await)
         }
+        "prompt_owner_apply" => json(setup::prompt_owner_apply(d).await),
         "agent_user_apply" => {
             let (user, shown) = args!(args; user: String, shown: Vec<String>);
             json(setup::agent_user_apply(d, user, shown).await)

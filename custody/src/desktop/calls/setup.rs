@@ -33,6 +33,10 @@ pub struct SettingsView {
     /// Custody runs as root: OS authentication protects nothing, and why
     /// (shown next to the step-up rule).
     pub step_up_root: Option<&'static str>,
+    /// The OS prompt cannot name the decision for custody's user (not an
+    /// owner of its polkit actions): one sentence, next to a button that
+    /// runs the administrator's step (`prompt_owner_apply`).
+    pub prompt_unnamed: Option<String>,
 }
 
 fn settings_view(state: &Desktop) -> SettingsView {
@@ -50,6 +54,7 @@ fn settings_view(state: &Desktop) -> SettingsView {
         step_up_root: crate::stepup::as_root_warning(
             crate::ipc::peer::PeerPolicy::own_user_only().own_uid,
         ),
+        prompt_unnamed: crate::prompt_owners::unnamed_here().map(|u| u.words),
         settings,
     }
 }
@@ -312,15 +317,42 @@ pub async fn agent_user_apply(
     Ok(settings_view(state))
 }
 
+/// Lets the OS prompt name the decision: runs `parley-custody-setup
+/// prompt-owner` through pkexec (an administrator's password), which names
+/// custody's own user (pkexec's caller, nothing the window sent) as an owner
+/// of custody's polkit actions. The view says whether it now can.
+pub async fn prompt_owner_apply(state: &Desktop) -> R<SettingsView> {
+    if crate::prompt_owners::unnamed_here().is_some() {
+        blocking("waiting for the administrator's password", || {
+            let helper = crate::agent_access::helper_path();
+            let mut cmd = std::process::Command::new("pkexec");
+            cmd.arg(&helper).arg("prompt-owner");
+            run_privileged(cmd, &helper)
+        })
+        .await?;
+    }
+    state.hub.send(UiEvent::StatusChanged);
+    Ok(settings_view(state))
+}
+
 /// How long the helper may wait at polkit's password dialog (within the
 /// command layer's own limit); then it is stopped and nothing more changes.
 const HELPER_WAIT: Duration = Duration::from_secs(120);
 
 fn run_helper(plan: &crate::agent_access::Plan) -> R<()> {
-    use std::io::Read;
     let helper = crate::agent_access::helper_path();
     let root = nix::unistd::Uid::effective().is_root();
-    let mut child = crate::agent_access::helper_command(plan, &helper, root)
+    run_privileged(
+        crate::agent_access::helper_command(plan, &helper, root),
+        &helper,
+    )
+}
+
+/// Runs the helper's command (through pkexec), bounded by [`HELPER_WAIT`],
+/// and turns pkexec's and the helper's failures into sentences.
+fn run_privileged(mut cmd: std::process::Command, helper: &std::path::Path) -> R<()> {
+    use std::io::Read;
+    let mut child = cmd
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
