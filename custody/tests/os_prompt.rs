@@ -445,7 +445,10 @@ fn at_the_terminal(user: &'static str, owner: bool) {
     );
     if !owner {
         let fix = format!("scripts/start-polkit.sh {user}");
-        assert!(text[..at].contains(&fix), "the start names {fix:?}:\n{text}");
+        assert!(
+            text[..at].contains(&fix),
+            "the start names {fix:?}:\n{text}"
+        );
     }
     let principal = text
         .split_whitespace()
