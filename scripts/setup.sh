@@ -28,6 +28,7 @@ packages=(
   desktop-file-utils               # scripts/test-package.sh: the installed desktop entry is valid
   man-db                           # scripts/test-package.sh: man parley, from the package
   lintian                          # scripts/test-package.sh: Debian's checks of the package
+  libxml2-utils                    # xmllint: the rewritten polkit policy is valid XML (test-package.sh, prompt_owners_upgrade)
 )
 
 missing=()

@@ -57,6 +57,13 @@ fn an_upgrade_keeps_the_prompt_owners() {
         assert!(out.status.success(), "{out:?}");
     }
     let named = std::fs::read_to_string(&policy).unwrap();
+    // Still a valid policy document (xmllint, from libxml2-utils: scripts/setup.sh).
+    if let Ok(out) = Command::new("xmllint").arg("--noout").arg(&policy).output() {
+        assert!(
+            out.status.success(),
+            "the rewritten policy is not valid XML: {out:?}"
+        );
+    }
     for user in ["owner-t-a", "owner-t-b"] {
         assert!(
             parley_custody::prompt_owners::names_owner(&named, user),

@@ -1167,6 +1167,47 @@ test('settings: keys, import with shred offer, limits that need a restart', asyn
   await page.close()
 })
 
+test('settings: when the OS prompt cannot name the decision, one sentence and a button for the administrator\'s step', async () => {
+  const unnamed = 'Your OS password prompt cannot say what it signs (it shows $(decision)): polkit names the decision only for users an administrator named as owners of custody\'s polkit actions, and me is not one yet. The password is still asked.'
+  const sv = (words) => ({
+    settings: { agents_group: null, extra_users: [], socket_path: null, max_consent_horizon_secs: 86400, max_grant_lifetime_secs: 604800, queue_size: 64, rate_per_minute: 30, agent_labels: {}, step_up: { rule: 'committing' } },
+    running: null,
+    restart_needed: [],
+    data_dir: '/home/me/.local/share/parley-custody',
+    socket: null,
+    policy: { own_uid: 1000, agents_group: null, extra_uids: [] },
+    autostart: { enabled: false, offered: true, entry: '/home/me/.config/autostart/org.parley.custody.desktop', error: null },
+    step_up_root: null,
+    prompt_unnamed: words,
+  })
+  const page = await open('settings.html', {
+    keys_list: { store: 'the OS keychain', keys: status().keys },
+    settings_get: sv(unnamed),
+    prompt_owner_apply: sv(null),
+    agent_pauses: { paused: [], agents: [], now: 0 },
+  }, { label: 'main', width: 800, height: 1000 })
+  await page.locator(tid('s-prompt-unnamed')).waitFor()
+  assert.equal(await text(page, 's-prompt-unnamed'), unnamed)
+  assert.match(await text(page, 's-prompt-owner'), /administrator’s password/)
+  await page.locator(tid('s-prompt-owner')).click()
+  await page.waitForFunction(() => /^Done\. Your OS password prompt now says what it signs/.test(document.querySelector('[data-testid="s-prompt-owner-status"]').textContent))
+  assert.deepEqual(await calls(page, 'prompt_owner_apply'), [{}])
+  assert.equal(await page.locator(tid('s-prompt-unnamed')).isHidden(), true)
+  assert.equal(await page.locator(tid('s-prompt-owner')).isHidden(), true)
+  assert.deepEqual(page.problems, [])
+  await page.close()
+  // A prompt that names the decision: neither is shown.
+  const named = await open('settings.html', {
+    keys_list: { store: 'the OS keychain', keys: status().keys },
+    settings_get: sv(null),
+    agent_pauses: { paused: [], agents: [], now: 0 },
+  }, { label: 'main', width: 800, height: 1000 })
+  await named.locator(tid('s-stepup')).waitFor()
+  assert.equal(await named.locator(tid('s-prompt-unnamed')).isHidden(), true)
+  assert.equal(await named.locator(tid('s-prompt-owner')).isHidden(), true)
+  await named.close()
+})
+
 test('settings as root: the step-up choice says OS authentication protects nothing there, and why', async () => {
   const sv = (root) => ({
     settings: { agents_group: null, extra_users: [], socket_path: null, max_consent_horizon_secs: 86400, max_grant_lifetime_secs: 604800, queue_size: 64, rate_per_minute: 30, agent_labels: {}, step_up: { rule: 'committing' } },

@@ -322,12 +322,23 @@ pub async fn agent_user_apply(
 /// custody's own user (pkexec's caller, nothing the window sent) as an owner
 /// of custody's polkit actions. The view says whether it now can.
 pub async fn prompt_owner_apply(state: &Desktop) -> R<SettingsView> {
-    if crate::prompt_owners::unnamed_here().is_some() {
-        blocking("waiting for the administrator's password", || {
+    if let Some(u) = crate::prompt_owners::unnamed_here() {
+        blocking("waiting for the administrator's password", move || {
             let helper = crate::agent_access::helper_path();
             let mut cmd = std::process::Command::new("pkexec");
             cmd.arg(&helper).arg("prompt-owner");
-            run_privileged(cmd, &helper)
+            // Without the package (a source tree), pkexec knows no action
+            // for this helper: the sentence says what root runs instead.
+            run_privileged(cmd, &helper).map_err(|e| {
+                CallError::new(
+                    e.code,
+                    format!(
+                        "{} An administrator can also run, as root: {}",
+                        e.message,
+                        crate::prompt_owners::root_command(&u.user)
+                    ),
+                )
+            })
         })
         .await?;
     }
