@@ -156,6 +156,7 @@ impl Opener {
             .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", bin.display())))?;
         let pid = child.id();
         tracing::info!(pid, window = %target.as_arg(), "started the UI");
+        let watch = ours.try_clone();
         if self.started.send(StartedUi { stream: ours, pid }).is_err() {
             tracing::warn!(
                 pid,
@@ -163,18 +164,22 @@ impl Opener {
             );
         }
         let starting = self.starting.clone();
+        // Whether the UI's end is still open after the process exits (it
+        // handed its channel on, as a launcher does): then it may yet say hello.
+        let watch = watch.ok();
         // Reaped on its own thread; the slot frees when it exits.
         let _ = std::thread::Builder::new()
             .name("ui-process".into())
             .spawn(move || {
                 let status = child.wait();
                 tracing::info!(pid, ?status, "the UI exited");
+                let handed_on = watch.as_ref().is_some_and(|w| !peer_closed(w));
                 if let Ok(mut s) = starting.lock() {
                     if s.pid == Some(pid) {
                         s.pid = None;
                         s.at = None;
                         // It never said hello: its window goes to the next UI.
-                        if let Some(t) = s.opening.take() {
+                        if let Some(t) = s.opening.take_if(|_| !handed_on) {
                             tracing::error!(pid, window = %t.as_arg(), "the UI exited before it connected; the window opens with the next UI (the request waits in the tray and the home window)");
                             if s.queued.len() == MAX_QUEUED {
                                 s.queued.remove(0);
@@ -185,6 +190,19 @@ impl Opener {
                 }
             });
         Ok(pid)
+    }
+}
+
+/// Whether the other end of `ours` is closed (no process holds it any more).
+fn peer_closed(ours: &UnixStream) -> bool {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    use std::os::fd::AsFd;
+    let mut fds = [PollFd::new(ours.as_fd(), PollFlags::POLLIN)];
+    match poll(&mut fds, PollTimeout::ZERO) {
+        Ok(_) => fds[0]
+            .revents()
+            .is_some_and(|r| r.intersects(PollFlags::POLLHUP | PollFlags::POLLERR)),
+        Err(_) => true,
     }
 }
 
