@@ -16,55 +16,25 @@ use parley_core::proposal::proposal_hash;
 use parley_core::SecretKey;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::fs::PermissionsExt;
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use support::ui_relay::Relay;
 use support::{in_session, scratch, Session};
 use zeroize::Zeroizing;
 
 const WAIT: Duration = Duration::from_secs(60);
 
-/// What the service starts as its UI in these tests: a relay that passes
-/// the channel it inherited (standard input, `PARLEY_CUSTODY_UI_FD=0`) on,
-/// byte for byte, to the test listening at `$PARLEY_TEST_UI_RELAY`, after
-/// one line saying how it was started. The test is then the UI the service
-/// started, as the real app is (tests/e2e run the app itself).
-const RELAY: &str = r#"#!/usr/bin/env python3
-import json, os, socket, sys, threading
-ch = socket.socket(fileno=os.dup(0))
-t = socket.socket(socket.AF_UNIX)
-t.connect(os.environ["PARLEY_TEST_UI_RELAY"])
-t.sendall((json.dumps({"relay": {"pid": os.getpid(), "argv": sys.argv[1:],
-    "fd": os.environ.get("PARLEY_CUSTODY_UI_FD"),
-    "socket_env": os.environ.get("PARLEY_CUSTODY_UI_SOCKET")}}) + "\n").encode())
-def pump(a, b):
-    while True:
-        try:
-            d = a.recv(65536)
-        except OSError:
-            d = b""
-        if not d:
-            break
-        b.sendall(d)
-    try:
-        b.shutdown(socket.SHUT_WR)
-    except OSError:
-        pass
-threading.Thread(target=pump, args=(t, ch), daemon=True).start()
-pump(ch, t)
-"#;
-
-/// The service, as the desktop starts it (its UI is the relay above: the
-/// tests are the UI).
+/// The service, as the desktop starts it (its UI is the relay of
+/// `support::ui_relay`: the tests are the UI).
 struct Service {
     child: Child,
     sock: PathBuf,
     ui: PathBuf,
     log: PathBuf,
-    relay: UnixListener,
+    relay: Relay,
 }
 
 impl Service {
@@ -79,12 +49,7 @@ impl Service {
             r#"{"step_up": {"rule": "never"}}"#,
         )
         .unwrap();
-        let relay_bin = dir.join("ui-relay");
-        std::fs::write(&relay_bin, RELAY).unwrap();
-        std::fs::set_permissions(&relay_bin, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let relay_sock = dir.join("relay.sock");
-        let relay = UnixListener::bind(&relay_sock).expect("the relay's socket");
-        relay.set_nonblocking(true).unwrap();
+        let relay = Relay::install(&dir);
         let sock = dir.join("custody.sock");
         let ui = dir.join("ui").join("ui.sock");
         let log = dir.join("service.log");
@@ -96,8 +61,8 @@ impl Service {
             .arg(&ui)
             .arg("--data-dir")
             .arg(&data)
-            .env("PARLEY_CUSTODY_UI", &relay_bin)
-            .env("PARLEY_TEST_UI_RELAY", &relay_sock)
+            .env("PARLEY_CUSTODY_UI", &relay.program)
+            .env("PARLEY_TEST_UI_RELAY", &relay.socket)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
@@ -138,23 +103,8 @@ impl Service {
 
     /// The next UI the service starts, once it is connected and said hello.
     fn next_ui(&self) -> Ui {
-        let end = Instant::now() + WAIT;
-        let stream = loop {
-            match self.relay.accept() {
-                Ok((s, _)) => break s,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    assert!(
-                        Instant::now() < end,
-                        "the service started no UI:\n{}",
-                        self.log()
-                    );
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                Err(e) => panic!("accepting the relay: {e}"),
-            }
-        };
-        stream.set_nonblocking(false).unwrap();
-        Ui::over(stream)
+        let (stream, started) = self.relay.next(WAIT, || self.log());
+        Ui::over(stream, started)
     }
 
     /// Knocks, and the UI the service starts for it.
@@ -244,7 +194,7 @@ struct Ui {
 }
 
 impl Ui {
-    fn over(s: UnixStream) -> Ui {
+    fn over(s: UnixStream, started: Value) -> Ui {
         let out = s.try_clone().unwrap();
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
@@ -262,9 +212,8 @@ impl Ui {
             rx,
             events: Vec::new(),
             next: 1,
-            started: Value::Null,
+            started,
         };
-        ui.started = ui.recv()["relay"].clone();
         assert_eq!(
             ui.started["fd"], "0",
             "the channel is standard input: {}",

@@ -191,24 +191,15 @@ async fn door<S: AsyncRead + AsyncWrite>(stream: S, desktop: Arc<Desktop>) {
     let (rd, wr) = tokio::io::split(stream);
     let mut reader = FrameReader::with_max_frame(rd, MAX_LINE);
     let mut writer = FrameWriter::new(wr);
-    let first = match tokio::time::timeout(DOOR_HELLO_TIMEOUT, reader.next_frame()).await {
-        Ok(Ok(Some(f))) => f.value,
-        Ok(Ok(None)) => return,
-        Ok(Err(e)) => {
-            tracing::warn!(
-                "UI channel: refused a connection: {}",
-                display::for_log(&e.to_string())
-            );
-            let _ = send(&mut writer, &json!({"refused": e.to_string()})).await;
-            return;
-        }
-        Err(_) => {
-            tracing::info!(
-                "UI channel: closed a connection on the path that sent no hello in {} s",
-                DOOR_HELLO_TIMEOUT.as_secs()
-            );
-            return;
-        }
+    let Some(first) = first_frame(
+        &mut reader,
+        &mut writer,
+        DOOR_HELLO_TIMEOUT,
+        "closed a connection on the path that sent no hello",
+    )
+    .await
+    else {
+        return;
     };
     if let Err(why) = hello(&first) {
         tracing::warn!("UI channel: refused a connection: {why}");
@@ -368,30 +359,52 @@ async fn send<W: tokio::io::AsyncWrite + Unpin>(w: &mut FrameWriter<W>, v: &Valu
     )
 }
 
+/// A connection's first line within `limit`: `None` when it closed, sent
+/// something that is not a frame (refused, with the reason, and logged) or
+/// stayed silent (`silent` is logged with the limit).
+async fn first_frame<R, W>(
+    reader: &mut FrameReader<R>,
+    writer: &mut FrameWriter<W>,
+    limit: Duration,
+    silent: &str,
+) -> Option<Value>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    match tokio::time::timeout(limit, reader.next_frame()).await {
+        Ok(Ok(Some(f))) => Some(f.value),
+        Ok(Ok(None)) => None,
+        Ok(Err(e)) => {
+            tracing::warn!(
+                "UI channel: refused a connection: {}",
+                display::for_log(&e.to_string())
+            );
+            let _ = send(writer, &json!({"refused": e.to_string()})).await;
+            None
+        }
+        Err(_) => {
+            tracing::info!("UI channel: {silent} in {} s", limit.as_secs());
+            None
+        }
+    }
+}
+
 /// The UI this service started: hello, then calls, window reports and
 /// events until either side closes.
 async fn connection<S: AsyncRead + AsyncWrite>(stream: S, desktop: Arc<Desktop>) {
     let (rd, wr) = tokio::io::split(stream);
     let mut reader = FrameReader::with_max_frame(rd, MAX_LINE);
     let mut writer = FrameWriter::new(wr);
-    let first = match tokio::time::timeout(HELLO_TIMEOUT, reader.next_frame()).await {
-        Ok(Ok(Some(f))) => f.value,
-        Ok(Ok(None)) => return,
-        Ok(Err(e)) => {
-            tracing::warn!(
-                "UI channel: refused a connection: {}",
-                display::for_log(&e.to_string())
-            );
-            let _ = send(&mut writer, &json!({"refused": e.to_string()})).await;
-            return;
-        }
-        Err(_) => {
-            tracing::warn!(
-                "UI channel: the UI sent no hello in {} s",
-                HELLO_TIMEOUT.as_secs()
-            );
-            return;
-        }
+    let Some(first) = first_frame(
+        &mut reader,
+        &mut writer,
+        HELLO_TIMEOUT,
+        "the UI sent no hello",
+    )
+    .await
+    else {
+        return;
     };
     let pid = match hello(&first) {
         Ok(pid) => pid,

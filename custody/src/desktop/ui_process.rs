@@ -71,6 +71,12 @@ struct Starting {
     opening: Option<OpenTarget>,
     /// What it should show besides its `--open`, once it says hello.
     queued: Vec<OpenTarget>,
+    /// A second handle on the service's end of its channel, until it says
+    /// hello: if the process exits with its end still open, it handed the
+    /// channel on (as a launcher does) and may yet say hello. Dropped at
+    /// hello, so that when the service closes a UI's connection the UI
+    /// sees it closed.
+    watch: Option<UnixStream>,
 }
 
 /// Opens windows (cheap to clone).
@@ -120,10 +126,11 @@ impl Opener {
             return;
         }
         match self.start(&target) {
-            Ok(pid) => {
+            Ok((pid, watch)) => {
                 s.pid = Some(pid);
                 s.at = Some(Instant::now());
                 s.opening = Some(target);
+                s.watch = watch;
             }
             Err(e) => tracing::error!("cannot start the Parley Custody window: {e}"),
         }
@@ -136,6 +143,7 @@ impl Opener {
             .lock()
             .map(|mut s| {
                 s.opening = None;
+                s.watch = None;
                 std::mem::take(&mut s.queued)
             })
             .unwrap_or_default()
@@ -143,7 +151,8 @@ impl Opener {
 
     /// Starts the UI with its channel as standard input; the service's end
     /// (close-on-exec, so no other child inherits it) goes to the channel.
-    fn start(&self, target: &OpenTarget) -> std::io::Result<u32> {
+    /// Returns its pid and the watch handle on its channel ([`Starting::watch`]).
+    fn start(&self, target: &OpenTarget) -> std::io::Result<(u32, Option<UnixStream>)> {
         let bin = ui_binary()?;
         let (ours, theirs) = UnixStream::pair()?;
         let mut child = Command::new(&bin)
@@ -164,18 +173,16 @@ impl Opener {
             );
         }
         let starting = self.starting.clone();
-        // Whether the UI's end is still open after the process exits (it
-        // handed its channel on, as a launcher does): then it may yet say hello.
-        let watch = watch.ok();
         // Reaped on its own thread; the slot frees when it exits.
         let _ = std::thread::Builder::new()
             .name("ui-process".into())
             .spawn(move || {
                 let status = child.wait();
                 tracing::info!(pid, ?status, "the UI exited");
-                let handed_on = watch.as_ref().is_some_and(|w| !peer_closed(w));
                 if let Ok(mut s) = starting.lock() {
                     if s.pid == Some(pid) {
+                        // Its end still open: it handed the channel on.
+                        let handed_on = s.watch.take().is_some_and(|w| !peer_closed(&w));
                         s.pid = None;
                         s.at = None;
                         // It never said hello: its window goes to the next UI.
@@ -189,7 +196,7 @@ impl Opener {
                     }
                 }
             });
-        Ok(pid)
+        Ok((pid, watch.ok()))
     }
 }
 
