@@ -75,7 +75,9 @@ function uiPid(service) {
 }
 
 function reviewShown() {
-  const r = spawnSync('xdotool', ['search', '--onlyvisible', '--name', 'Review request'], { encoding: 'utf8' })
+  // A review window opens as "Review request — Parley Custody", then is titled
+  // after its request ("Approve 10.01 USD at shop.example? (q1) — Parley Custody").
+  const r = spawnSync('xdotool', ['search', '--onlyvisible', '--name', '(Review request|\\(q[0-9]+\\)) — Parley Custody'], { encoding: 'utf8' })
   return r.status === 0 && r.stdout.trim() !== ''
 }
 
@@ -85,6 +87,12 @@ const pct = (xs, p) => {
   return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]
 }
 
+// A principal key, made by the human's own CLI before the service starts
+// (the UI channel belongs to the UI the service starts; its path is only a door).
+const made = spawnSync(PARLEY, ['custody', 'keys', 'create', '--label', 'bench', '--data-dir', process.env.PARLEY_CUSTODY_DATA], { encoding: 'utf8' })
+const principal = (made.stderr.match(/ed25519:[A-Za-z0-9_-]+/) || [])[0]
+if (made.status !== 0 || !principal) throw new Error(`bench: no key: ${made.stderr}`)
+
 const t0 = performance.now()
 const svc = spawn(SERVICE, ['--approver', 'desktop', '--hidden'], { stdio: ['ignore', 'ignore', 'inherit'] })
 await until(() => trayNames().length > 0, 'the tray icon on the session bus')
@@ -92,15 +100,6 @@ const toTray = performance.now() - t0
 await until(() => existsSync(UI_SOCK) && existsSync(SOCK), 'the sockets')
 const toSockets = performance.now() - t0
 
-// A principal key, made over the UI channel as the home window would.
-const ui = await Agent.connect(UI_SOCK)
-ui.send({ hello: { ui: 'parley-custody-ui', version: '0.1.0', pid: process.pid } })
-await ui.next((f) => f.hello)
-ui.send({ id: 1, window: 'main', call: 'key_create', args: { label: 'bench' } })
-const created = await ui.next((f) => f.id === 1)
-const principal = created.ok?.public
-if (!principal) throw new Error(`bench: no key: ${JSON.stringify(created)}`)
-ui.sock.destroy()
 
 await sleep(3000)
 const idle = mem(svc.pid)
