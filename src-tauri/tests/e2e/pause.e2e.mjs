@@ -102,7 +102,8 @@ test('alike: three orders from the agent at one service are listed in one review
   await wd.screenshot(join(SHOTS, 'review-alike.png'))
   await wd.click(tid('deny-alike'))
   for (const id of ['c4a', 'c4b', 'c4c']) assert.equal((await agent.final(id)).kind, 'DENIED', id)
-  assert.match(await wd.text(tid('status')), /^Denied 3 requests/)
+  // The agents may hear before the page does: wait for the page's own line.
+  await wd.until(async () => /^Denied 3 requests/.test(await wd.text(tid('status'))), 'the page says all three were denied')
   await closed()
   assert.deepEqual(await listed(), [], 'nothing left waiting')
 })
@@ -163,8 +164,8 @@ test('audit view: the paused agent is listed until when and why; Resume lets it 
   assert.equal(rows[0][0], agentPub)
   assert.match(rows[0][1], /denied and paused for 1h/)
   assert.match(rows[0][1], /\(in (1h|59m|58m)/)
-  const kinds = await wd.exec(`return [...document.querySelectorAll('[data-testid="event-row"]')].map(r => r.dataset.kind)`)
-  assert.ok(kinds.includes('agent_paused'), kinds.join(','))
+  // The paused list and the event list are two calls: the rows may come a moment later.
+  await wd.until(async () => (await wd.exec(`return [...document.querySelectorAll('[data-testid="event-row"]')].map(r => r.dataset.kind)`)).includes('agent_paused'), 'the pause in the log')
   await wd.screenshot(join(SHOTS, 'audit-paused.png'))
   await wd.click(tid('resume'))
   await wd.$(tid('no-paused'))
