@@ -63,7 +63,7 @@ impl Autostart {
             .ok_or(AutostartError::NoConfigDir)?;
         // The entry starts the app (the UI binary), which starts this
         // service if it is not running and, with `--hidden`, opens nothing.
-        let exe = super::ui_process::ui_binary().map_err(AutostartError::NoExecutable)?;
+        let exe = super::ui_process::app_binary().map_err(AutostartError::NoExecutable)?;
         Ok(Autostart::in_config_dir(&config, &exe))
     }
 

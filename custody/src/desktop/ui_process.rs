@@ -34,12 +34,19 @@ const START_GRACE: Duration = Duration::from_secs(15);
 /// they are all in the pending list anyway).
 const MAX_QUEUED: usize = 32;
 
-/// The UI binary: `$PARLEY_CUSTODY_UI`, else `parley-custody` next to this
-/// service's executable, else `/usr/bin/parley-custody`.
+/// The UI binary the service starts: `$PARLEY_CUSTODY_UI` (tests put a
+/// stand-in there), else [`app_binary`].
 pub fn ui_binary() -> std::io::Result<PathBuf> {
     if let Some(p) = std::env::var_os(UI_BIN_ENV).filter(|p| !p.is_empty()) {
         return Ok(PathBuf::from(p));
     }
+    app_binary()
+}
+
+/// The app itself, as a person starts it (the autostart entry names it):
+/// `parley-custody` next to this service's executable, else
+/// `/usr/bin/parley-custody`. Never a stand-in from the environment.
+pub fn app_binary() -> std::io::Result<PathBuf> {
     let me = std::env::current_exe()?;
     if let Some(dir) = me.parent() {
         let sibling = dir.join("parley-custody");
