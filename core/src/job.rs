@@ -14,7 +14,8 @@ use crate::b64;
 use crate::canonical::{canonical, MAX_SAFE_INTEGER};
 use crate::caveat::{Caveat, CommitFacts, RequestContext, RiskLevel};
 use crate::code::{self, CodeError, ConsentCode};
-use crate::consent::{consent_caveats, ConsentRequest};
+use crate::consent::{consent_caveats, CheckedConsent, ConsentRequest};
+use crate::proposal::Proposal;
 use crate::grant::{Decision, GrantError, UnverifiedGrant};
 use crate::keys::{PublicKey, SecretKey};
 use crate::quantity::Uses;
@@ -406,6 +407,37 @@ impl CheckedJob {
     pub fn exp(&self) -> i64 {
         self.exp
     }
+    /// The checked job as a checked consent, for code that reviews and
+    /// signs consents: its proposal is the plan (`id` and `hash` = the plan
+    /// hash, `capability` = the tool, `expires` = [`CheckedJob::exp`]), and
+    /// signing it for the server's key ([`crate::consent::issue_consent`])
+    /// gives exactly [`issue_job_consent`]'s caveats. Effects must be YEA
+    /// effects (`op` one of create, update, delete, send, other).
+    pub fn consent(&self) -> Result<CheckedConsent, JobError> {
+        let p = &self.plan;
+        let mut v = serde_json::json!({
+            "id": p.hash, "capability": p.tool, "summary": p.summary,
+            "effects": p.effects, "risk": p.risk.as_str(), "expires": self.exp,
+        });
+        if let Some(u) = &p.uses {
+            v["uses"] = u.to_value();
+        }
+        if let Some(w) = p.undo_window {
+            v["undo"] = serde_json::json!({ "window": w });
+        }
+        v["hash"] = Value::String(
+            crate::proposal::proposal_hash(&v).map_err(|e| JobError::NonInteger(e.to_string()))?,
+        );
+        let mut proposal = Proposal::from_value_in(&v, crate::Dialect::YeaV1)
+            .map_err(|e| JobError::Malformed(e.to_string()))?;
+        proposal.hash = p.hash.clone();
+        Ok(CheckedConsent::for_job(
+            self.code.consent.clone(),
+            proposal,
+            self.exp,
+        ))
+    }
+
     /// The exact five caveats the consent will carry.
     pub fn caveats(&self) -> Vec<Caveat> {
         consent_caveats(

@@ -204,3 +204,32 @@ fn a_code_lives_at_most_ten_minutes_whatever_it_says() {
         job::check_code(job::decode_code(&code).unwrap(), &key(&v, "principal"), now).unwrap();
     assert_eq!(checked.exp(), now + 600);
 }
+
+#[test]
+fn a_checked_job_signed_as_a_consent_for_the_server_is_the_job_consent() {
+    let v = vectors();
+    let c = &v["consentCode"];
+    let now = c["now"].as_i64().unwrap();
+    let checked = job::check_code(
+        job::decode_code(c["code"].as_str().unwrap()).unwrap(),
+        &key(&v, "principal"),
+        now,
+    )
+    .unwrap();
+    let consent = checked.consent().unwrap();
+    assert_eq!(consent.proposal().hash, checked.plan().hash);
+    assert_eq!(consent.caveats(), checked.caveats());
+    let nonce = format!("c-{}-{}", &checked.plan().hash[..6], checked.exp());
+    let a = parley_core::consent::issue_consent(
+        &secret(&v, "principal"),
+        checked.server(),
+        &consent,
+        now,
+        &nonce,
+    )
+    .unwrap();
+    assert_eq!(
+        a.encode(),
+        v["consents"]["cases"][0]["grant"].as_str().unwrap()
+    );
+}
