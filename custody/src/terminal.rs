@@ -647,6 +647,7 @@ mod tests {
             needs_second_confirmation: false,
             unusual: vec![],
             activity: None,
+            job: None,
         }
     }
 
