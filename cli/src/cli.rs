@@ -221,6 +221,24 @@ pub struct CustodyArgs {
 pub enum CustodyCommand {
     /// Principal keys: list, create, delete, import, export.
     Keys(KeysArgs),
+    /// Stop all agents: deny every pending request, refuse every new one
+    /// unseen until unfrozen. Asks nothing.
+    Freeze(FreezeArgs),
+    /// End a freeze (asks the OS to authenticate you), then list what was
+    /// refused meanwhile.
+    Unfreeze(FreezeArgs),
+    /// Whether custody is frozen, since when, and how many requests it refused.
+    Frozen(FreezeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct FreezeArgs {
+    /// Why (kept in the audit log; freeze only).
+    #[arg(long)]
+    pub reason: Option<String>,
+    /// Custody's data directory (audit log).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -32,7 +32,7 @@ pub const PASSPHRASE_ENV: &str = "PARLEY_CUSTODY_PASSPHRASE";
 
 /// Custody's data directory (audit log, file store), created 0700 if needed:
 /// these commands run as custody's user and may write there.
-fn data_dir(flag: Option<&PathBuf>) -> Result<PathBuf, CliError> {
+pub(super) fn data_dir(flag: Option<&PathBuf>) -> Result<PathBuf, CliError> {
     match flag {
         Some(d) => paths::ensure_private_dir(d)
             .map(|()| d.clone())
@@ -265,8 +265,12 @@ impl fmt::Display for Changed {
 }
 
 pub fn run(a: CustodyArgs) -> Result<Report, CliError> {
-    let CustodyCommand::Keys(k) = a.command;
-    keys(k)
+    match a.command {
+        CustodyCommand::Keys(k) => keys(k),
+        CustodyCommand::Freeze(f) => super::custody_freeze::freeze(&f),
+        CustodyCommand::Unfreeze(f) => super::custody_freeze::unfreeze(&f),
+        CustodyCommand::Frozen(f) => super::custody_freeze::status(&f),
+    }
 }
 
 /// Create and import hold the new key's seed in this process: first make

@@ -3,6 +3,7 @@
 
 mod approve;
 mod audit;
+mod custody_freeze;
 mod custody_keys;
 mod delegate;
 mod est;
