@@ -31,6 +31,9 @@ export const KIND_WORDS: Record<EventKind, string> = {
   agent_resumed: 'Agent resumed',
   agent_labelled: 'Agent named',
   settings_loosened: 'Settings loosened (after OS authentication)',
+  custody_frozen: 'All agents stopped (custody frozen)',
+  custody_unfrozen: 'Custody unfrozen (after OS authentication)',
+  grant_revoked: 'Grant revoked',
 }
 
 const app = byId('app')

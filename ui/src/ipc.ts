@@ -212,6 +212,19 @@ export type EventKind =
   | 'agent_resumed'
   | 'agent_labelled'
   | 'settings_loosened'
+  | 'custody_frozen'
+  | 'custody_unfrozen'
+  | 'grant_revoked'
+/** Whether custody is frozen, and what an unfreeze ended (custody/src/desktop/calls/freeze.rs). */
+export interface FreezeView {
+  frozen: boolean
+  since: number | null
+  reason: string | null
+  refused: number
+  refused_rows: { at: number; peer_uid: number | null; agent: string | null; service: string | null }[]
+  denied: number
+}
+
 /** One audit row: every stored column under its name (text display-safe),
  *  with `undo`, `cost` and `span` in words or pairs, and what custody works
  *  out for the human (custody/src/desktop/views.rs). */
@@ -320,6 +333,7 @@ export const WAITS_FOR_OS_AUTHENTICATION: ReadonlySet<string> = new Set([
   'grant_issue',
   'settings_save',
   'agent_resume',
+  'custody_unfreeze',
   'agent_user_apply',
   'prompt_owner_apply',
   'key_create',
@@ -413,6 +427,12 @@ export const api = {
   /** `secs` null: until resumed. */
   agentPause: (agent: string, secs: number | null) => call<PausesView>('agent_pause', { agent, secs }),
   agentResume: (agent: string) => call<PausesView>('agent_resume', { agent }),
+  /** Whether custody is frozen ("Stop all agents"). */
+  custodyFrozen: () => call<FreezeView>('custody_frozen'),
+  /** Stops all agents (asks nothing). */
+  custodyFreeze: () => call<FreezeView>('custody_freeze'),
+  /** Ends the freeze after OS authentication; lists what was refused meanwhile. */
+  custodyUnfreeze: () => call<FreezeView>('custody_unfreeze'),
   openWindow: (kind: string, id: string | null = null, agent: string | null = null) =>
     call<void>('open_window', { kind, id, agent }),
   windowClose: () => call<void>('window_close'),

@@ -1284,3 +1284,53 @@ test('the UI never parses data as HTML', async () => {
     }
   }
 })
+
+test('home: "Stop all agents" freezes at once; while frozen it says so, and Unfreeze lists what was refused', async () => {
+  const frozen = { frozen: true, since: now(), reason: 'all agents stopped from the main window', refused: 0, refused_rows: [], denied: 2 }
+  const page = await open('index.html', {
+    status: status(),
+    pending_list: [consent()],
+    open_window: null,
+    custody_frozen: { frozen: false, since: null, reason: null, refused: 0, refused_rows: [], denied: 0 },
+    custody_freeze: frozen,
+    custody_unfreeze: { frozen: false, since: now() - 60, reason: 'x', refused: 3, refused_rows: [{ at: now() - 30, peer_uid: 1001, agent: 'bot\u202e', service: 'shop.example' }], denied: 0 },
+  })
+  await page.locator(tid('stop-all')).waitFor()
+  assert.match(await text(page, 'freeze'), /refuses every new request until you unfreeze.*stay valid until they expire or you revoke/)
+  await page.evaluate((f) => {
+    window.__PARLEY_FIXTURES__.custody_frozen = f
+    window.__PARLEY_FIXTURES__.pending_list = []
+  }, frozen)
+  await page.locator(tid('stop-all')).click()
+  await page.locator(tid('frozen')).waitFor()
+  assert.equal((await calls(page, 'custody_freeze')).length, 1, 'one click freezes, nothing else asked')
+  assert.match(await text(page, 'frozen'), /all agents are stopped\. Every request is refused without being shown/)
+  await page.locator(tid('none-pending')).waitFor()
+  await page.evaluate(() => (window.__PARLEY_FIXTURES__.custody_frozen = { frozen: false, since: null, reason: null, refused: 0, refused_rows: [], denied: 0 }))
+  await page.locator(tid('unfreeze')).click()
+  await page.locator(tid('unfrozen')).waitFor()
+  assert.match(await text(page, 'unfrozen'), /3 requests were refused while it was frozen/)
+  assert.match(await text(page, 'freeze-refused'), /user 1001 · agent bot\\u\{202e\} · shop\.example/)
+  // A status refresh keeps the list shown, with Stop all agents under it.
+  await page.evaluate(() => window.__parleyEmit('status-changed'))
+  await page.locator(tid('stop-all')).waitFor()
+  assert.equal(await page.locator(tid('freeze-refused')).isVisible(), true)
+  assert.deepEqual(page.problems, [])
+  await page.close()
+})
+
+test('home: a refused unfreeze stays frozen and says why', async () => {
+  const frozen = { frozen: true, since: now(), reason: 'x', refused: 1, refused_rows: [], denied: 0 }
+  const page = await open('index.html', {
+    status: status(),
+    pending_list: [],
+    custody_frozen: frozen,
+    custody_unfreeze: { __error: { code: 'not_authenticated', message: 'OS authentication failed or was cancelled: nothing changed (custody was asked to unfreeze custody (let agents ask again)).' } },
+  })
+  await page.locator(tid('unfreeze')).click()
+  await page.locator(`${tid('freeze-status')}.msg-error`).waitFor()
+  assert.match(await text(page, 'freeze-status'), /nothing changed/)
+  assert.equal(await page.locator(tid('frozen')).isVisible(), true)
+  assert.equal(await page.locator(tid('unfreeze')).isEnabled(), true)
+  await page.close()
+})

@@ -103,6 +103,10 @@ impl WindowKind {
                 "agent_pauses",
                 "agent_pause",
                 "agent_resume",
+                // Stop all agents
+                "custody_frozen",
+                "custody_freeze",
+                "custody_unfreeze",
                 // settings
                 "settings_get",
                 "settings_save",

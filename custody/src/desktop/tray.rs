@@ -139,6 +139,8 @@ struct Item {
     count: usize,
     lines: Vec<(Line, String)>,
     online: Arc<AtomicBool>,
+    /// Custody is frozen ("Stop all agents"): title, tooltip and menu say so.
+    frozen: bool,
 }
 
 impl Item {
@@ -146,6 +148,30 @@ impl Item {
         if let Some(d) = self.desktop.upgrade() {
             d.opener.open(target);
         }
+    }
+
+    /// "Stop all agents": freezes custody (asks nothing); the pending
+    /// requests are denied, told why. Off the D-Bus task.
+    fn freeze(&self) {
+        let Some(d) = self.desktop.upgrade() else {
+            return;
+        };
+        self.rt.spawn_blocking(move || {
+            let Ok(core) = d.core() else {
+                return;
+            };
+            match core.engine.freeze("all agents stopped from the tray") {
+                Ok(_) => {
+                    d.hub.send(UiEvent::PendingChanged);
+                    d.hub.send(UiEvent::StatusChanged);
+                    if let Some(t) = d.tray.get() {
+                        t.show_frozen(true);
+                    }
+                    d.refresh_tray();
+                }
+                Err(e) => tracing::warn!("tray menu: custody was not frozen: {e}"),
+            }
+        });
     }
 
     fn main(&self, view: View) {
@@ -201,6 +227,9 @@ impl ksni::Tray for Item {
     }
 
     fn title(&self) -> String {
+        if self.frozen {
+            return "Parley Custody (frozen: all agents stopped)".into();
+        }
         match self.count {
             0 => "Parley Custody".into(),
             n => format!("Parley Custody ({n})"),
@@ -216,7 +245,7 @@ impl ksni::Tray for Item {
     }
 
     fn status(&self) -> ksni::Status {
-        if self.count == 0 {
+        if self.count == 0 && !self.frozen {
             ksni::Status::Active
         } else {
             ksni::Status::NeedsAttention
@@ -226,10 +255,11 @@ impl ksni::Tray for Item {
     fn tool_tip(&self) -> ksni::ToolTip {
         ksni::ToolTip {
             title: "Parley Custody".into(),
-            description: match self.count {
-                0 => "No pending requests".into(),
-                1 => "1 pending request".into(),
-                n => format!("{n} pending requests"),
+            description: match (self.frozen, self.count) {
+                (true, _) => "Frozen: all agents stopped, every request refused unseen".into(),
+                (false, 0) => "No pending requests".into(),
+                (false, 1) => "1 pending request".into(),
+                (false, n) => format!("{n} pending requests"),
             },
             ..Default::default()
         }
@@ -246,6 +276,21 @@ impl ksni::Tray for Item {
             n => format!("{n} pending requests"),
         };
         let mut menu = vec![item(header, false, |_| {}), MenuItem::Separator];
+        if self.frozen {
+            menu.push(item("FROZEN: all agents stopped".into(), false, |_| {}));
+            menu.push(item(
+                "Unfreeze… (asks for your password)".into(),
+                true,
+                |m: &mut Item| m.main(View::Home),
+            ));
+        } else {
+            menu.push(item(
+                "Stop all agents (refuse every request)".into(),
+                true,
+                |m: &mut Item| m.freeze(),
+            ));
+        }
+        menu.push(MenuItem::Separator);
         for (line, text) in &self.lines {
             let line = line.clone();
             menu.push(item(text.clone(), true, move |m: &mut Item| match &line {
@@ -316,6 +361,7 @@ impl Tray {
             count: 0,
             lines: Vec::new(),
             online: online.clone(),
+            frozen: false,
         };
         let handle = match make().spawn().await {
             Ok(h) => h,
@@ -339,6 +385,14 @@ impl Tray {
     /// Whether a tray host shows the icon.
     pub fn available(&self) -> bool {
         self.online.load(Ordering::SeqCst) && !self.handle.is_closed()
+    }
+
+    /// Shows whether custody is frozen (title, tooltip, menu); returns at once.
+    pub fn show_frozen(&self, frozen: bool) {
+        let handle = self.handle.clone();
+        self.rt.spawn(async move {
+            handle.update(move |m| m.frozen = frozen).await;
+        });
     }
 
     /// Shows `pending` (count, badge, menu lines); returns at once.

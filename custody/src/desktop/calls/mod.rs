@@ -23,10 +23,11 @@
 //! | [`keys`] | principal keys: list, create, import, shred, delete |
 //! | [`setup`] | settings, restart, start at login, agent users |
 //! | [`change_auth`] | OS authentication before a change that loosens custody |
+//! | [`freeze`] | "Stop all agents": freeze, unfreeze (asks the OS), whether frozen |
 //!
 //! A call that loosens custody (a weaker step-up rule or more agents in
 //! `settings_save` and `agent_user_apply`, `agent_resume` of a paused
-//! agent, `key_delete`, `key_import`, `key_create` next to another key)
+//! agent, `custody_unfreeze`, `key_delete`, `key_import`, `key_create` next to another key)
 //! asks the OS to authenticate the human for that change first
 //! ([`change_auth`]); tightening never asks.
 
@@ -41,6 +42,7 @@ mod agents;
 mod audit;
 mod change_auth;
 mod error;
+mod freeze;
 mod grant;
 mod keys;
 mod review;
@@ -59,6 +61,7 @@ pub use agents::{PauseView, PausesView};
 pub use audit::{AuditFilter, AuditView, ExportView};
 use error::refused;
 pub use error::{CallError, ErrorCode};
+pub use freeze::{FreezeView, RefusedView};
 pub use grant::{GrantContext, GrantPreviewView, IssuedView};
 pub use keys::KeysView;
 pub use review::{DecisionView, StatusView, TrayStatus};
@@ -220,6 +223,9 @@ pub async fn dispatch(d: &Arc<Desktop>, caller: &Caller, name: &str, args: Value
             json(agents::agent_resume(d, agent).await)
         }
         "agent_pauses" => json(agents::agent_pauses(d).await),
+        "custody_frozen" => json(freeze::custody_frozen(d).await),
+        "custody_freeze" => json(freeze::custody_freeze(d).await),
+        "custody_unfreeze" => json(freeze::custody_unfreeze(d).await),
         "agent_label_set" => {
             let (agent, label) = args!(args; agent: String, label: Option<String>);
             json(agents::agent_label_set(w, d, agent, label).await)
