@@ -24,6 +24,7 @@
 //! Pure: no I/O, no clock.
 
 use crate::canonical::canonical;
+use crate::grant::Decision;
 use crate::keys::{PublicKey, SecretKey, Signature};
 use serde_json::{json, Value};
 
@@ -173,6 +174,26 @@ impl Revocation {
         self.grant == grant_id
             && self.principal.to_string() == issuer
             && trusted.iter().any(|t| t == &self.principal)
+    }
+
+    /// What a service answers to a request under a revoked grant: §7
+    /// `forbidden`, its `need` naming the revocation (`{"revoked": {grant,
+    /// principal, revoked_at, reason}}`, an extension like the statement).
+    pub fn forbidden(&self) -> Decision {
+        Decision::Forbidden {
+            need: vec![json!({"revoked": {
+                "grant": self.grant,
+                "principal": self.principal.to_string(),
+                "revoked_at": self.revoked_at,
+                "reason": self.reason,
+            }})],
+            reasons: vec![format!(
+                "the grant {} was revoked by its principal at {} ({})",
+                self.grant,
+                crate::lens::time(self.revoked_at),
+                self.reason
+            )],
+        }
     }
 
     /// The file name a statement is published under: the grant id, which is

@@ -103,6 +103,7 @@ mod history;
 mod pause;
 mod query;
 mod retention;
+mod revoked;
 mod space;
 mod store;
 

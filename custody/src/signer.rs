@@ -54,6 +54,29 @@ fn nonce() -> Result<String, SignError> {
     Ok(b64::encode(bytes))
 }
 
+/// Signs a statement revoking grant `grant` (an extension,
+/// [`parley_core::revocation`]) with `principal`'s key, only with an
+/// approval of exactly that revocation.
+pub(crate) fn sign_revocation(
+    keys: &Keystore,
+    principal: &parley_core::PublicKey,
+    grant: &str,
+    reason: &str,
+    approved: &Approval,
+    now: i64,
+) -> Result<parley_core::revocation::Revocation, SignError> {
+    if !approved.covers(&Approval::subject_of_revocation(grant)) {
+        return Err(SignError::NotApproved);
+    }
+    let secret = keys.load(principal)?;
+    let r = parley_core::revocation::sign(&secret, grant, now, reason);
+    drop(secret);
+    // Checked again before it is published.
+    parley_core::revocation::Revocation::parse(&r.to_value().to_string())
+        .map_err(|e| SignError::SelfCheck(e.to_string()))?;
+    Ok(r)
+}
+
 /// Signs the §6.6 consent grant for a reviewed consent at time `now`.
 pub(crate) fn sign_consent(
     keys: &Keystore,

@@ -5,6 +5,7 @@ mod approve;
 mod audit;
 mod custody_freeze;
 mod custody_keys;
+mod custody_revoke;
 mod delegate;
 mod est;
 mod generated;

@@ -152,6 +152,7 @@ impl EventKind {
                 | EventKind::KeyCreated
                 | EventKind::KeyImported
                 | EventKind::KeyDeleted
+                | EventKind::GrantRevoked
         )
     }
 
