@@ -276,6 +276,8 @@ export interface AuditView {
   events: EventView[]
   truncated: boolean
   live: EventView[]
+  /** Ids of the grants custody revoked (absent from older services). */
+  revoked?: string[]
   verify: { rows: number; ok: boolean; first_bad_seq: number | null; problem: string | null }
   now: number
 }
@@ -334,6 +336,7 @@ export const WAITS_FOR_OS_AUTHENTICATION: ReadonlySet<string> = new Set([
   'settings_save',
   'agent_resume',
   'custody_unfreeze',
+  'grant_revoke',
   'agent_user_apply',
   'prompt_owner_apply',
   'key_create',
@@ -427,6 +430,8 @@ export const api = {
   /** `secs` null: until resumed. */
   agentPause: (agent: string, secs: number | null) => call<PausesView>('agent_pause', { agent, secs }),
   agentResume: (agent: string) => call<PausesView>('agent_resume', { agent }),
+  /** Revokes a live grant after OS authentication (signs and publishes a revocation). */
+  grantRevoke: (grant: string, reason: string | null) => call<{ grant: string; files: string[]; note: string }>('grant_revoke', { grant, reason }),
   /** Whether custody is frozen ("Stop all agents"). */
   custodyFrozen: () => call<FreezeView>('custody_frozen'),
   /** Stops all agents (asks nothing). */

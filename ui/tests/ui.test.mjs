@@ -1334,3 +1334,24 @@ test('home: a refused unfreeze stays frozen and says why', async () => {
   assert.equal(await page.locator(tid('unfreeze')).isEnabled(), true)
   await page.close()
 })
+
+test('audit: a live grant is revoked from its row; the view says services that do not check revocations still accept it', async () => {
+  const grant = event({ seq: 3, kind: 'grant_issued', token_id: 'GRANTID1', preview: 'may do anything at shop.example, until …', caveat_words: ['only at the services "shop.example"'] })
+  const view = { events: [grant], truncated: false, live: [grant], revoked: [], verify: { rows: 1, ok: true, first_bad_seq: null, problem: null }, now: now() }
+  const page = await open('audit.html', {
+    audit_query: view,
+    agent_pauses: { paused: [], agents: [], now: now() },
+    grant_revoke: { grant: 'GRANTID1', files: ['/home/me/.local/share/parley-custody/revocations/GRANTID1.json'], note: 'Services that do not check revocations still accept it until it expires.' },
+  }, { label: 'main', width: 1200, height: 900 })
+  await page.locator(tid('revoke')).waitFor()
+  assert.match(await text(page, 'revoke-note'), /Services that do not check revocations still accept the grant until it expires/)
+  await page.evaluate(() => (window.__PARLEY_FIXTURES__.audit_query = { ...window.__PARLEY_FIXTURES__.audit_query, revoked: ['GRANTID1'] }))
+  await page.locator(tid('revoke')).click()
+  await page.locator(`${tid('revoke-status')}.msg-ok`).waitFor()
+  assert.deepEqual(await calls(page, 'grant_revoke'), [{ grant: 'GRANTID1', reason: null }])
+  assert.match(await text(page, 'revoke-status'), /revocations\/GRANTID1\.json/)
+  await page.locator(tid('revoked')).waitFor()
+  assert.match(await text(page, 'revoked'), /still accepted until it expires by services that do not check revocations/)
+  assert.deepEqual(page.problems, [])
+  await page.close()
+})

@@ -103,6 +103,7 @@ impl WindowKind {
                 "agent_pauses",
                 "agent_pause",
                 "agent_resume",
+                "grant_revoke",
                 // Stop all agents
                 "custody_frozen",
                 "custody_freeze",
