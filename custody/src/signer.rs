@@ -8,6 +8,11 @@
 //! outside this crate can reach this module. Before a token is
 //! handed out it is decoded and verified again, and the consent is checked to
 //! authorize exactly the COMMIT that was shown.
+//!
+//! A third shape grants nothing: a revocation statement naming one grant
+//! custody issued ([`parley_core::revocation`], an extension), signed only
+//! with an approval of exactly that revocation ([`crate::revoke`] makes it
+//! after the OS authenticated the human).
 
 use crate::approval::Approval;
 use crate::keystore::{Keystore, KeystoreError};
