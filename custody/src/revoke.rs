@@ -104,20 +104,36 @@ pub fn check(audit: &Audit, data_dir: &Path, grant: &str) -> Result<PublicKey, R
         .ok_or_else(|| RevokeError::Unknown(grant.to_owned()))
 }
 
-/// Signs, publishes and records the revocation of `grant`, once the OS
-/// confirmed it (`confirmed_by`, from [`authenticate_on_terminal`] or the
-/// engine's [`crate::engine::Engine::authenticate_change`]). `also` are
-/// further directories to publish the statement in.
+/// What to revoke: the grant's id, the human's reason, further
+/// directories to publish the statement in, and the time.
+#[derive(Debug, Clone, Copy)]
+pub struct Revoke<'a> {
+    /// The grant id (`token_id`).
+    pub grant: &'a str,
+    /// Why (signed into the statement).
+    pub reason: &'a str,
+    /// Directories to publish in besides custody's own.
+    pub also: &'a [PathBuf],
+    /// Unix seconds.
+    pub now: i64,
+}
+
+/// Signs, publishes and records the revocation of `what.grant`, once the
+/// OS confirmed it (`confirmed_by`, from [`authenticate_on_terminal`] or
+/// the engine's [`crate::engine::Engine::authenticate_change`]).
 pub fn revoke_confirmed(
     keystore: &Keystore,
     audit: &mut Audit,
     data_dir: &Path,
-    grant: &str,
-    reason: &str,
+    what: Revoke<'_>,
     confirmed_by: &'static str,
-    also: &[PathBuf],
-    now: i64,
 ) -> Result<Revoked, RevokeError> {
+    let Revoke {
+        grant,
+        reason,
+        also,
+        now,
+    } = what;
     let principal = check(audit, data_dir, grant)?;
     let reason = match reason.trim() {
         "" => "revoked by the human",

@@ -62,11 +62,13 @@ pub fn revoke(a: &RevokeArgs) -> Result<Report, CliError> {
         &store,
         &mut audit,
         &dir,
-        &a.grant,
-        &a.reason,
+        revoke::Revoke {
+            grant: &a.grant,
+            reason: &a.reason,
+            also: &a.publish,
+            now: unix_now(),
+        },
         confirmed_by,
-        &a.publish,
-        unix_now(),
     )
     .map_err(CliError::bad)?;
     Ok(Report::new(

@@ -56,11 +56,13 @@ pub async fn grant_revoke(
                 e.keystore(),
                 a,
                 &dir,
-                &grant,
-                &reason,
+                revoke::Revoke {
+                    grant: &grant,
+                    reason: &reason,
+                    also: &[],
+                    now: unix_now(),
+                },
                 confirmed_by,
-                &[],
-                unix_now(),
             )
         })
         .map_err(refused)
