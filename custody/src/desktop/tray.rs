@@ -432,4 +432,42 @@ mod tests {
         assert!(t.contains("shop__bot"), "{t}");
         assert!(!t.contains('\u{202e}'), "{t}");
     }
+
+    fn labels(m: &Item) -> Vec<String> {
+        ksni::Tray::menu(m)
+            .into_iter()
+            .filter_map(|i| match i {
+                MenuItem::Standard(s) => Some(s.label),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_tray_offers_stop_all_agents_and_says_when_custody_is_frozen() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let mut m = Item {
+            desktop: Weak::new(),
+            rt: rt.handle().clone(),
+            icons: Vec::new(),
+            count: 0,
+            lines: Vec::new(),
+            online: Arc::new(AtomicBool::new(true)),
+            frozen: false,
+        };
+        assert!(labels(&m).iter().any(|l| l.starts_with("Stop all agents")));
+        assert_eq!(ksni::Tray::title(&m), "Parley Custody");
+        m.frozen = true;
+        let l = labels(&m);
+        assert!(l.iter().any(|l| l == "FROZEN: all agents stopped"), "{l:?}");
+        assert!(!l.iter().any(|l| l.starts_with("Stop all agents")), "{l:?}");
+        assert!(ksni::Tray::title(&m).contains("frozen"));
+        assert!(ksni::Tray::tool_tip(&m).description.starts_with("Frozen"));
+        assert!(matches!(
+            ksni::Tray::status(&m),
+            ksni::Status::NeedsAttention
+        ));
+    }
 }
