@@ -221,6 +221,52 @@ pub struct CustodyArgs {
 pub enum CustodyCommand {
     /// Principal keys: list, create, delete, import, export.
     Keys(KeysArgs),
+    /// Stop all agents: deny every pending request, refuse every new one
+    /// unseen until unfrozen. Asks nothing.
+    Freeze(FreezeArgs),
+    /// End a freeze (asks the OS to authenticate you), then list what was
+    /// refused meanwhile.
+    Unfreeze(FreezeArgs),
+    /// Whether custody is frozen, since when, and how many requests it refused.
+    Frozen(FreezeArgs),
+    /// Revoke a live grant (asks the OS to authenticate you): signs a
+    /// revocation statement with its principal key, writes it to custody's
+    /// revocations directory (and --publish DIRs) and prints it. Only
+    /// services that read revocations refuse the grant; others accept it
+    /// until it expires.
+    Revoke(RevokeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RevokeArgs {
+    /// The grant id (`token_id` in the audit log; `parley inspect` prints it).
+    pub grant: String,
+    /// Why (signed into the statement; at most 512 bytes).
+    #[arg(long, default_value = "")]
+    pub reason: String,
+    /// Also write the statement into this directory (repeatable), e.g. the
+    /// one a service reads revocations from.
+    #[arg(long, value_name = "DIR")]
+    pub publish: Vec<PathBuf>,
+    /// Use the passphrase-encrypted file store instead of the OS keychain.
+    #[arg(long)]
+    pub file_store: bool,
+    /// A separate set of keychain entries (default: $PARLEY_CUSTODY_NAMESPACE).
+    #[arg(long, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// Custody's data directory (audit log, revocations).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct FreezeArgs {
+    /// Why (kept in the audit log; freeze only).
+    #[arg(long)]
+    pub reason: Option<String>,
+    /// Custody's data directory (audit log).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -321,6 +367,11 @@ pub struct VerifyArgs {
     /// Unix seconds to evaluate at (default: now).
     #[arg(long)]
     pub now: Option<i64>,
+    /// Revocation statements to honour (an extension: files that
+    /// `parley custody revoke` writes); a grant one of them revokes is
+    /// forbidden.
+    #[arg(long = "revocations", value_name = "FILE", num_args = 1..)]
+    pub revocations: Vec<PathBuf>,
     /// The key the request's proof was made with (default: the grant's holder).
     #[arg(long = "proof-key", value_name = "KEY")]
     pub proof_key: Option<String>,

@@ -28,6 +28,7 @@ pub mod money;
 pub mod proof;
 pub mod proposal;
 pub mod quantity;
+pub mod revocation;
 
 pub use keys::{PublicKey, SecretKey};
 

@@ -40,6 +40,11 @@ impl Approval {
         format!("grant|{agent}|{}", serde_json::Value::Array(caveats))
     }
 
+    /// A revocation by the grant's id.
+    pub(crate) fn subject_of_revocation(grant: &str) -> String {
+        format!("revoke|{grant}")
+    }
+
     /// Whether this approval is for `subject`.
     pub(crate) fn covers(&self, subject: &str) -> bool {
         self.subject == subject

@@ -98,10 +98,12 @@ mod chain;
 mod error;
 mod event;
 mod export;
+mod freeze;
 mod history;
 mod pause;
 mod query;
 mod retention;
+mod revoked;
 mod space;
 mod store;
 
@@ -112,6 +114,7 @@ pub use event::{
     Event, EventKind, NewEvent, UnknownKind, CUT_FIELD_BYTES, CUT_MARK, MAX_FIELD_BYTES,
 };
 pub use export::{export_csv, export_jsonl, CSV_HEADER};
+pub use freeze::{Freeze, Unfrozen, FROZEN_CODE};
 pub use history::{Total, MAX_LIVE_GRANTS, MAX_SERVICES};
 pub use pause::Pause;
 pub use query::{Query, DEFAULT_LIMIT, MAX_LIMIT};

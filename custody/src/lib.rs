@@ -30,6 +30,7 @@ pub mod prompt_owners;
 pub use parley_custody_client::protocol;
 pub mod queue;
 pub mod review;
+pub mod revoke;
 pub mod server;
 mod signer;
 pub mod startup;

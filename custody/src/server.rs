@@ -48,6 +48,12 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) {
     tokio::pin!(shutdown);
+    // A freeze another process wrote (the human's `parley custody freeze`)
+    // denies what is pending here too; the desktop also updates its tray.
+    let watch = engine.clone();
+    let _freeze_watch = AbortOnDrop(tokio::spawn(async move {
+        watch.watch_freeze(|_| {}).await;
+    }));
     loop {
         tokio::select! {
             _ = &mut shutdown => break,
@@ -66,6 +72,15 @@ pub async fn serve(
                 }
             }
         }
+    }
+}
+
+/// Aborts a task when dropped (the freeze watcher ends with serving).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

@@ -8,6 +8,11 @@
 //! outside this crate can reach this module. Before a token is
 //! handed out it is decoded and verified again, and the consent is checked to
 //! authorize exactly the COMMIT that was shown.
+//!
+//! A third shape grants nothing: a revocation statement naming one grant
+//! custody issued ([`parley_core::revocation`], an extension), signed only
+//! with an approval of exactly that revocation ([`crate::revoke`] makes it
+//! after the OS authenticated the human).
 
 use crate::approval::Approval;
 use crate::keystore::{Keystore, KeystoreError};
@@ -52,6 +57,29 @@ fn nonce() -> Result<String, SignError> {
     let mut bytes = [0u8; 16];
     getrandom::getrandom(&mut bytes).map_err(|e| SignError::Random(e.to_string()))?;
     Ok(b64::encode(bytes))
+}
+
+/// Signs a statement revoking grant `grant` (an extension,
+/// [`parley_core::revocation`]) with `principal`'s key, only with an
+/// approval of exactly that revocation.
+pub(crate) fn sign_revocation(
+    keys: &Keystore,
+    principal: &parley_core::PublicKey,
+    grant: &str,
+    reason: &str,
+    approved: &Approval,
+    now: i64,
+) -> Result<parley_core::revocation::Revocation, SignError> {
+    if !approved.covers(&Approval::subject_of_revocation(grant)) {
+        return Err(SignError::NotApproved);
+    }
+    let secret = keys.load(principal)?;
+    let r = parley_core::revocation::sign(&secret, grant, now, reason);
+    drop(secret);
+    // Checked again before it is published.
+    parley_core::revocation::Revocation::parse(&r.to_value().to_string())
+        .map_err(|e| SignError::SelfCheck(e.to_string()))?;
+    Ok(r)
 }
 
 /// Signs the §6.6 consent grant for a reviewed consent at time `now`.

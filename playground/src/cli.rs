@@ -56,6 +56,11 @@ pub struct ServeArgs {
     /// (YEA v1: `"yea": 1` frames, `uses`, `each`/`total` limits).
     #[arg(long, default_value = "parley", value_name = "DIALECT", value_parser = parse_dialect)]
     pub dialect: Dialect,
+    /// A directory of revocation statements (`parley custody revoke
+    /// --publish DIR` writes them; an extension): a grant one of them
+    /// revokes is refused `forbidden`. Read on every request.
+    #[arg(long, value_name = "DIR")]
+    pub revocations: Option<PathBuf>,
 }
 
 /// `agent`.

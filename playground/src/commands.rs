@@ -93,9 +93,10 @@ async fn start(
     cal: &str,
     trusted: Vec<PublicKey>,
     dialect: Dialect,
+    revocations: Option<std::path::PathBuf>,
 ) -> Result<Playground, CommandError> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    Playground::start_in(shop, cal, trusted, clock, dialect)
+    Playground::start_revocable(shop, cal, trusted, clock, dialect, revocations)
         .await
         .map_err(|source| CommandError::Bind {
             addr: format!("{shop} / {cal}"),
@@ -118,7 +119,14 @@ fn announce(p: &Playground, trusted: &[PublicKey], dialect: Dialect) {
 
 async fn serve(a: ServeArgs) -> Result<(), CommandError> {
     let trusted = trusted(&a.trust, a.custody_socket.as_deref()).await?;
-    let p = start(&a.shop, &a.cal, trusted.clone(), a.dialect).await?;
+    let p = start(
+        &a.shop,
+        &a.cal,
+        trusted.clone(),
+        a.dialect,
+        a.revocations.clone(),
+    )
+    .await?;
     announce(&p, &trusted, a.dialect);
     println!("serving until Ctrl-C");
     let _ = std::io::stdout().flush();
@@ -174,7 +182,7 @@ async fn agent(a: AgentArgs) -> Result<(), CommandError> {
 
 async fn demo(a: DemoArgs) -> Result<(), CommandError> {
     let trusted = trusted(&[], a.custody_socket.as_deref()).await?;
-    let p = start(&a.shop, &a.cal, trusted.clone(), a.dialect).await?;
+    let p = start(&a.shop, &a.cal, trusted.clone(), a.dialect, None).await?;
     announce(&p, &trusted, a.dialect);
     let cfg = agent_config(
         a.custody_socket.as_deref(),

@@ -31,6 +31,9 @@ export const KIND_WORDS: Record<EventKind, string> = {
   agent_resumed: 'Agent resumed',
   agent_labelled: 'Agent named',
   settings_loosened: 'Settings loosened (after OS authentication)',
+  custody_frozen: 'All agents stopped (custody frozen)',
+  custody_unfrozen: 'Custody unfrozen (after OS authentication)',
+  grant_revoked: 'Grant revoked',
 }
 
 const app = byId('app')
@@ -93,7 +96,7 @@ function render(view: AuditView, filter: AuditFilter) {
       ? h(
           'table',
           { class: 'table', testid: 'live-table' },
-          h('thead', null, h('tr', null, h('th', null, 'What'), h('th', null, 'Agent'), h('th', null, 'Where'), h('th', null, 'Allows'), h('th', null, 'Until'))),
+          h('thead', null, h('tr', null, h('th', null, 'What'), h('th', null, 'Agent'), h('th', null, 'Where'), h('th', null, 'Allows'), h('th', null, 'Until'), h('th', null, 'Revoke'))),
           h(
             'tbody',
             null,
@@ -106,6 +109,7 @@ function render(view: AuditView, filter: AuditFilter) {
                 h('td', null, e.service ?? ''),
                 h('td', null, e.kind === 'consent_approved' ? `one COMMIT of ${e.capability ?? '?'}${e.cost ? ` for ${e.cost}` : ''} (proposal ${e.hash?.slice(0, 12) ?? '?'}…)` : e.preview ?? '', e.caveat_words.length && e.kind === 'grant_issued' ? h('ul', { class: 'words' }, ...e.caveat_words.map((w) => h('li', null, w))) : null),
                 h('td', null, e.expires ? `${when(e.expires)} (in ${span(e.expires - view.now)})` : ''),
+                revokeCell(e, view),
               ),
             ),
           ),
@@ -245,6 +249,30 @@ function filterWords(f: AuditFilter): string {
 // Page skeleton.
 const chain = h('p', { class: 'msg', testid: 'chain' }, 'Verifying the chain…')
 const live = h('div', { class: 'table-wrap', testid: 'live' })
+// Revoking (issue 30): custody signs a revocation after OS authentication;
+// only services that check revocations refuse the grant.
+const revokeMsg = h('p', { class: 'msg', testid: 'revoke-status', attrs: { role: 'status' } })
+revokeMsg.hidden = true
+const revokeNote = h('p', { class: 'muted', testid: 'revoke-note' }, 'Revoke asks for your password, then custody signs a revocation and publishes it as a file. Services that do not check revocations still accept the grant until it expires.')
+function revokeCell(e: EventView, view: AuditView): HTMLElement {
+  if (!e.token_id) return h('td', null, '')
+  if (view.revoked?.includes(e.token_id)) return h('td', { testid: 'revoked' }, 'Revoked (still accepted until it expires by services that do not check revocations)')
+  const id = e.token_id
+  const b = h('button', { class: 'btn btn-small', testid: 'revoke', attrs: { type: 'button' } }, 'Revoke…')
+  b.addEventListener('click', async () => {
+    b.disabled = true
+    say(revokeMsg, 'info', 'Asking the OS for your password…')
+    try {
+      const r = await api.grantRevoke(id, null)
+      say(revokeMsg, 'ok', `Revoked; the signed revocation is in ${r.files.join(', ')}. ${r.note}`)
+      void load()
+    } catch (err) {
+      say(revokeMsg, 'error', errorText(err))
+      b.disabled = false
+    }
+  })
+  return h('td', null, b)
+}
 const liveNote = h('p', { class: 'muted', testid: 'live-note' }, 'A consent allows one COMMIT of one proposal: custody signs it but does not see the service redeem it, so it is listed until it expires even when it was already used.')
 liveNote.hidden = true
 const events = h('div', { class: 'table-wrap', testid: 'events' })
@@ -328,7 +356,7 @@ replace(
   app,
   h('header', { class: 'home-head' }, h('h1', null, 'Audit log'), mainNav('audit', (m) => say(status, 'error', m))),
   chain,
-  h('section', null, h('h2', null, 'Live grants and consents'), live, liveNote),
+  h('section', null, h('h2', null, 'Live grants and consents'), live, liveNote, revokeNote, revokeMsg),
   h('section', null, h('h2', null, 'Paused agents (their requests are refused without being shown)'), pauseStatus, paused),
   h(
     'section',

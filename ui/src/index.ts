@@ -7,6 +7,7 @@ import { api, on, errorText, type PendingView, type StatusView } from './ipc'
 import { h, replace, byId, say, copyText, setText } from './dom'
 import { when, span } from './format'
 import { mainNav } from './nav'
+import { freezeSection, renderFreeze } from './freeze'
 
 const app = byId('app')
 
@@ -186,10 +187,11 @@ function renderPending() {
 
 async function refresh() {
   try {
-    const [s, p] = await Promise.all([api.status(), api.pendingList().catch(() => [] as PendingView[])])
+    const [s, p, f] = await Promise.all([api.status(), api.pendingList().catch(() => [] as PendingView[]), api.custodyFrozen().catch(() => null)])
     pending = p
     renderStatus(s)
     renderPending()
+    renderFreeze(f, () => void refresh())
   } catch (e) {
     say(status, 'error', errorText(e))
   }
@@ -199,6 +201,7 @@ replace(
   app,
   h('header', { class: 'home-head' }, h('h1', null, 'Parley Custody'), mainNav('home', (m) => say(status, 'error', m))),
   banners,
+  freezeSection,
   welcome,
   identity,
   autostartOffer,

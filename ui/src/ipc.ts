@@ -224,6 +224,19 @@ export type EventKind =
   | 'agent_resumed'
   | 'agent_labelled'
   | 'settings_loosened'
+  | 'custody_frozen'
+  | 'custody_unfrozen'
+  | 'grant_revoked'
+/** Whether custody is frozen, and what an unfreeze ended (custody/src/desktop/calls/freeze.rs). */
+export interface FreezeView {
+  frozen: boolean
+  since: number | null
+  reason: string | null
+  refused: number
+  refused_rows: { at: number; peer_uid: number | null; agent: string | null; service: string | null }[]
+  denied: number
+}
+
 /** One audit row: every stored column under its name (text display-safe),
  *  with `undo`, `cost` and `span` in words or pairs, and what custody works
  *  out for the human (custody/src/desktop/views.rs). */
@@ -275,6 +288,8 @@ export interface AuditView {
   events: EventView[]
   truncated: boolean
   live: EventView[]
+  /** Ids of the grants custody revoked (absent from older services). */
+  revoked?: string[]
   verify: { rows: number; ok: boolean; first_bad_seq: number | null; problem: string | null }
   now: number
 }
@@ -332,6 +347,8 @@ export const WAITS_FOR_OS_AUTHENTICATION: ReadonlySet<string> = new Set([
   'grant_issue',
   'settings_save',
   'agent_resume',
+  'custody_unfreeze',
+  'grant_revoke',
   'agent_user_apply',
   'prompt_owner_apply',
   'key_create',
@@ -426,6 +443,14 @@ export const api = {
   /** `secs` null: until resumed. */
   agentPause: (agent: string, secs: number | null) => call<PausesView>('agent_pause', { agent, secs }),
   agentResume: (agent: string) => call<PausesView>('agent_resume', { agent }),
+  /** Revokes a live grant after OS authentication (signs and publishes a revocation). */
+  grantRevoke: (grant: string, reason: string | null) => call<{ grant: string; files: string[]; note: string }>('grant_revoke', { grant, reason }),
+  /** Whether custody is frozen ("Stop all agents"). */
+  custodyFrozen: () => call<FreezeView>('custody_frozen'),
+  /** Stops all agents (asks nothing). */
+  custodyFreeze: () => call<FreezeView>('custody_freeze'),
+  /** Ends the freeze after OS authentication; lists what was refused meanwhile. */
+  custodyUnfreeze: () => call<FreezeView>('custody_unfreeze'),
   openWindow: (kind: string, id: string | null = null, agent: string | null = null) =>
     call<void>('open_window', { kind, id, agent }),
   windowClose: () => call<void>('window_close'),

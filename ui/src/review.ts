@@ -135,6 +135,8 @@ function render(p: PendingView): void {
       ...row('Services', h('span', { class: 'ident' }, r.service || '(every service)'), 'service'),
       ...row('In words', r.preview, 'preview', 'preview'),
       ...row('Grant ends', when(r.expires), 'grant-exp'),
+      // Issue 30: revoking is an extension; say what it cannot do.
+      ...row('Revoking', 'You can revoke it in the audit log, but services that do not check revocations still accept it until it ends.', 'revoke-limit'),
     )
   }
   facts.append(...row('Signed with', principal(r), 'principal'))

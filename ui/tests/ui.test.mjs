@@ -524,9 +524,9 @@ test('dates: an empty date field shows the shape to type, never a sample date; a
     assert.equal(await audit.locator(`#${id}`).getAttribute('placeholder'), 'YYYY-MM-DD HH:MM', id)
   }
   assert.match(await audit.locator(`${tid('event-row')} td.when`).first().innerText(), /^\d{4}-\d{2}-\d{2}\u00a0\d{2}:\d{2}:\d{2}$/)
-  assert.match((await audit.locator(`${tid('live-row')} td`).last().innerText()).split(' (in ')[0], WHEN)
+  assert.match((await audit.locator(`${tid('live-row')} td`).nth(4).innerText()).split(' (in ')[0], WHEN)
   // Never broken across lines: every time stands in a no-wrap run of its own, ours and custody's alike.
-  assert.match(await audit.locator(`${tid('live-row')} td`).last().locator('span.nowrap').innerText(), WHEN)
+  assert.match(await audit.locator(`${tid('live-row')} td`).nth(4).locator('span.nowrap').innerText(), WHEN)
   const runs = await audit.evaluate(() => [...document.querySelectorAll('span.nowrap')].map((e) => [e.textContent, getComputedStyle(e).whiteSpace]))
   assert.ok(runs.length >= 2, JSON.stringify(runs))
   for (const [t, ws] of runs) {
@@ -1308,6 +1308,77 @@ test('review: a job tool’s plan shows its input and is approved only with its 
   await page.locator(tid('approve')).click()
   await page.locator(`${tid('status')}.msg-ok`).waitFor()
   assert.deepEqual(await calls(page, 'review_decide'), [{ id: 'q1', approve: true, confirmed: false, gesture: 'click', reason: null, typed: ' CH_1 ' }])
+  assert.deepEqual(page.problems, [])
+  await page.close()
+})
+
+test('home: "Stop all agents" freezes at once; while frozen it says so, and Unfreeze lists what was refused', async () => {
+  const frozen = { frozen: true, since: now(), reason: 'all agents stopped from the main window', refused: 0, refused_rows: [], denied: 2 }
+  const page = await open('index.html', {
+    status: status(),
+    pending_list: [consent()],
+    open_window: null,
+    custody_frozen: { frozen: false, since: null, reason: null, refused: 0, refused_rows: [], denied: 0 },
+    custody_freeze: frozen,
+    custody_unfreeze: { frozen: false, since: now() - 60, reason: 'x', refused: 3, refused_rows: [{ at: now() - 30, peer_uid: 1001, agent: 'bot\u202e', service: 'shop.example' }], denied: 0 },
+  })
+  await page.locator(tid('stop-all')).waitFor()
+  assert.match(await text(page, 'freeze'), /refuses every new request until you unfreeze.*stay valid until they expire or you revoke/)
+  await page.evaluate((f) => {
+    window.__PARLEY_FIXTURES__.custody_frozen = f
+    window.__PARLEY_FIXTURES__.pending_list = []
+  }, frozen)
+  await page.locator(tid('stop-all')).click()
+  await page.locator(tid('frozen')).waitFor()
+  assert.equal((await calls(page, 'custody_freeze')).length, 1, 'one click freezes, nothing else asked')
+  assert.match(await text(page, 'frozen'), /all agents are stopped\. Every request is refused without being shown/)
+  await page.locator(tid('none-pending')).waitFor()
+  await page.evaluate(() => (window.__PARLEY_FIXTURES__.custody_frozen = { frozen: false, since: null, reason: null, refused: 0, refused_rows: [], denied: 0 }))
+  await page.locator(tid('unfreeze')).click()
+  await page.locator(tid('unfrozen')).waitFor()
+  assert.match(await text(page, 'unfrozen'), /3 requests were refused while it was frozen/)
+  assert.match(await text(page, 'freeze-refused'), /user 1001 · agent bot\\u\{202e\} · shop\.example/)
+  // A status refresh keeps the list shown, with Stop all agents under it.
+  await page.evaluate(() => window.__parleyEmit('status-changed'))
+  await page.locator(tid('stop-all')).waitFor()
+  assert.equal(await page.locator(tid('freeze-refused')).isVisible(), true)
+  assert.deepEqual(page.problems, [])
+  await page.close()
+})
+
+test('home: a refused unfreeze stays frozen and says why', async () => {
+  const frozen = { frozen: true, since: now(), reason: 'x', refused: 1, refused_rows: [], denied: 0 }
+  const page = await open('index.html', {
+    status: status(),
+    pending_list: [],
+    custody_frozen: frozen,
+    custody_unfreeze: { __error: { code: 'not_authenticated', message: 'OS authentication failed or was cancelled: nothing changed (custody was asked to unfreeze custody (let agents ask again)).' } },
+  })
+  await page.locator(tid('unfreeze')).click()
+  await page.locator(`${tid('freeze-status')}.msg-error`).waitFor()
+  assert.match(await text(page, 'freeze-status'), /nothing changed/)
+  assert.equal(await page.locator(tid('frozen')).isVisible(), true)
+  assert.equal(await page.locator(tid('unfreeze')).isEnabled(), true)
+  await page.close()
+})
+
+test('audit: a live grant is revoked from its row; the view says services that do not check revocations still accept it', async () => {
+  const grant = event({ seq: 3, kind: 'grant_issued', token_id: 'GRANTID1', preview: 'may do anything at shop.example, until …', caveat_words: ['only at the services "shop.example"'] })
+  const view = { events: [grant], truncated: false, live: [grant], revoked: [], verify: { rows: 1, ok: true, first_bad_seq: null, problem: null }, now: now() }
+  const page = await open('audit.html', {
+    audit_query: view,
+    agent_pauses: { paused: [], agents: [], now: now() },
+    grant_revoke: { grant: 'GRANTID1', files: ['/home/me/.local/share/parley-custody/revocations/GRANTID1.json'], note: 'Services that do not check revocations still accept it until it expires.' },
+  }, { label: 'main', width: 1200, height: 900 })
+  await page.locator(tid('revoke')).waitFor()
+  assert.match(await text(page, 'revoke-note'), /Services that do not check revocations still accept the grant until it expires/)
+  await page.evaluate(() => (window.__PARLEY_FIXTURES__.audit_query = { ...window.__PARLEY_FIXTURES__.audit_query, revoked: ['GRANTID1'] }))
+  await page.locator(tid('revoke')).click()
+  await page.locator(`${tid('revoke-status')}.msg-ok`).waitFor()
+  assert.deepEqual(await calls(page, 'grant_revoke'), [{ grant: 'GRANTID1', reason: null }])
+  assert.match(await text(page, 'revoke-status'), /revocations\/GRANTID1\.json/)
+  await page.locator(tid('revoked')).waitFor()
+  assert.match(await text(page, 'revoked'), /still accepted until it expires by services that do not check revocations/)
   assert.deepEqual(page.problems, [])
   await page.close()
 })

@@ -32,7 +32,7 @@ pub const PASSPHRASE_ENV: &str = "PARLEY_CUSTODY_PASSPHRASE";
 
 /// Custody's data directory (audit log, file store), created 0700 if needed:
 /// these commands run as custody's user and may write there.
-fn data_dir(flag: Option<&PathBuf>) -> Result<PathBuf, CliError> {
+pub(super) fn data_dir(flag: Option<&PathBuf>) -> Result<PathBuf, CliError> {
     match flag {
         Some(d) => paths::ensure_private_dir(d)
             .map(|()| d.clone())
@@ -117,12 +117,22 @@ fn passphrase(new_key: bool) -> Result<Passphrase, CliError> {
 }
 
 fn open_store(a: &KeysArgs, dir: &Path, new_key: bool) -> Result<Keystore, CliError> {
-    if a.file_store {
+    open_store_with(a.file_store, a.namespace.clone(), dir, new_key)
+}
+
+/// The key store `--file-store` / `--namespace` name.
+pub(super) fn open_store_with(
+    file_store: bool,
+    namespace: Option<String>,
+    dir: &Path,
+    new_key: bool,
+) -> Result<Keystore, CliError> {
+    if file_store {
         eprintln!("parley: note: the file store is weaker than the OS keychain: anyone who copies a key file can try passphrases offline");
         let store_dir = paths::file_store_dir(dir).map_err(CliError::bad)?;
         return Keystore::file_store(&store_dir, passphrase(new_key)?).map_err(CliError::bad);
     }
-    let ns = a.namespace.clone().or_else(|| {
+    let ns = namespace.or_else(|| {
         std::env::var(keystore::ENV_NAMESPACE)
             .ok()
             .filter(|s| !s.is_empty())
@@ -265,8 +275,13 @@ impl fmt::Display for Changed {
 }
 
 pub fn run(a: CustodyArgs) -> Result<Report, CliError> {
-    let CustodyCommand::Keys(k) = a.command;
-    keys(k)
+    match a.command {
+        CustodyCommand::Keys(k) => keys(k),
+        CustodyCommand::Freeze(f) => super::custody_freeze::freeze(&f),
+        CustodyCommand::Unfreeze(f) => super::custody_freeze::unfreeze(&f),
+        CustodyCommand::Frozen(f) => super::custody_freeze::status(&f),
+        CustodyCommand::Revoke(r) => super::custody_revoke::revoke(&r),
+    }
 }
 
 /// Create and import hold the new key's seed in this process: first make

@@ -3,7 +3,9 @@
 
 mod approve;
 mod audit;
+mod custody_freeze;
 mod custody_keys;
+mod custody_revoke;
 mod delegate;
 mod est;
 mod generated;

@@ -205,6 +205,14 @@ pub fn run(a: VerifyArgs, flag: Option<Dialect>) -> Result<Report, CliError> {
         used: used_flags(&a)?,
         dialect: Dialect::ParleyV1,
     };
+    let mut revocations = Vec::new();
+    for f in &a.revocations {
+        let text = std::fs::read_to_string(f)
+            .map_err(|e| CliError::bad(format!("--revocations {}: {e}", f.display())))?;
+        let r = parley_core::revocation::Revocation::parse(&text)
+            .map_err(|e| CliError::bad(format!("--revocations {}: {e}", f.display())))?;
+        revocations.push(r);
+    }
     let decoded = UnverifiedGrant::decode(&token);
     let chosen = dialect::decide(flag, &flag_signs(&a))?
         .or_else(|| decoded.as_ref().ok().and_then(grant_hint));
@@ -246,6 +254,15 @@ pub fn run(a: VerifyArgs, flag: Option<Dialect>) -> Result<Report, CliError> {
                 Err(e) => Decision::Unauthorized {
                     reason: e.to_string(),
                 },
+            };
+            // A revocation the verifier trusts forbids a grant that would
+            // otherwise pass (or ask for consent).
+            let d = match revocations
+                .iter()
+                .find(|r| r.revokes(&g.id(), g.issuer(), &trusted))
+            {
+                Some(r) if !matches!(d, Decision::Unauthorized { .. }) => r.forbidden(),
+                _ => d,
             };
             (d, Some(g.id()))
         }

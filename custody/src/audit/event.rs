@@ -76,11 +76,20 @@ pub enum EventKind {
     /// change, in words); `confirmed_by` says how the OS vouched for it
     /// (`os-auth`, or that running as root nothing was asked).
     SettingsLoosened,
+    /// The human froze custody ("Stop all agents"; `reason`): every pending
+    /// request was denied and every new one is refused unseen.
+    CustodyFrozen,
+    /// The human unfroze custody after OS authentication (`confirmed_by`;
+    /// `count` = the requests refused while frozen).
+    CustodyUnfrozen,
+    /// The human revoked a live grant (`token_id`; `reason`; `hash` = the
+    /// signed revocation statement's id) after OS authentication.
+    GrantRevoked,
 }
 
 impl EventKind {
     /// Every kind, in declaration order.
-    pub const ALL: [EventKind; 19] = [
+    pub const ALL: [EventKind; 22] = [
         EventKind::GrantIssued,
         EventKind::GrantDenied,
         EventKind::ConsentApproved,
@@ -100,6 +109,9 @@ impl EventKind {
         EventKind::AgentResumed,
         EventKind::AgentLabelled,
         EventKind::SettingsLoosened,
+        EventKind::CustodyFrozen,
+        EventKind::CustodyUnfrozen,
+        EventKind::GrantRevoked,
     ];
 
     /// The stored (and `--json`) name.
@@ -124,6 +136,9 @@ impl EventKind {
             EventKind::AgentResumed => "agent_resumed",
             EventKind::AgentLabelled => "agent_labelled",
             EventKind::SettingsLoosened => "settings_loosened",
+            EventKind::CustodyFrozen => "custody_frozen",
+            EventKind::CustodyUnfrozen => "custody_unfrozen",
+            EventKind::GrantRevoked => "grant_revoked",
         }
     }
 
@@ -137,6 +152,7 @@ impl EventKind {
                 | EventKind::KeyCreated
                 | EventKind::KeyImported
                 | EventKind::KeyDeleted
+                | EventKind::GrantRevoked
         )
     }
 
@@ -163,7 +179,7 @@ impl fmt::Display for EventKind {
 
 /// An unknown event kind name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown event kind {0:?}; known kinds: grant_issued, grant_denied, consent_approved, consent_denied, request_rejected, request_expired, request_cancelled, key_created, key_imported, key_deleted, rejections_summarized, retention_changed, cancellations_summarized, audit_compacted, step_up_failed, agent_paused, agent_resumed, agent_labelled, settings_loosened")]
+#[error("unknown event kind {0:?}; known kinds: grant_issued, grant_denied, consent_approved, consent_denied, request_rejected, request_expired, request_cancelled, key_created, key_imported, key_deleted, rejections_summarized, retention_changed, cancellations_summarized, audit_compacted, step_up_failed, agent_paused, agent_resumed, agent_labelled, settings_loosened, custody_frozen, custody_unfrozen, grant_revoked")]
 pub struct UnknownKind(pub String);
 
 impl FromStr for EventKind {

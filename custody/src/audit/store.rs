@@ -131,6 +131,18 @@ CREATE TABLE IF NOT EXISTS settings (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
 ) STRICT;
+CREATE TABLE IF NOT EXISTS custody_frozen (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    at INTEGER NOT NULL,
+    reason TEXT NOT NULL,
+    refused INTEGER NOT NULL DEFAULT 0
+) STRICT;
+CREATE TABLE IF NOT EXISTS revoked_grants (
+    token_id TEXT PRIMARY KEY,
+    at INTEGER NOT NULL,
+    reason TEXT NOT NULL,
+    statement TEXT NOT NULL
+) STRICT;
 ";
 
 /// The connection's durability settings, as SQLite reports them.

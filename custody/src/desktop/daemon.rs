@@ -90,6 +90,23 @@ pub async fn run(opts: DesktopOptions) -> Result<Ended, String> {
         }
         Err(e) => tracing::warn!("{e}; requests open their review window directly"),
     }
+    // The tray and the windows follow a freeze, whoever made it (the
+    // human's `parley custody freeze` included).
+    let _freeze_watch = desktop.core().ok().map(|core| {
+        let engine = core.engine.clone();
+        let d = desktop.clone();
+        AbortOnDrop(tokio::spawn(async move {
+            engine
+                .watch_freeze(move |frozen| {
+                    if let Some(t) = d.tray.get() {
+                        t.show_frozen(frozen);
+                    }
+                    d.hub.send(UiEvent::StatusChanged);
+                    d.hub.send(UiEvent::PendingChanged);
+                })
+                .await;
+        }))
+    });
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let served = tokio::spawn(channel::serve(
         listener,
@@ -166,4 +183,13 @@ async fn wait_for_stop(desktop: &Desktop) {
 /// starts one.
 fn hand_over(ui_socket: &std::path::Path) -> Result<(), String> {
     channel::knock(ui_socket)
+}
+
+/// Aborts a task when dropped (the freeze watcher ends with the service).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }

@@ -103,6 +103,11 @@ impl WindowKind {
                 "agent_pauses",
                 "agent_pause",
                 "agent_resume",
+                "grant_revoke",
+                // Stop all agents
+                "custody_frozen",
+                "custody_freeze",
+                "custody_unfreeze",
                 // settings
                 "settings_get",
                 "settings_save",

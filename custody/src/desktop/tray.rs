@@ -139,6 +139,8 @@ struct Item {
     count: usize,
     lines: Vec<(Line, String)>,
     online: Arc<AtomicBool>,
+    /// Custody is frozen ("Stop all agents"): title, tooltip and menu say so.
+    frozen: bool,
 }
 
 impl Item {
@@ -146,6 +148,30 @@ impl Item {
         if let Some(d) = self.desktop.upgrade() {
             d.opener.open(target);
         }
+    }
+
+    /// "Stop all agents": freezes custody (asks nothing); the pending
+    /// requests are denied, told why. Off the D-Bus task.
+    fn freeze(&self) {
+        let Some(d) = self.desktop.upgrade() else {
+            return;
+        };
+        self.rt.spawn_blocking(move || {
+            let Ok(core) = d.core() else {
+                return;
+            };
+            match core.engine.freeze("all agents stopped from the tray") {
+                Ok(_) => {
+                    d.hub.send(UiEvent::PendingChanged);
+                    d.hub.send(UiEvent::StatusChanged);
+                    if let Some(t) = d.tray.get() {
+                        t.show_frozen(true);
+                    }
+                    d.refresh_tray();
+                }
+                Err(e) => tracing::warn!("tray menu: custody was not frozen: {e}"),
+            }
+        });
     }
 
     fn main(&self, view: View) {
@@ -201,6 +227,9 @@ impl ksni::Tray for Item {
     }
 
     fn title(&self) -> String {
+        if self.frozen {
+            return "Parley Custody (frozen: all agents stopped)".into();
+        }
         match self.count {
             0 => "Parley Custody".into(),
             n => format!("Parley Custody ({n})"),
@@ -216,7 +245,7 @@ impl ksni::Tray for Item {
     }
 
     fn status(&self) -> ksni::Status {
-        if self.count == 0 {
+        if self.count == 0 && !self.frozen {
             ksni::Status::Active
         } else {
             ksni::Status::NeedsAttention
@@ -226,10 +255,11 @@ impl ksni::Tray for Item {
     fn tool_tip(&self) -> ksni::ToolTip {
         ksni::ToolTip {
             title: "Parley Custody".into(),
-            description: match self.count {
-                0 => "No pending requests".into(),
-                1 => "1 pending request".into(),
-                n => format!("{n} pending requests"),
+            description: match (self.frozen, self.count) {
+                (true, _) => "Frozen: all agents stopped, every request refused unseen".into(),
+                (false, 0) => "No pending requests".into(),
+                (false, 1) => "1 pending request".into(),
+                (false, n) => format!("{n} pending requests"),
             },
             ..Default::default()
         }
@@ -246,6 +276,21 @@ impl ksni::Tray for Item {
             n => format!("{n} pending requests"),
         };
         let mut menu = vec![item(header, false, |_| {}), MenuItem::Separator];
+        if self.frozen {
+            menu.push(item("FROZEN: all agents stopped".into(), false, |_| {}));
+            menu.push(item(
+                "Unfreeze… (asks for your password)".into(),
+                true,
+                |m: &mut Item| m.main(View::Home),
+            ));
+        } else {
+            menu.push(item(
+                "Stop all agents (refuse every request)".into(),
+                true,
+                |m: &mut Item| m.freeze(),
+            ));
+        }
+        menu.push(MenuItem::Separator);
         for (line, text) in &self.lines {
             let line = line.clone();
             menu.push(item(text.clone(), true, move |m: &mut Item| match &line {
@@ -316,6 +361,7 @@ impl Tray {
             count: 0,
             lines: Vec::new(),
             online: online.clone(),
+            frozen: false,
         };
         let handle = match make().spawn().await {
             Ok(h) => h,
@@ -339,6 +385,14 @@ impl Tray {
     /// Whether a tray host shows the icon.
     pub fn available(&self) -> bool {
         self.online.load(Ordering::SeqCst) && !self.handle.is_closed()
+    }
+
+    /// Shows whether custody is frozen (title, tooltip, menu); returns at once.
+    pub fn show_frozen(&self, frozen: bool) {
+        let handle = self.handle.clone();
+        self.rt.spawn(async move {
+            handle.update(move |m| m.frozen = frozen).await;
+        });
     }
 
     /// Shows `pending` (count, badge, menu lines); returns at once.
@@ -377,5 +431,43 @@ mod tests {
         let t = menu_text("Pause shop_bot\u{202e}x");
         assert!(t.contains("shop__bot"), "{t}");
         assert!(!t.contains('\u{202e}'), "{t}");
+    }
+
+    fn labels(m: &Item) -> Vec<String> {
+        ksni::Tray::menu(m)
+            .into_iter()
+            .filter_map(|i| match i {
+                MenuItem::Standard(s) => Some(s.label),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_tray_offers_stop_all_agents_and_says_when_custody_is_frozen() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let mut m = Item {
+            desktop: Weak::new(),
+            rt: rt.handle().clone(),
+            icons: Vec::new(),
+            count: 0,
+            lines: Vec::new(),
+            online: Arc::new(AtomicBool::new(true)),
+            frozen: false,
+        };
+        assert!(labels(&m).iter().any(|l| l.starts_with("Stop all agents")));
+        assert_eq!(ksni::Tray::title(&m), "Parley Custody");
+        m.frozen = true;
+        let l = labels(&m);
+        assert!(l.iter().any(|l| l == "FROZEN: all agents stopped"), "{l:?}");
+        assert!(!l.iter().any(|l| l.starts_with("Stop all agents")), "{l:?}");
+        assert!(ksni::Tray::title(&m).contains("frozen"));
+        assert!(ksni::Tray::tool_tip(&m).description.starts_with("Frozen"));
+        assert!(matches!(
+            ksni::Tray::status(&m),
+            ksni::Status::NeedsAttention
+        ));
     }
 }

@@ -147,6 +147,8 @@ impl Engine {
             (Reviewed::Grant(_), Verdict::Deny(r)) => {
                 return Ok((Outcome::Denied(r), EventKind::GrantDenied, now + 600))
             }
+            // Frozen: nothing is signed, whatever the human clicked before.
+            _ if self.frozen().is_some() => return Err(DecideError::Frozen),
             (Reviewed::Consent(_), Verdict::ApproveWith(..)) => return Err(DecideError::NotAGrant),
             // A job is approved only with its phrase typed (SPEC-approval §3):
             // the engine checks it, whatever the approver showed.
@@ -211,6 +213,10 @@ impl Engine {
             }
             Reviewed::Grant(g) => Approval::subject_of_grant(&g.agent().to_string(), g.caveats()),
         };
+        // Custody may have been frozen while the OS asked.
+        if self.frozen().is_some() {
+            return Err(DecideError::Frozen);
+        }
         let approval = Approval::confirmed(yes, os, subject);
         // Authentication may have taken a while: the clock is read again.
         let now = unix_now();

@@ -37,6 +37,10 @@ pub enum DecideError {
     /// A worker thread failed.
     #[error("internal error: {0}")]
     Internal(String),
+    /// Custody is frozen ("Stop all agents"): nothing is signed until the
+    /// human unfreezes it.
+    #[error("custody is frozen (all agents stopped): nothing is signed until you unfreeze it")]
+    Frozen,
 }
 
 /// Why an agent could not be paused or resumed.

@@ -169,6 +169,7 @@ mod agents;
 mod decide;
 mod error;
 mod form;
+mod freeze;
 mod prompt;
 mod submit;
 
@@ -176,6 +177,7 @@ pub use agents::DENY_AND_PAUSE_SECS;
 use decide::{outcome_reply, root_caveat};
 pub use error::{DecideError, IssueError, PauseError};
 pub use form::{GrantPreview, IssuedGrant};
+pub use freeze::FREEZE_WATCH_EVERY;
 
 /// The custody engine. Cheap to clone (shared state).
 #[derive(Clone)]

@@ -179,6 +179,11 @@ impl Engine {
             }
             _ => String::new(),
         };
+        if let Some(rej) = self.frozen_rejection() {
+            ev.agent = Some(agent_text);
+            ev.reason = Some(format!("{}: {}", rej.code, rej.message));
+            return Err(Box::new((rej, ev)));
+        }
         if let Some(rej) = self.paused_rejection(&agent_text, now) {
             ev.agent = Some(agent_text);
             ev.reason = Some(format!("{}: {}", rej.code, rej.message));

@@ -74,18 +74,33 @@ impl Playground {
         clock: Arc<dyn Clock>,
         dialect: Dialect,
     ) -> std::io::Result<Playground> {
-        let shop_service = Arc::new(Service::new_in(
-            shop::Shop::new(),
-            trusted.clone(),
-            clock.clone(),
-            dialect,
-        ));
-        let cal_service = Arc::new(Service::new_in(
+        Playground::start_revocable(shop_addr, cal_addr, trusted, clock, dialect, None).await
+    }
+
+    /// [`Playground::start_in`], both services honouring the revocation
+    /// statements in `revocations` (an extension) when given.
+    pub async fn start_revocable(
+        shop_addr: &str,
+        cal_addr: &str,
+        trusted: Vec<PublicKey>,
+        clock: Arc<dyn Clock>,
+        dialect: Dialect,
+        revocations: Option<std::path::PathBuf>,
+    ) -> std::io::Result<Playground> {
+        let mut shop_service =
+            Service::new_in(shop::Shop::new(), trusted.clone(), clock.clone(), dialect);
+        let mut cal_service = Service::new_in(
             calendar::Calendar::new(clock.now()),
             trusted,
             clock,
             dialect,
-        ));
+        );
+        if let Some(dir) = revocations {
+            shop_service = shop_service.with_revocations(dir.clone());
+            cal_service = cal_service.with_revocations(dir);
+        }
+        let shop_service = Arc::new(shop_service);
+        let cal_service = Arc::new(cal_service);
         let shop = server::spawn(shop_addr, shop_service.clone()).await?;
         let cal = server::spawn(cal_addr, cal_service.clone()).await?;
         Ok(Playground {

@@ -13,6 +13,7 @@ use super::request::Request;
 use parley_core::caveat::{Caveat, RequestContext};
 use parley_core::grant::{Decision, UnverifiedGrant, VerifiedGrant};
 use parley_core::proof::{self, Proof, ProofError, Target};
+use parley_core::revocation::Revocation;
 use parley_core::PublicKey;
 use serde_json::Value;
 
@@ -25,6 +26,9 @@ pub struct Presented {
     pub ts: i64,
     /// One entry per grant token, in order: the verified chain, or why not.
     pub grants: Vec<Result<VerifiedGrant, String>>,
+    /// Per grant, in the same order: the revocation that revokes it (an
+    /// extension, [`parley_core::revocation`]), if this service has one.
+    pub revoked: Vec<Option<Revocation>>,
 }
 
 /// How the presented grants judged one request.
@@ -58,6 +62,7 @@ pub fn presented(
     target: &Target<'_>,
     now: i64,
     trusted: &[PublicKey],
+    revocations: &[Revocation],
 ) -> Result<Option<Presented>, ParleyError> {
     let Some(raw) = &req.proof else {
         if req.grants.is_empty() {
@@ -76,7 +81,7 @@ pub fn presented(
         )),
         _ => ParleyError::unauthorized(e.to_string()).fix(proof_fix(audience, target)),
     })?;
-    let grants = req
+    let grants: Vec<Result<VerifiedGrant, String>> = req
         .grants
         .iter()
         .map(|token| {
@@ -85,10 +90,21 @@ pub fn presented(
                 .map_err(|e| e.to_string())
         })
         .collect();
+    let revoked = grants
+        .iter()
+        .map(|g| {
+            let g = g.as_ref().ok()?.grant();
+            revocations
+                .iter()
+                .find(|r| r.revokes(&g.id(), g.issuer(), trusted))
+                .cloned()
+        })
+        .collect();
     Ok(Some(Presented {
         key: proof.key,
         ts: proof.ts,
         grants,
+        revoked,
     }))
 }
 
@@ -139,9 +155,18 @@ impl Presented {
     /// forbidden, then unauthorized.
     pub fn evaluate(&self, ctx: &RequestContext, principal: Option<&PublicKey>) -> Outcome<'_> {
         let mut best: Option<Outcome<'_>> = None;
-        for g in &self.grants {
+        for (i, g) in self.grants.iter().enumerate() {
+            let revoked = self.revoked.get(i).and_then(Option::as_ref);
             let outcome = match g {
                 Err(reason) => Outcome::Unauthorized(reason.clone()),
+                // Revoked by its principal: forbidden, `need` naming the
+                // revocation, whatever its caveats say.
+                Ok(_) if revoked.is_some() => match revoked.map(Revocation::forbidden) {
+                    Some(Decision::Forbidden { need, reasons }) => {
+                        Outcome::Forbidden { need, reasons }
+                    }
+                    _ => Outcome::Unauthorized("revoked".into()),
+                },
                 Ok(grant) => {
                     let same = principal.map_or(true, |p| principal_of(grant).as_ref() == Some(p));
                     if !same {

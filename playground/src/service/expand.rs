@@ -29,7 +29,14 @@ impl<A: App> Service<A> {
             .fix("send the original request again"));
         }
         let target = Target::Expand { handle };
-        let presented = auth::presented(req, &self.info.id, &target, now, &self.trusted)?;
+        let presented = auth::presented(
+            req,
+            &self.info.id,
+            &target,
+            now,
+            &self.trusted,
+            &self.revocations(),
+        )?;
         if let Some(bound) = &rec.key {
             match &presented {
                 None => {

@@ -57,7 +57,14 @@ impl<A: App> Service<A> {
         } else {
             Target::Intent { capability: &cap }
         };
-        let presented = auth::presented(req, &self.info.id, &target, now, &self.trusted)?;
+        let presented = auth::presented(
+            req,
+            &self.info.id,
+            &target,
+            now,
+            &self.trusted,
+            &self.revocations(),
+        )?;
         let principal = self.authorize_read(presented.as_ref(), Verb::Intent, &cap, now)?;
 
         // §4.3.1 replay memory: one answer per (proof.key, frame id).

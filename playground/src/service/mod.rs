@@ -64,6 +64,9 @@ pub struct Handled {
     pub reply: Value,
 }
 
+/// Most revocation files a service reads.
+pub const MAX_REVOCATION_FILES: usize = 10_000;
+
 /// The protocol engine for one service.
 pub struct Service<A: App> {
     app: A,
@@ -74,6 +77,8 @@ pub struct Service<A: App> {
     store: Store<A::Action>,
     ledger: Ledger,
     dialect: Dialect,
+    /// Where revocation statements are read from (an extension), if set.
+    revocations: Option<std::path::PathBuf>,
 }
 
 impl<A: App> std::fmt::Debug for Service<A> {
@@ -112,7 +117,49 @@ impl<A: App> Service<A> {
             store: Store::default(),
             ledger: Ledger::default(),
             dialect,
+            revocations: None,
         }
+    }
+
+    /// Honours the revocation statements in `dir` (`parley custody revoke`
+    /// writes them; an extension of ours): a grant one of them revokes is
+    /// refused `forbidden`, its `need` naming the revocation. Read on every
+    /// request, so a statement dropped in takes effect at once.
+    pub fn with_revocations(mut self, dir: std::path::PathBuf) -> Service<A> {
+        self.revocations = Some(dir);
+        self
+    }
+
+    /// The valid statements in the revocations directory (at most
+    /// [`MAX_REVOCATION_FILES`] `.json` files; one that does not parse or
+    /// verify is skipped and logged).
+    fn revocations(&self) -> Vec<parley_core::revocation::Revocation> {
+        let Some(dir) = &self.revocations else {
+            return Vec::new();
+        };
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .take(MAX_REVOCATION_FILES)
+            .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+            .filter(|e| {
+                e.metadata()
+                    .is_ok_and(|m| m.len() <= parley_core::revocation::MAX_FILE_BYTES as u64)
+            })
+            .filter_map(|e| {
+                let text = std::fs::read_to_string(e.path()).ok()?;
+                parley_core::revocation::Revocation::parse(&text)
+                    .map_err(|err| {
+                        eprintln!(
+                            "playground: revocation {} skipped: {err}",
+                            e.path().display()
+                        )
+                    })
+                    .ok()
+            })
+            .collect()
     }
 
     /// The dialect this service speaks.
@@ -191,7 +238,14 @@ impl<A: App> Service<A> {
         let target = Target::Ask {
             capability: &cap.name,
         };
-        let presented = auth::presented(req, &self.info.id, &target, now, &self.trusted)?;
+        let presented = auth::presented(
+            req,
+            &self.info.id,
+            &target,
+            now,
+            &self.trusted,
+            &self.revocations(),
+        )?;
         let principal = self.authorize_read(presented.as_ref(), Verb::Ask, &cap.name, now)?;
         let data = self.app.ask(
             &cap.name,

@@ -27,8 +27,15 @@ impl<A: App> Service<A> {
         }
         let now = self.clock.now();
         let target = Target::Undo { receipt: &rec.id };
-        let presented = auth::presented(req, &self.info.id, &target, now, &self.trusted)?
-            .ok_or_else(|| ParleyError::unauthorized("UNDO needs a proof of possession"))?;
+        let presented = auth::presented(
+            req,
+            &self.info.id,
+            &target,
+            now,
+            &self.trusted,
+            &self.revocations(),
+        )?
+        .ok_or_else(|| ParleyError::unauthorized("UNDO needs a proof of possession"))?;
         let ctx = self.context(Verb::Undo, &rec.capability, now);
         let outcome = presented.evaluate(&ctx, Some(&rec.principal));
         if let Some(e) = outcome.refusal("UNDO") {

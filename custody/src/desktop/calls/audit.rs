@@ -61,6 +61,9 @@ pub struct AuditView {
     pub truncated: bool,
     /// Grants and consents still live now, newest first.
     pub live: Vec<EventView>,
+    /// The ids of the grants custody revoked (a revoked grant is still
+    /// accepted by services that do not check revocations until it expires).
+    pub revoked: Vec<String>,
     /// The chain check from the last verified row (the checkpoint) on.
     pub verify: VerifyReport,
     /// When this was read.
@@ -75,7 +78,7 @@ pub async fn audit_query(state: &Desktop, filter: AuditFilter) -> R<AuditView> {
     q.limit = Some((limit + 1).min(audit::MAX_LIMIT));
     let e = core.engine.clone();
     let now = unix_now();
-    let (mut rows, live, verify) = blocking("reading the audit log", move || {
+    let (mut rows, live, verify, revoked) = blocking("reading the audit log", move || {
         e.with_audit(|a| {
             let rows = a.query(&q)?;
             let live = a.query(&Query {
@@ -86,7 +89,8 @@ pub async fn audit_query(state: &Desktop, filter: AuditFilter) -> R<AuditView> {
             // From the checkpoint on: opening the view does not re-hash
             // the whole log (a full verify is `parley audit --verify --full`).
             let verify = a.verify_incremental()?;
-            Ok::<_, audit::AuditError>((rows, live, verify))
+            let revoked = a.revoked_ids()?;
+            Ok::<_, audit::AuditError>((rows, live, verify, revoked))
         })
         .map_err(refused)
     })
@@ -98,6 +102,7 @@ pub async fn audit_query(state: &Desktop, filter: AuditFilter) -> R<AuditView> {
         events: rows.iter().map(|r| EventView::new(r, label)).collect(),
         truncated,
         live: live.iter().map(|r| EventView::new(r, label)).collect(),
+        revoked,
         verify,
         now,
     })

@@ -23,10 +23,12 @@
 //! | [`keys`] | principal keys: list, create, import, shred, delete |
 //! | [`setup`] | settings, restart, start at login, agent users |
 //! | [`change_auth`] | OS authentication before a change that loosens custody |
+//! | [`revoke`] | revoking a live grant (asks the OS; signs and publishes a revocation) |
+//! | [`freeze`] | "Stop all agents": freeze, unfreeze (asks the OS), whether frozen |
 //!
 //! A call that loosens custody (a weaker step-up rule or more agents in
 //! `settings_save` and `agent_user_apply`, `agent_resume` of a paused
-//! agent, `key_delete`, `key_import`, `key_create` next to another key)
+//! agent, `custody_unfreeze`, `grant_revoke`, `key_delete`, `key_import`, `key_create` next to another key)
 //! asks the OS to authenticate the human for that change first
 //! ([`change_auth`]); tightening never asks.
 
@@ -41,9 +43,11 @@ mod agents;
 mod audit;
 mod change_auth;
 mod error;
+mod freeze;
 mod grant;
 mod keys;
 mod review;
+mod revoke;
 mod setup;
 
 use super::permissions::{self, valid_request_id, WindowKind, Windows, APPROVE_DELAY};
@@ -59,6 +63,7 @@ pub use agents::{PauseView, PausesView};
 pub use audit::{AuditFilter, AuditView, ExportView};
 use error::refused;
 pub use error::{CallError, ErrorCode};
+pub use freeze::{FreezeView, RefusedView};
 pub use grant::{GrantContext, GrantPreviewView, IssuedView};
 pub use keys::KeysView;
 pub use review::{DecisionView, StatusView, TrayStatus};
@@ -223,6 +228,13 @@ pub async fn dispatch(d: &Arc<Desktop>, caller: &Caller, name: &str, args: Value
             json(agents::agent_resume(d, agent).await)
         }
         "agent_pauses" => json(agents::agent_pauses(d).await),
+        "grant_revoke" => {
+            let (grant, reason) = args!(args; grant: String, reason: Option<String>);
+            json(revoke::grant_revoke(d, grant, reason).await)
+        }
+        "custody_frozen" => json(freeze::custody_frozen(d).await),
+        "custody_freeze" => json(freeze::custody_freeze(d).await),
+        "custody_unfreeze" => json(freeze::custody_unfreeze(d).await),
         "agent_label_set" => {
             let (agent, label) = args!(args; agent: String, label: Option<String>);
             json(agents::agent_label_set(w, d, agent, label).await)

@@ -1,0 +1,208 @@
+//! `parley custody freeze|unfreeze|frozen`: "Stop all agents" from the
+//! human's own command line, as custody's OS user (never the agents'
+//! socket). The freeze is written to custody's audit file; a running
+//! service sees it within half a second, denies every pending request and
+//! refuses every new one unseen (`custody_frozen`). Freezing asks nothing;
+//! unfreezing loosens custody, so it asks the OS first (polkit's
+//! `org.parley.custody.change`, through `pkttyagent` on this terminal), then
+//! lists what was refused meanwhile.
+
+use super::custody_keys::data_dir;
+use super::Report;
+use crate::cli::FreezeArgs;
+use crate::error::CliError;
+use parley_core::lens;
+use parley_custody::audit::{Audit, Event, Freeze};
+use parley_custody::engine::unix_now;
+use parley_custody::paths;
+use parley_custody::stepup::{Action, Polkit, PromptDetails, TextAgent};
+use serde::Serialize;
+use std::fmt;
+
+/// `confirmed_by` of an unfreeze the OS authenticated.
+const OS_AUTH: &str = "os-auth";
+/// `confirmed_by` of an unfreeze made as root (polkit asks root nothing).
+const ROOT_UNASKED: &str = "root: no OS authentication (polkit asks root nothing)";
+
+fn open_audit(a: &FreezeArgs) -> Result<Audit, CliError> {
+    let dir = data_dir(a.data_dir.as_ref())?;
+    Audit::open(&paths::audit_path(&dir)).map_err(CliError::bad)
+}
+
+#[derive(Serialize)]
+struct FreezeView {
+    frozen: bool,
+    since: Option<i64>,
+    reason: Option<String>,
+    refused: i64,
+}
+
+impl From<Option<Freeze>> for FreezeView {
+    fn from(f: Option<Freeze>) -> FreezeView {
+        FreezeView {
+            frozen: f.is_some(),
+            since: f.as_ref().map(|f| f.at),
+            reason: f.as_ref().map(|f| parley_custody::display::safe(&f.reason)),
+            refused: f.map_or(0, |f| f.refused),
+        }
+    }
+}
+
+impl fmt::Display for FreezeView {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self.since {
+            None => f.write_str("custody is not frozen: agents may ask"),
+            Some(at) => write!(
+                f,
+                "custody is FROZEN since {} ({}): every agent request is refused unseen; {} refused so far\n\
+                 `parley custody unfreeze` ends it (asks for your password)",
+                lens::time(at),
+                self.reason.as_deref().unwrap_or(""),
+                self.refused
+            ),
+        }
+    }
+}
+
+/// Freezes custody. Asks nothing: stopping is never a risk.
+pub fn freeze(a: &FreezeArgs) -> Result<Report, CliError> {
+    let reason = a
+        .reason
+        .as_deref()
+        .map(str::trim)
+        .filter(|r| !r.is_empty())
+        .unwrap_or("all agents stopped by the human (parley custody freeze)");
+    let f = open_audit(a)?
+        .freeze(reason, unix_now())
+        .map_err(CliError::bad)?;
+    Ok(Report::new(&FreezeView::from(Some(f)), 0))
+}
+
+/// Whether custody is frozen.
+pub fn status(a: &FreezeArgs) -> Result<Report, CliError> {
+    let f = open_audit(a)?.frozen().map_err(CliError::bad)?;
+    Ok(Report::new(&FreezeView::from(f), 0))
+}
+
+#[derive(Serialize)]
+struct RefusedView {
+    at: i64,
+    peer_uid: Option<u32>,
+    agent: Option<String>,
+    service: Option<String>,
+}
+
+#[derive(Serialize)]
+struct UnfrozenView {
+    unfrozen: bool,
+    since: Option<i64>,
+    refused: i64,
+    refused_rows: Vec<RefusedView>,
+    confirmed_by: Option<&'static str>,
+}
+
+impl fmt::Display for UnfrozenView {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        let Some(since) = self.since else {
+            return f.write_str("custody was not frozen: nothing changed");
+        };
+        writeln!(
+            f,
+            "custody is unfrozen (frozen since {}); {} request(s) were refused meanwhile{}",
+            lens::time(since),
+            self.refused,
+            if self.refused_rows.is_empty() {
+                ""
+            } else {
+                ":"
+            }
+        )?;
+        for r in &self.refused_rows {
+            writeln!(
+                f,
+                "  {}  uid {}  agent {}  service {}",
+                lens::time(r.at),
+                r.peer_uid.map_or("?".into(), |u| u.to_string()),
+                r.agent.as_deref().unwrap_or("?"),
+                r.service.as_deref().unwrap_or("-"),
+            )?;
+        }
+        Ok(())
+    }
+}
+
+fn refused_view(e: &Event) -> RefusedView {
+    let safe = |s: &Option<String>| s.as_deref().map(parley_custody::display::safe);
+    RefusedView {
+        at: e.at,
+        peer_uid: e.peer_uid,
+        agent: safe(&e.agent),
+        service: safe(&e.service),
+    }
+}
+
+/// Asks the OS to authenticate the human for the unfreeze (polkit's change
+/// action, its text agent on this terminal).
+fn authenticate() -> Result<&'static str, CliError> {
+    if is_root() {
+        return Ok(ROOT_UNASKED);
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(CliError::bad)?;
+    let details = PromptDetails::new().with("change", "unfreeze custody (let agents ask again)");
+    rt.block_on(Polkit::terminal(TextAgent::pkttyagent()).authenticate(Action::Change, &details))
+        .map(|()| OS_AUTH)
+        .map_err(|e| {
+            CliError::bad(format!(
+                "OS authentication did not succeed ({e}): custody stays frozen"
+            ))
+        })
+}
+
+fn is_root() -> bool {
+    // The effective uid, the second field of `Uid:` in /proc/self/status.
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|st| {
+        st.lines()
+            .find_map(|l| l.strip_prefix("Uid:"))
+            .and_then(|l| l.split_whitespace().nth(1).map(|e| e == "0"))
+            .unwrap_or(false)
+    })
+}
+
+/// Unfreezes custody after OS authentication, listing what was refused.
+pub fn unfreeze(a: &FreezeArgs) -> Result<Report, CliError> {
+    let mut audit = open_audit(a)?;
+    if audit.frozen().map_err(CliError::bad)?.is_none() {
+        let v = UnfrozenView {
+            unfrozen: false,
+            since: None,
+            refused: 0,
+            refused_rows: Vec::new(),
+            confirmed_by: None,
+        };
+        return Ok(Report::new(&v, 0));
+    }
+    let confirmed_by = authenticate()?;
+    let done = audit
+        .unfreeze(unix_now(), Some(confirmed_by))
+        .map_err(CliError::bad)?;
+    let v = match done {
+        Some(u) => UnfrozenView {
+            unfrozen: true,
+            since: Some(u.freeze.at),
+            refused: u.freeze.refused,
+            refused_rows: u.refused_rows.iter().map(refused_view).collect(),
+            confirmed_by: Some(confirmed_by),
+        },
+        None => UnfrozenView {
+            unfrozen: false,
+            since: None,
+            refused: 0,
+            refused_rows: Vec::new(),
+            confirmed_by: None,
+        },
+    };
+    Ok(Report::new(&v, 0))
+}

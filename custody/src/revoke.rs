@@ -1,0 +1,175 @@
+//! Revoking a live grant (issue 30, item 3). After the OS authenticated the
+//! human (polkit's change action; custody running as root is asked
+//! nothing and its row says so), custody signs a revocation statement with
+//! the grant's principal key ([`parley_core::revocation`], an extension:
+//! Parley and YEA v1 have none), publishes it as a file in
+//! [`revocations_dir`] (and wherever else the human asks), and records the
+//! grant revoked in the audit log (`grant_revoked`, the `revoked_grants`
+//! table).
+//!
+//! A revocation binds only services that read it: one that does not check
+//! revocations keeps accepting the grant until it expires.
+
+use crate::approval::Approval;
+use crate::approver::{Gesture, Yes};
+use crate::audit::Audit;
+use crate::keystore::Keystore;
+use crate::signer::{self, SignError};
+use crate::stepup::{Action, Polkit, PromptDetails, StepUpError, TextAgent};
+use parley_core::revocation::Revocation;
+use parley_core::PublicKey;
+use std::path::{Path, PathBuf};
+
+/// `confirmed_by` of a revocation the OS authenticated.
+pub const OS_AUTH: &str = "os-auth";
+/// `confirmed_by` of a revocation made as root (polkit asks root nothing).
+pub const ROOT_UNASKED: &str = "root: no OS authentication (polkit asks root nothing)";
+
+/// Where custody publishes revocation statements: `revocations/` in its
+/// data directory, one `<grant id>.json` each.
+pub fn revocations_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("revocations")
+}
+
+/// Why a grant was not revoked.
+#[derive(Debug, thiserror::Error)]
+pub enum RevokeError {
+    /// Custody's log has no such grant.
+    #[error("custody's audit log has no grant or consent with id {0:?}: copy the id from the audit view or `parley audit --jsonl` (token_id)")]
+    Unknown(String),
+    /// It was revoked before.
+    #[error("that grant is revoked already; its statement is in {0}")]
+    Already(String),
+    /// OS authentication did not succeed.
+    #[error("OS authentication did not succeed ({0}): the grant was not revoked")]
+    NotAuthenticated(StepUpError),
+    /// Signing failed.
+    #[error("the revocation could not be signed: {0}")]
+    Sign(#[from] SignError),
+    /// The audit log could not be read or written.
+    #[error("the audit log: {0}")]
+    Audit(#[from] crate::audit::AuditError),
+    /// The file could not be written.
+    #[error("the revocation could not be written to {0}: {1}")]
+    Write(String, std::io::Error),
+}
+
+/// A published revocation.
+#[derive(Debug, Clone)]
+pub struct Revoked {
+    /// The statement.
+    pub revocation: Revocation,
+    /// Where it was written (custody's directory first).
+    pub files: Vec<PathBuf>,
+    /// How the OS confirmed it.
+    pub confirmed_by: &'static str,
+}
+
+fn is_root() -> bool {
+    nix::unistd::Uid::effective().is_root()
+}
+
+/// Asks polkit (its text agent on this terminal) before revoking: the
+/// human's `parley custody revoke`.
+pub async fn authenticate_on_terminal(grant: &str) -> Result<&'static str, RevokeError> {
+    if is_root() {
+        return Ok(ROOT_UNASKED);
+    }
+    Polkit::terminal(TextAgent::pkttyagent())
+        .authenticate(Action::Change, &details(grant))
+        .await
+        .map(|()| OS_AUTH)
+        .map_err(RevokeError::NotAuthenticated)
+}
+
+/// What the OS prompt says.
+pub fn details(grant: &str) -> PromptDetails {
+    PromptDetails::new().with("change", &format!("revoke grant {grant}"))
+}
+
+/// Checks that `grant` is custody's and not yet revoked; returns its principal.
+pub fn check(audit: &Audit, data_dir: &Path, grant: &str) -> Result<PublicKey, RevokeError> {
+    let issued = audit
+        .issued(grant)?
+        .ok_or_else(|| RevokeError::Unknown(grant.to_owned()))?;
+    if audit.revocation_of(grant)?.is_some() {
+        return Err(RevokeError::Already(
+            revocations_dir(data_dir).display().to_string(),
+        ));
+    }
+    issued
+        .principal
+        .as_deref()
+        .and_then(|p| p.parse().ok())
+        .ok_or_else(|| RevokeError::Unknown(grant.to_owned()))
+}
+
+/// What to revoke: the grant's id, the human's reason, further
+/// directories to publish the statement in, and the time.
+#[derive(Debug, Clone, Copy)]
+pub struct Revoke<'a> {
+    /// The grant id (`token_id`).
+    pub grant: &'a str,
+    /// Why (signed into the statement).
+    pub reason: &'a str,
+    /// Directories to publish in besides custody's own.
+    pub also: &'a [PathBuf],
+    /// Unix seconds.
+    pub now: i64,
+}
+
+/// Signs, publishes and records the revocation of `what.grant`, once the
+/// OS confirmed it (`confirmed_by`, from [`authenticate_on_terminal`] or
+/// the engine's [`crate::engine::Engine::authenticate_change`]).
+pub fn revoke_confirmed(
+    keystore: &Keystore,
+    audit: &mut Audit,
+    data_dir: &Path,
+    what: Revoke<'_>,
+    confirmed_by: &'static str,
+) -> Result<Revoked, RevokeError> {
+    let Revoke {
+        grant,
+        reason,
+        also,
+        now,
+    } = what;
+    let principal = check(audit, data_dir, grant)?;
+    let reason = match reason.trim() {
+        "" => "revoked by the human",
+        r => r,
+    };
+    let approval = Approval::confirmed(
+        Yes {
+            gesture: Gesture::Terminal,
+            second_confirmation: true,
+        },
+        confirmed_by == OS_AUTH,
+        Approval::subject_of_revocation(grant),
+    );
+    let r = signer::sign_revocation(keystore, &principal, grant, reason, &approval, now)?;
+    let text = serde_json::to_string_pretty(&r.to_value()).unwrap_or_default() + "\n";
+    let mut files = Vec::new();
+    let own = revocations_dir(data_dir);
+    for dir in std::iter::once(&own).chain(also) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| RevokeError::Write(dir.display().to_string(), e))?;
+        let path = dir.join(r.file_name());
+        std::fs::write(&path, &text)
+            .map_err(|e| RevokeError::Write(path.display().to_string(), e))?;
+        files.push(path);
+    }
+    audit.record_revocation(
+        grant,
+        &principal.to_string(),
+        &r.reason,
+        &text,
+        confirmed_by,
+        now,
+    )?;
+    Ok(Revoked {
+        revocation: r,
+        files,
+        confirmed_by,
+    })
+}
