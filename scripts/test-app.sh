@@ -8,6 +8,8 @@
 #     to it over the UI channel, with a private D-Bus session, an unlocked
 #     gnome-keyring, dunst as the notification daemon, temporary HOME/XDG
 #     dirs, a real agent on the real socket and `parley verify` on the tokens.
+#     (Session `wayland`: the same under weston's headless backend, no X
+#     server; see src-tauri/README.md, "Wayland".)
 #     Screenshots land in target/screenshots/; with UPDATE_SCREENSHOTS=1 they
 #     replace the README's in docs/screenshots/ (tests never touch tracked files).
 #
@@ -129,8 +131,26 @@ print(a.getsockname()[1], b.getsockname()[1])')
       PARLEY_CUSTODY_UI="$repo/src-tauri/tests/e2e/ui-handoff.py" PARLEY_E2E_HANDOFF="$T/run/handoff.sock"
     read -r DRIVER_PORT NATIVE_PORT <<<"$ports"
     export DRIVER_PORT NATIVE_PORT WEBDRIVER_URL="http://127.0.0.1:$DRIVER_PORT"
-    timeout 900 "${as_user[@]}" xvfb-run -a -s "-screen 0 $screen" dbus-run-session "${bus_config[@]}" -- bash -c '
+    # The display: an Xvfb X server, or (the wayland session) a Wayland
+    # compositor started inside the session below, with no X server at all.
+    local display=(xvfb-run -a -s "-screen 0 $screen")
+    [ "$kind" = wayland ] && display=(env -u DISPLAY)
+    timeout 900 "${as_user[@]}" "${display[@]}" dbus-run-session "${bus_config[@]}" -- bash -c '
       set -euo pipefail
+      compositor=
+      if [ "$KIND" = wayland ]; then
+        # weston, headless: an output of 1366x768 in memory, no X server
+        # (DISPLAY is unset, so GTK can only speak Wayland).
+        weston --backend=headless-backend.so --socket=wl-test --width=1366 --height=768 \
+          --idle-time=0 >"$T/weston.log" 2>&1 &
+        compositor=$!
+        i=0
+        until [ -S "$XDG_RUNTIME_DIR/wl-test" ]; do
+          i=$((i+1)); [ "$i" -gt 100 ] && { echo "weston did not start" >&2; cat "$T/weston.log" >&2; exit 1; }
+          sleep 0.1
+        done
+        export WAYLAND_DISPLAY=wl-test GDK_BACKEND=wayland; unset DISPLAY
+      fi
       on_bus() {
         dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
           org.freedesktop.DBus.NameHasOwner "string:$1" 2>/dev/null | grep -q "boolean true"
@@ -160,7 +180,7 @@ print(a.getsockname()[1], b.getsockname()[1])')
       "$TAURI_DRIVER" --port "$DRIVER_PORT" --native-port "$NATIVE_PORT" \
         --native-driver /usr/bin/WebKitWebDriver >"$T/tauri-driver.log" 2>&1 &
       driver=$!
-      trap "kill $driver $service 2>/dev/null || true" EXIT
+      trap "kill $driver $service $compositor 2>/dev/null || true" EXIT
       node --test --test-concurrency=1 "$FILE"
     '
   )
@@ -178,6 +198,8 @@ session stepup src-tauri/tests/e2e/stepup.e2e.mjs
 session sandbox src-tauri/tests/e2e/sandbox.e2e.mjs
 session sandbox-user src-tauri/tests/e2e/sandbox.e2e.mjs
 session crowd src-tauri/tests/e2e/crowd.e2e.mjs
+# The same app under a Wayland compositor (weston) instead of X.
+session wayland src-tauri/tests/e2e/wayland.e2e.mjs
 # The app as the package installed it: only when asked for by name
 # (scripts/test-package.sh, with PARLEY_APP=/usr/bin/parley-custody).
 if [ "${E2E_ONLY:-}" = installed ]; then

@@ -53,7 +53,10 @@ pub async fn window_close(window: Window) -> Result<(), CallError> {
 pub fn open<R: Runtime>(app: &AppHandle<R>, target: &OpenTarget) -> Result<(), String> {
     if let Some(label) = windows::open(app, target)? {
         if let Some(channel) = app.try_state::<Arc<Channel>>() {
-            channel.note(&label, Note::Shown);
+            let focused = app
+                .get_webview_window(&label)
+                .is_some_and(|w| w.is_focused().unwrap_or(false));
+            channel.note(&label, shown(focused));
             if let OpenTarget::Review(id) = target {
                 title_after_request(app.clone(), Arc::clone(&channel), label, id.clone());
             }
@@ -97,6 +100,25 @@ fn page_event(e: &Event) -> Option<(&'static str, Option<&str>)> {
         Event::PendingWithdrawn(id) => ("pending-withdrawn", Some(id.as_str())),
         _ => return None,
     })
+}
+
+/// What a window of ours that is now on screen (`focused`: whether it has
+/// the focus) means to the service, which counts `shown` as in front from
+/// now on. On Wayland the compositor alone decides which window is in
+/// front, and says so with a focus event (keyboard focus): a window it has
+/// not given the focus is `blurred` until it does (weston without a seat
+/// gives none, and every window counted as in front at once). Under X11,
+/// unchanged: shown is in front.
+fn shown(focused: bool) -> Note {
+    shown_on(crate::webkit::on_wayland(), focused)
+}
+
+fn shown_on(wayland: bool, focused: bool) -> Note {
+    if wayland && !focused {
+        Note::Blurred
+    } else {
+        Note::Shown
+    }
 }
 
 /// What a window event means to the service, if anything.
@@ -143,7 +165,8 @@ pub fn on_page_load<R: Runtime>(
     }
     if payload.event() == tauri::webview::PageLoadEvent::Finished {
         if let Some(channel) = webview.try_state::<Arc<Channel>>() {
-            channel.note(webview.label(), Note::Shown);
+            let focused = webview.window().is_focused().unwrap_or(false);
+            channel.note(webview.label(), shown(focused));
         }
     }
 }
@@ -281,6 +304,14 @@ mod tests {
             !decides("review_deny_alike", &ok),
             "denies the others, not this one"
         );
+    }
+
+    #[test]
+    fn on_wayland_a_window_is_in_front_only_with_the_focus() {
+        assert_eq!(shown_on(false, false), Note::Shown, "X11: as before");
+        assert_eq!(shown_on(false, true), Note::Shown);
+        assert_eq!(shown_on(true, true), Note::Shown);
+        assert_eq!(shown_on(true, false), Note::Blurred);
     }
 
     #[test]

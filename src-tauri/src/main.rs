@@ -142,6 +142,8 @@ fn run(args: Args) -> i32 {
             // The plugins (single instance) have their session-bus connection;
             // the web processes, started from here on, get none.
             webkit::without_session_bus();
+            // GTK has its display now, the web engine not yet its first view.
+            webkit::for_the_display();
             let handle = app.handle().clone();
             bridge::start_reader(handle.clone(), reader)?;
             bridge::open(&handle, &first)?;

@@ -208,6 +208,48 @@ pub fn without_session_bus() {
     std::env::remove_var("DBUS_SESSION_BUS_ADDRESS");
 }
 
+/// Whether this process's windows are on a Wayland display (GTK started;
+/// GNOME and KDE sessions default to Wayland). Windows there cannot read
+/// or choose their own place, and the compositor decides which one has
+/// the focus (`windows.rs`).
+/// Known from [`for_the_display`] on (GTK's display is asked on its own
+/// thread only); false before.
+pub fn on_wayland() -> bool {
+    WAYLAND.get().copied().unwrap_or(false)
+}
+
+static WAYLAND: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+fn display_is_wayland() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        use gtk::gdk::prelude::DisplayExtManual;
+        gtk::gdk::Display::default().is_some_and(|d| d.backend().is_wayland())
+    }
+    #[cfg(not(target_os = "linux"))]
+    false
+}
+
+/// After GTK started and before the first web view, on GTK's thread:
+/// notes whether the display is Wayland ([`on_wayland`]). There, the web
+/// engine is told through `WEBKIT_DISABLE_COMPOSITING_MODE` what
+/// [`keep_small`] tells each web view (which does not reach this), that our pages
+/// are drawn on the CPU. Otherwise WebKitGTK (2.50, Debian 12) composites
+/// into DMA-BUF buffers for the compositor, and where the GPU or the
+/// compositor cannot take them (no GPU, weston, a VM) the sandboxed web
+/// process dies before its first frame: blank windows (seen under weston,
+/// src-tauri/tests/e2e/wayland.e2e.mjs). A value the human set is kept.
+/// Under X11 nothing changes.
+pub fn for_the_display() {
+    let _ = WAYLAND.set(display_is_wayland());
+    if on_wayland() && std::env::var_os("WEBKIT_DISABLE_COMPOSITING_MODE").is_none() {
+        std::env::set_var("WEBKIT_DISABLE_COMPOSITING_MODE", "1");
+        tracing::info!(
+            "on Wayland: the web engine draws without compositing (as on X11, on the CPU)"
+        );
+    }
+}
+
 /// When a page of ours starts loading: every web process this process
 /// started runs in mount and network namespaces that are not this
 /// process's, in a user namespace of its own unless this process is root,

@@ -392,6 +392,12 @@ fn request_window_place<R: Runtime>(
     let Some(focused) = focused else {
         return (None, true);
     };
+    // On Wayland a window can neither read its place on screen nor choose
+    // it: the compositor places it (and decides whether it takes the
+    // focus; unfocused, it is not counted in front, see bridge.rs).
+    if crate::webkit::on_wayland() {
+        return (None, false);
+    }
     let Some(monitor) = monitor.or_else(|| app.primary_monitor().ok().flatten()) else {
         return (None, false);
     };
