@@ -3,7 +3,7 @@
 // to the other views.
 
 import './style.css'
-import { api, on, errorText, type PendingView, type StatusView } from './ipc'
+import { api, on, errorText, agentName, type PendingView, type StatusView } from './ipc'
 import { h, replace, byId, say, copyText, setText } from './dom'
 import { when, span } from './format'
 import { mainNav } from './nav'
@@ -12,7 +12,7 @@ const app = byId('app')
 
 export function describe(p: PendingView): string {
   const r = p.review
-  const who = r.agent.label ?? r.agent.short
+  const who = `“${agentName(r.agent)}”`
   if (r.kind === 'consent') {
     if (r.cost_money) return `${who} asks you to approve ${r.cost} at ${r.service}`
     // "free", or "not stated (an effect charges)": never "no cost" for a charge.
@@ -155,7 +155,8 @@ function closesText(p: PendingView): string {
 }
 function renderPending() {
   setText(pendingHead, pending.length ? `Waiting for you (${pending.length})` : 'Waiting for you')
-  pendingSection.hidden = !welcome.hidden && pending.length === 0
+  // Nothing waits: no empty card (the tray and the title say the count).
+  pendingSection.hidden = pending.length === 0
   const ids = pending.map((p) => `${p.id}:${p.review.agent.label ?? ''}`).join(',')
   if (ids === shownIds) {
     for (const p of pending) {

@@ -819,7 +819,8 @@ test('home: a newcomer is offered to create a principal key', async () => {
   assert.deepEqual(await calls(page, 'key_create'), [{ label: 'me' }])
   assert.equal(await text(page, 'principal-key'), PRINCIPAL)
   assert.equal(await page.locator(tid('welcome')).isHidden(), true)
-  await page.locator(`${tid('pending-section')}:not([hidden])`).waitFor()
+  // Nothing waits: still no empty "Waiting for you" card.
+  assert.equal(await page.locator(tid('pending-section')).isHidden(), true)
   assert.deepEqual(page.problems, [])
   await page.close()
 })
@@ -856,7 +857,7 @@ test('home: pending requests as text, with their review buttons; states are said
     open_window: null,
   })
   await page.locator(tid('pending-item')).waitFor()
-  assert.match(await text(page, 'pending-item'), /^bot asks you to approve 71\.36 USD at <b>evil<\/b>\\u\{202e\}/)
+  assert.match(await text(page, 'pending-item'), /^“bot” asks you to approve 71\.36 USD at <b>evil<\/b>\\u\{202e\}/)
   assert.equal(await page.locator('main b').count(), 0)
   await page.locator(tid('review-q1')).click()
   assert.deepEqual(await calls(page, 'open_window'), [{ kind: 'review', id: 'q1', agent: null }])
@@ -865,7 +866,7 @@ test('home: pending requests as text, with their review buttons; states are said
   assert.match(await text(page, 'restart-needed'), /queue_size/)
   await page.evaluate(() => (window.__PARLEY_FIXTURES__.pending_list = []))
   await page.evaluate(() => window.__parleyEmit('pending-changed'))
-  await page.locator(tid('none-pending')).waitFor()
+  await page.locator(tid('pending-section')).waitFor({ state: 'hidden' })
   await page.close()
 })
 
@@ -885,8 +886,8 @@ test('audit: events newest first, live grants, chain state, export', async () =>
   await page.locator(tid('event-row')).first().waitFor()
   assert.deepEqual(await page.locator(tid('event-row')).evaluateAll((rows) => rows.map((r) => r.dataset.kind)), ['grant_issued', 'consent_denied', 'consent_approved'])
   assert.match(await text(page, 'chain'), /Chain verified: all 3 events are intact/)
-  assert.equal(await page.locator(tid('live-row')).count(), 2)
-  assert.match(await page.locator(tid('live-row')).first().innerText(), /one COMMIT of shop\.order for 71\.36 USD/)
+  assert.equal(await page.locator(tid('live-row')).count(), 1, 'the grant is live')
+  assert.match(await page.locator(tid('used-row')).first().innerText(), /one shop\.order for 71\.36 USD/)
   assert.match(await page.locator(tid('event-row')).nth(1).innerText(), /too <b>expensive<\/b>/)
   assert.equal(await page.locator('main b').count(), 0)
   // Filters go to the backend as a query.
@@ -1000,7 +1001,7 @@ test('audit: at its default size (1100×680) the tables fit, nothing is cut, and
   await page.locator(tid('event-row')).first().waitFor()
   const overflow = await page.evaluate(() => [...document.querySelectorAll('.table-wrap')].map((w) => w.scrollWidth - w.clientWidth))
   assert.ok(overflow.every((d) => d <= 1), `no table is wider than its box: ${overflow}`)
-  // A one-shot consent says it may already be used.
+  // A one-shot consent is listed as given for its one use, not live.
   assert.equal(await page.locator(tid('one-shot')).count(), 1)
   assert.match(await text(page, 'live-note'), /one COMMIT of one proposal/)
   const broken = await page.evaluate(() => [...document.querySelectorAll('.table code')].filter((c) => c.getClientRects().length > 1).map((c) => c.textContent))
@@ -1032,7 +1033,7 @@ test('audit: paused agents with Resume, and a Pause action per known agent, all 
   const row = page.locator(tid('paused-row'))
   assert.equal(await row.count(), 1)
   const rowText = await row.innerText()
-  assert.match(rowText, /ed25519:gTl3Dqh9F1… “shop\\u\{202e\}ping bot”/, 'the label is made visible')
+  assert.match(rowText, /shop\\u\{202e\}ping bot ed25519:gTl3Dqh9F1…/, 'the label is the name, made visible; the key a detail after it')
   assert.match(rowText, /in 1h|in 59m/)
   assert.match(rowText, /denied and paused for <b>1h<\/b>/)
   assert.equal(await page.locator('main b').count(), 0)
