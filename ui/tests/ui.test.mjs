@@ -442,8 +442,14 @@ test('grant form: validation', async () => {
   await page.locator('#agent').waitFor()
   const issue = page.locator(tid('issue'))
   assert.equal(await issue.isDisabled(), true, 'nothing filled: cannot issue')
+  // A blank form shows no errors until asked (or typed in).
+  assert.equal(await page.locator('.field-error:not([hidden])').count(), 0, 'no red before anything is typed')
+  await page.locator(tid('show-missing')).click()
   assert.match(await errorOf(page, 'agent').innerText(), /paste the agent’s key/)
   assert.match(await errorOf(page, 'services').innerText(), /at least one service/)
+  // Each error is tied to its field.
+  assert.equal(await page.locator('#per').getAttribute('aria-describedby'), 'err-per')
+  assert.equal(await page.locator('#agent').getAttribute('aria-describedby'), 'err-agent')
   await page.locator('#agent').fill('ed25519:short')
   assert.match(await errorOf(page, 'agent').innerText(), /43 letters/)
   await page.locator('#agent').fill(AGENT)
@@ -517,7 +523,7 @@ test('dates: an empty date field shows the shape to type, never a sample date; a
   assert.deepEqual(form.problems, [])
   await form.close()
 
-  const audit = await open('audit.html', { audit_query: { events: [event({ seq: 1 })], truncated: false, live: [event({ seq: 1 })], verify: { rows: 1, ok: true, first_bad_seq: null, problem: null }, now: now() }, agent_pauses: { paused: [], agents: [], now: now() } }, { label: 'main', width: 1100, height: 680 })
+  const audit = await open('audit.html', { audit_query: { events: [event({ seq: 1 })], truncated: false, live: [event({ seq: 1, kind: 'grant_issued', preview: 'may do anything', caveat_words: [] })], verify: { rows: 1, ok: true, first_bad_seq: null, problem: null }, now: now() }, agent_pauses: { paused: [], agents: [], now: now() } }, { label: 'main', width: 1100, height: 680 })
   await audit.locator(tid('event-row')).first().waitFor()
   for (const id of ['f-since', 'f-until']) {
     assert.equal(await audit.locator(`#${id}`).getAttribute('type'), 'text', id)
@@ -568,7 +574,7 @@ test('grant form: preview, exact caveats, warnings, and issuing', async () => {
   // The grant in words is custody's sentence of exactly the caveats shown
   // (custody/src/review/preview.rs says them; its tests check the words).
   await page.waitForFunction(() => document.querySelector('[data-testid="preview"]').textContent.includes('"per"'))
-  assert.equal(await text(page, 'preview'), `This grant may, says custody, ${JSON.stringify(json)}.`)
+  assert.equal(await text(page, 'preview'), `shopping bot may, says custody, ${JSON.stringify(json)}.`)
   assert.deepEqual(json.slice(0, -1), [
     { svc: ['shop.example'] },
     { verbs: ['ASK', 'INTENT', 'COMMIT'] },
@@ -619,7 +625,7 @@ test('grant form: the grant in words is custody\'s sentence of the current plan,
   assert.match(await text(page, 'preview-state'), /Checking with custody/)
   await page.waitForFunction(() => document.querySelector('[data-testid="preview"]').textContent.includes('mail.example'))
   const json = JSON.parse(await text(page, 'caveats-json'))
-  assert.equal(await text(page, 'preview'), `This grant may, says custody, ${JSON.stringify(json)}.`)
+  assert.equal(await text(page, 'preview'), `shopping bot may, says custody, ${JSON.stringify(json)}.`)
   assert.deepEqual(page.problems, [])
   await page.close()
 })
@@ -648,7 +654,7 @@ test('grant form: YEA measured limits become each/total caveats, in words, never
     { total: { of: 'storage', max: 15, scale: 1, unit: 'GB' } },
   ])
   await page.waitForFunction(() => document.querySelector('[data-testid="preview"]').textContent.includes('"storage"'))
-  assert.equal(await text(page, 'preview'), `This grant may, says custody, ${JSON.stringify(json)}.`)
+  assert.equal(await text(page, 'preview'), `shopping bot may, says custody, ${JSON.stringify(json)}.`)
   assert.ok(!(await page.locator(`${tid('form-warnings')} li`).allInnerTexts()).some((w) => /no spending limit/.test(w)), 'a measured limit is a limit')
   // Refused: a decimal count, spend without a currency, a bad measure name, mixing with Parley's fields.
   await row(1, 'total', '2.5', '', 'emails')
@@ -745,7 +751,7 @@ test('grant form: a widening edit is shown, must be confirmed, and is sent back 
   await page.locator(tid('request-banner')).waitFor()
   await enabled(page, 'issue')
   assert.equal(await page.locator(tid('widenings')).isHidden(), true, 'as requested: nothing widens')
-  assert.equal(await text(page, 'signing-principal'), 'Signed with “household” ed25519:iojj3XQJ8Z…')
+  assert.equal(await text(page, 'signing-principal'), 'Issue signs it with your key “household” ed25519:iojj3XQJ8Z…')
   // The human adds COMMIT: custody names the widening.
   await page.evaluate(() => {
     window.__PARLEY_FIXTURES__.grant_preview = { __echo: true, value: { ...window.__PARLEY_FIXTURES__.grant_preview.value, widenings: ['adds COMMIT', 'raises the per-action cap from 40.00 USD to 80.00 USD'] } }
