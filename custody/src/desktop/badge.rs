@@ -106,9 +106,14 @@ pub(super) fn shrunk(rgba: &[u8], w: u32, h: u32) -> Vec<u8> {
                 }
             }
             let o = (((y + y_off) * w + x) * 4) as usize;
-            if alpha > 0 {
-                for c in 0..3 {
-                    out[o + c] = (acc[c] / alpha) as u8;
+            if let Some(avg) = acc
+                .map(|a| a.checked_div(alpha))
+                .iter()
+                .copied()
+                .collect::<Option<Vec<u64>>>()
+            {
+                for (c, v) in avg.into_iter().enumerate() {
+                    out[o + c] = v as u8;
                 }
                 out[o + 3] = (alpha / n.max(1)) as u8;
             }
