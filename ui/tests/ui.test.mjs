@@ -1140,17 +1140,27 @@ test('settings: keys, import with shred offer, limits that need a restart', asyn
   await page.waitForFunction(() => /^Not saved: /.test(document.querySelector('[data-testid="s-status"]').textContent))
   assert.equal(await text(page, 's-status'), `Not saved: ${refusal}`)
   assert.match(await page.locator(tid('s-status')).getAttribute('class'), /msg-error/)
-  // Known agents: their words, and names changed one at a time, at once.
+  // Known agents: their words, and names saved by the one Save button (only changed ones are sent).
   assert.equal(await text(page, 's-agent-phrase'), 'cactus orbit lemon frost')
   assert.equal(await page.locator(tid('s-agent-name')).inputValue(), 'shopping bot')
-  await page.locator(tid('remove-label')).click()
+  assert.equal(await page.locator(tid('save-label')).count(), 0, 'one way to save')
+  await page.locator(tid('s-agent-name')).fill('')
+  await page.locator(tid('s-save')).click()
   await page.waitForFunction(() => /Name removed/.test(document.querySelector('[data-testid="s-agent"]').textContent))
   assert.deepEqual(await calls(page, 'agent_label_set'), [{ agent: AGENT, label: null }])
-  assert.equal(await page.locator(tid('s-agent-name')).inputValue(), '')
   await page.locator(tid('s-agent-name')).fill('  groceries ')
-  await page.locator(tid('save-label')).click()
+  await page.locator(tid('s-save')).click()
   await page.waitForFunction(() => window.__parleyCalls.filter(([c]) => c === 'agent_label_set').length === 2)
   assert.deepEqual((await calls(page, 'agent_label_set'))[1], { agent: AGENT, label: 'groceries' })
+  await page.locator(tid('s-save')).click()
+  await page.waitForTimeout(200)
+  assert.equal((await calls(page, 'agent_label_set')).length, 2, 'an unchanged name is not sent again')
+  // Start at login: the checkbox sits beside its words, on one line.
+  const [box, words] = await Promise.all([page.locator(tid('s-autostart')).boundingBox(), page.locator(`${tid('s-autostart-label')} span`).boundingBox()])
+  assert.ok(Math.abs(box.y + box.height / 2 - (words.y + words.height / 2)) < 8 && box.x < words.x, `beside: ${JSON.stringify([box, words])}`)
+  // Plain words; developer details only in their disclosure.
+  const plain = await page.evaluate(() => { const c = document.querySelector('main, #app').cloneNode(true); c.querySelectorAll('details.advanced').forEach((d) => d.remove()); return c.innerText })
+  assert.doesNotMatch(plain, /Consent horizon|take precedence|before a byte is read|\$PARLEY_CUSTODY_SOCKET/)
   // Start at login is one checkbox, applied at once (not by Save).
   assert.equal(await page.locator(tid('s-autostart')).isChecked(), false)
   await page.locator(tid('s-autostart')).check()
