@@ -55,7 +55,16 @@ function renderStatus(s: StatusView) {
     items.push(h('p', { class: 'msg msg-warn', testid: 'no-notifications' }, s.notifications.message))
   }
   if (s.tray?.available === false && s.tray.message) {
-    items.push(h('p', { class: 'msg msg-warn', testid: 'no-tray' }, s.tray.message))
+    // No tray icon, so no tray menu: Quit is offered here instead.
+    const quit = h('button', { class: 'btn btn-small', testid: 'quit', attrs: { type: 'button' } }, 'Quit Parley Custody')
+    quit.addEventListener('click', () => {
+      quit.disabled = true
+      api.appQuit().catch((e) => {
+        quit.disabled = false
+        say(status, 'error', errorText(e))
+      })
+    })
+    items.push(h('p', { class: 'msg msg-warn', testid: 'no-tray' }, s.tray.message, ' ', quit))
   }
   if (s.restart_needed.length) {
     items.push(

@@ -454,6 +454,8 @@ export const api = {
   agentLabelSet: (agent: string, label: string | null) =>
     call<void>('agent_label_set', { agent, label }),
   appRestart: () => call<void>('app_restart'),
+  /** Quits custody (the tray's Quit, for desktops with no tray host). */
+  appQuit: () => call<void>('app_quit'),
   autostartSet: (enabled: boolean) => call<AutostartView>('autostart_set', { enabled }),
   agentUserPlan: (user: string) => call<AgentUserPlanView>('agent_user_plan', { user }),
   agentUserApply: (user: string, shown: string[]) => call<SettingsView>('agent_user_apply', { user, shown }),

@@ -123,3 +123,16 @@ test('home: nothing waiting, no "Waiting for you" card; a request names its agen
   assert.deepEqual(page.problems, [])
   await page.close()
 })
+
+test('home: with no tray host, Quit is in the main window', async () => {
+  const page = await open('index.html', { status: status({ tray: { available: false, message: 'No tray icon: this desktop has no tray host.' } }), pending_list: [], open_window: null, app_quit: null })
+  await page.locator(tid('quit')).click()
+  await page.waitForFunction(() => window.__parleyCalls.some(([c]) => c === 'app_quit'))
+  assert.deepEqual(page.problems, [])
+  await page.close()
+  const withTray = await open('index.html', { status: status(), pending_list: [], open_window: null })
+  await withTray.locator(tid('identity')).waitFor({ state: 'attached' })
+  await withTray.waitForTimeout(200)
+  assert.equal(await withTray.locator(tid('quit')).count(), 0, 'the tray menu has Quit')
+  await withTray.close()
+})
