@@ -70,7 +70,15 @@ test('consent: the review shows the real effects; Approve signs exactly that pro
   const pending = await agent.pending('c1')
   assert.equal(pending.position, 1)
   // A notification went out, in words, and the tray icon carries a badge.
-  await wd.until(() => notified().includes(`${agentPub.slice(0, 18)}… asks you to approve 71.36 USD at shop.example`), 'the notification', 20_000)
+  // The agent by its one name (its four words: it has no name yet), never its key.
+  const said = await wd.until(() => notified().match(/“([a-z]+ [a-z]+ [a-z]+ [a-z]+)” asks you to approve 71\.36 USD at shop\.example/), 'the notification', 20_000)
+  assert.ok(!notified().includes(`${agentPub.slice(0, 18)}…`), 'no key as the agent’s name')
+  assert.ok(!notified().includes('Signed with'), 'nothing is signed yet')
+  // A request, not a chat message; normal urgency; the app's icon.
+  assert.match(notified(), /string "category"\s+variant\s+string "x-parley-custody\.request"/)
+  assert.match(notified(), /string "urgency"\s+variant\s+byte 1/)
+  assert.doesNotMatch(notified(), /im\.received/)
+  assert.match(notified(), /string "file:\/\/[^"]*notification-icon\.png"/)
   await wd.until(() => trayCount() === 1, 'the tray count')
   assert.match(trayProp('Status'), /NeedsAttention/, 'the tray asks for attention')
 
@@ -86,6 +94,7 @@ test('consent: the review shows the real effects; Approve signs exactly that pro
   assert.equal(await wd.text(tid('service')), 'shop.example')
   assert.equal(await wd.text(tid('capability')), 'shop.order')
   assert.equal(await wd.text(tid('cost')), '71.36 USD')
+  assert.equal(await wd.text(tid('agent-phrase')), said[1], 'the notification named it by the words the review shows')
   assert.equal(await wd.text(tid('risk')), 'medium')
   assert.equal(await wd.text(tid('undo')), 'can be undone within 30m')
   const effects = await wd.exec(`return [...document.querySelectorAll('[data-testid="effects"] li')].map(e => e.textContent)`)
@@ -278,7 +287,7 @@ test('says_free_but_charges: a charge with cost null is shown as such, with the 
   assert.equal(await wd.text(tid('cost')), 'not stated (an effect charges)')
   assert.match(await wd.text(tid('warnings')), /^SAYS FREE BUT CHARGES/)
   assert.match(await wd.text(tid('principal')), new RegExp(`^“Ana \\(personal\\)” ${principal.slice(0, 18)}…$`))
-  await wd.until(() => notified().includes(`Signed with “Ana (personal)” (${principal.slice(0, 18)}…)`), 'the principal in the notification', 20_000)
+  await wd.until(() => notified().includes('If you approve, your key “Ana (personal)” signs it'), 'the principal in the notification', 20_000)
   await wd.screenshot(join(SHOTS, 'review-says-free-but-charges.png'))
   await wd.click(tid('deny'))
   assert.equal((await agent.final('c4')).kind, 'DENIED')
