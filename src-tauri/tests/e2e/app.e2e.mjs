@@ -11,7 +11,7 @@ import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFileSync, spawnSync } from 'node:child_process'
 import { mkdirSync, readFileSync, existsSync } from 'node:fs'
-import { join } from 'node:path'
+import { join, dirname } from 'node:path'
 import { Agent, agentKey, proposal, consentRequest } from './agent.mjs'
 import { trayCount, trayProp } from './tray.mjs'
 import { PARLEY, SOCKET, SHOTS, tid, sleep, wd, main, startApp, createKey, verify, opened, openNewestReview, openGrantForm, armed, closeByButton, invoke, notified } from './session.mjs'
@@ -248,9 +248,17 @@ test('audit view: every decision, live grants in words, a verified chain, export
   assert.equal(kinds.filter((k) => k === 'grant_issued').length, 2)
   assert.match(await wd.text(tid('chain')), /Chain verified: all \d+ events are intact/)
   const live = await wd.exec(`return [...document.querySelectorAll('[data-testid="live-row"]')].map(r => r.textContent)`)
-  assert.equal(live.length, 3, live.join('\n'))
-  assert.ok(live.some((l) => /one COMMIT of shop\.order for 71\.36 USD/.test(l)))
+  assert.equal(live.length, 2, `the two grants are live: ${live.join('\n')}`)
   assert.ok(live.some((l) => /books\.example/.test(l) && /up to 25\.00 USD each/.test(l)))
+  // The approved consent is listed apart, as given to the agent for its one use.
+  const used = await wd.exec(`return [...document.querySelectorAll('[data-testid="used-row"]')].map(r => r.textContent)`)
+  assert.equal(used.length, 1, used.join('\n'))
+  assert.match(used[0], /one shop\.order for 71\.36 USD/)
+  assert.match(used[0], /given to the agent for its one use/)
+  // Agents by their names (the human's, else four words), never by key alone.
+  const names = await wd.exec(`return [...document.querySelectorAll('[data-testid="live-row"] [data-testid="agent-name"]')].map(r => r.textContent)`)
+  assert.equal(names.length, 2)
+  for (const n of names) assert.ok(!n.startsWith('ed25519:'), n)
   const denied = await wd.exec(`return document.querySelector('[data-kind="consent_denied"]').textContent`)
   assert.match(denied, /not today/)
   assert.match(denied, /2500\.00 USD/)
@@ -262,6 +270,8 @@ test('audit view: every decision, live grants in words, a verified chain, export
   }, 'the export')
   const path = msg.replace(/^Exported \d+ events? to /, '')
   assert.ok(existsSync(path), path)
+  // Into the user's Downloads (this session's HOME has no user-dirs file: ~/Downloads, created).
+  assert.equal(dirname(path), join(process.env.HOME, 'Downloads'), path)
   const lines = readFileSync(path, 'utf8').trim().split('\n').map((l) => JSON.parse(l))
   assert.deepEqual(lines.map((l) => l.kind), kinds)
   // Filter by kind.
