@@ -52,6 +52,41 @@ pub fn phrase_of_text(key: &str) -> Option<String> {
     key.parse::<PublicKey>().ok().map(|k| phrase(&k))
 }
 
+/// The longest agent name shown, in characters (a label is the human's
+/// own words, but a screen line must hold it).
+pub const NAME_CHARS: usize = 60;
+
+/// The one name custody gives an agent on every path to a human
+/// (notifications, tray, home, audit view, review, CLI): the human's own
+/// name for it when there is one (display-safe, cut to [`NAME_CHARS`]),
+/// else its four words. The key itself is never the name: `ed25519:LB7F…`
+/// means nothing to a person and its first characters are cheap to imitate;
+/// views may still show it as a secondary detail.
+pub fn agent_name(key: &PublicKey, label: Option<&str>) -> String {
+    name_or(label, || phrase(key))
+}
+
+/// [`agent_name`] for a key given as text. Text that is not a key (an old
+/// audit row, a malformed request) is named "an unknown agent" with its
+/// text, display-safe and short, so it is never silently blank.
+pub fn agent_name_of_text(key: &str, label: Option<&str>) -> String {
+    name_or(label, || match phrase_of_text(key.trim()) {
+        Some(p) => p,
+        None if key.trim().is_empty() => "an unknown agent".to_owned(),
+        None => format!(
+            "an unknown agent ({})",
+            crate::display::bounded(key.trim(), 24)
+        ),
+    })
+}
+
+fn name_or(label: Option<&str>, otherwise: impl FnOnce() -> String) -> String {
+    match label.map(str::trim).filter(|l| !l.is_empty()) {
+        Some(l) => crate::display::bounded(l, NAME_CHARS),
+        None => otherwise(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,5 +120,23 @@ mod tests {
     fn text_that_is_not_a_key_has_no_phrase() {
         assert_eq!(phrase_of_text("ed25519:nope"), None);
         assert_eq!(phrase_of_text(""), None);
+    }
+
+    #[test]
+    fn the_name_is_the_label_else_the_four_words_never_the_key() {
+        let k = key(7);
+        assert_eq!(agent_name(&k, Some("  shopper ")), "shopper");
+        assert_eq!(agent_name(&k, None), phrase(&k));
+        assert_eq!(agent_name(&k, Some("   ")), phrase(&k));
+        let by_text = agent_name_of_text(&k.to_string(), None);
+        assert_eq!(by_text, phrase(&k));
+        assert!(!by_text.contains("ed25519"), "{by_text}");
+        // A hostile label is shown through the display rule, and bounded.
+        let hostile = agent_name(&k, Some("shop\u{202e}per"));
+        assert!(!hostile.contains('\u{202e}'), "{hostile}");
+        let long = agent_name(&k, Some(&"x".repeat(500)));
+        assert!(long.chars().count() < NAME_CHARS + 20, "{long}");
+        assert_eq!(agent_name_of_text("", None), "an unknown agent");
+        assert!(agent_name_of_text("ed25519:nope", None).starts_with("an unknown agent ("));
     }
 }

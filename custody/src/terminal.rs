@@ -664,7 +664,7 @@ impl Approver for TerminalApprover {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn consent_review() -> Review {
@@ -702,6 +702,7 @@ mod tests {
                 short: "ed25519:AAAAAAAAAA…".into(),
                 phrase: "cactus orbit lemon frost".into(),
                 label: None,
+                name: "cactus orbit lemon frost".into(),
                 known: false,
             },
             their_words: "Order 3 meals".into(),
@@ -721,7 +722,8 @@ mod tests {
         }
     }
 
-    fn pending(id: &str) -> PendingView {
+    /// A consent waiting for a decision, for tests of every view of one.
+    pub(crate) fn pending(id: &str) -> PendingView {
         PendingView {
             id: id.into(),
             review: consent_review(),

@@ -6,7 +6,7 @@
 // display-safe, and they are rendered as text only.
 
 import './style.css'
-import { api, on, errorText, type AuditFilter, type AuditView, type EventView, type EventKind, type PausesView } from './ipc'
+import { api, on, errorText, agentName as nameOf, type AuditFilter, type AuditView, type EventView, type EventKind, type PausesView } from './ipc'
 import { h, replace, byId, say, setText } from './dom'
 import { when, whenExact, span, fromTimeInput, TIME_FIELD_ATTRS } from './format'
 import { mainNav } from './nav'
@@ -40,12 +40,16 @@ const app = byId('app')
 
 function agentCell(e: EventView): HTMLElement | string {
   if (!e.agent) return ''
-  return h(
-    'span',
-    null,
-    h('code', { title: e.agent }, e.agent_short ?? e.agent),
-    e.agent_label ? h('span', { class: 'label' }, ` “${e.agent_label}”`) : null,
-  )
+  return agentName(e.agent, e.agent_short ?? e.agent, e.agent_label, e.agent_name, e.agent_phrase)
+}
+
+/** A list custody stored joined by commas (a grant's services), as words: "a, b". */
+function listWords(s: string | null): string {
+  return (s ?? '')
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean)
+    .join(', ')
 }
 
 /** `click+second+os-auth` in words. */
@@ -90,9 +94,14 @@ function render(view: AuditView, filter: AuditFilter) {
   chain.className = v.ok ? 'msg msg-ok' : 'msg msg-error'
   chain.dataset.ok = String(v.ok)
 
+  // A consent is one use of one proposal, handed to the agent when it was
+  // approved: custody does not see the service redeem it, so it is never
+  // called live — it is listed as given (for its one use), apart.
+  const grants = view.live.filter((e) => e.kind === 'grant_issued')
+  const given = view.live.filter((e) => e.kind === 'consent_approved')
   replace(
     live,
-    view.live.length
+    grants.length
       ? h(
           'table',
           { class: 'table', testid: 'live-table' },
@@ -100,13 +109,13 @@ function render(view: AuditView, filter: AuditFilter) {
           h(
             'tbody',
             null,
-            ...view.live.map((e) =>
+            ...grants.map((e) =>
               h(
                 'tr',
                 { testid: 'live-row' },
-                h('td', null, e.kind === 'grant_issued' ? 'Grant' : h('span', null, 'Consent', h('div', { class: 'muted', testid: 'one-shot' }, 'one use: may already be used'))),
+                h('td', null, 'Grant'),
                 h('td', null, agentCell(e)),
-                h('td', null, e.service ?? ''),
+                h('td', null, listWords(e.service)),
                 h('td', null, e.kind === 'consent_approved' ? `one COMMIT of ${e.capability ?? '?'}${e.cost ? ` for ${e.cost}` : ''} (proposal ${e.hash?.slice(0, 12) ?? '?'}…)` : e.preview ?? '', e.caveat_words.length && e.kind === 'grant_issued' ? h('ul', { class: 'words' }, ...e.caveat_words.map((w) => h('li', null, w))) : null),
                 h('td', null, e.expires ? `${when(e.expires)} (in ${span(e.expires - view.now)})` : ''),
                 revokeCell(e, view),
@@ -114,11 +123,33 @@ function render(view: AuditView, filter: AuditFilter) {
             ),
           ),
         )
-      : h('p', { class: 'muted', testid: 'no-live' }, 'No live grants or consents.'),
+      : h('p', { class: 'muted', testid: 'no-live' }, 'No live grants.'),
   )
-  // A consent is one-shot: custody signs it but does not see the service
-  // redeem it, so "live" means only "not expired".
-  liveNote.hidden = !view.live.some((e) => e.kind === 'consent_approved')
+  replace(
+    usedList,
+    given.length
+      ? h(
+          'table',
+          { class: 'table', testid: 'used-table' },
+          h('thead', null, h('tr', null, h('th', null, 'Agent'), h('th', null, 'Where'), h('th', null, 'For'), h('th', null, 'State'))),
+          h(
+            'tbody',
+            null,
+            ...given.map((e) =>
+              h(
+                'tr',
+                { testid: 'used-row' },
+                h('td', null, agentCell(e)),
+                h('td', null, listWords(e.service)),
+                h('td', null, `one ${e.capability ?? '?'}${e.cost ? ` for ${e.cost}` : ''} (proposal ${e.hash?.slice(0, 12) ?? '?'}…)`),
+                h('td', { testid: 'one-shot' }, `given to the agent for its one use${e.expires ? `; void after ${when(e.expires)}` : ''}`),
+              ),
+            ),
+          ),
+        )
+      : h('p', { class: 'muted', testid: 'no-used' }, 'No consent given lately.'),
+  )
+  usedSection.hidden = given.length === 0
 
   replace(
     events,
@@ -138,7 +169,7 @@ function render(view: AuditView, filter: AuditFilter) {
                 h('td', { class: 'when', title: String(e.at) }, whenExact(e.at)),
                 h('td', { class: 'kind' }, KIND_WORDS[e.kind] ?? e.kind),
                 h('td', null, agentCell(e)),
-                h('td', null, e.service ?? ''),
+                h('td', null, listWords(e.service)),
                 h('td', null, details(e)),
                 h('td', { class: 'muted peer' }, peer(e)),
               ),
@@ -150,9 +181,9 @@ function render(view: AuditView, filter: AuditFilter) {
   setText(count, `${view.events.length}${view.truncated ? '+' : ''} event${view.events.length === 1 ? '' : 's'} shown, newest first${filterWords(filter)}.${view.truncated ? ' Narrow the filter to see older ones.' : ''}`)
 }
 
-/** An agent key in its short form, with the human's label. */
-function agentName(key: string, short: string, label: string | null): HTMLElement {
-  return h('span', null, h('code', { title: key }, short), label ? h('span', { class: 'label' }, ` “${label}”`) : null)
+/** An agent by its one name (the human's label, else its four words), its key's short form after it as a detail. */
+function agentName(key: string, short: string, label: string | null, name?: string | null, phrase?: string | null): HTMLElement {
+  return h('span', { class: 'agent-name' }, h('strong', { testid: 'agent-name' }, nameOf({ name, label, phrase })), ' ', h('code', { class: 'muted', title: key }, short))
 }
 
 /** One pause or resume at a time; the view comes back from the backend. */
@@ -189,7 +220,7 @@ function renderPauses(v: PausesView) {
               h(
                 'tr',
                 { testid: 'paused-row', attrs: { 'data-agent': p.agent } },
-                h('td', null, agentName(p.agent, p.short, p.label)),
+                h('td', null, agentName(p.agent, p.short, p.label, p.name, p.phrase)),
                 h('td', null, p.until === null ? 'until you resume it' : `${when(p.until)} (in ${span(p.until - v.now)})`),
                 h('td', { class: 'reason-text' }, p.reason),
                 h(
@@ -214,7 +245,7 @@ function renderPauses(v: PausesView) {
               h(
                 'li',
                 { testid: 'pause-agent', attrs: { 'data-agent': a.key } },
-                agentName(a.key, a.short, a.label),
+                agentName(a.key, a.short, a.label, a.name, a.phrase),
                 a.waiting ? h('span', { class: 'badge badge-warn' }, ' asking now') : null,
                 ' ',
                 h('button', { class: 'btn btn-small', testid: 'pause-1h', attrs: { type: 'button' }, on: { click: () => void pauseAction(() => api.agentPause(a.key, 3600), 'Paused for 1 hour: its requests are refused without being shown.') } }, 'Pause for 1 hour'),
@@ -273,8 +304,10 @@ function revokeCell(e: EventView, view: AuditView): HTMLElement {
   })
   return h('td', null, b)
 }
-const liveNote = h('p', { class: 'muted', testid: 'live-note' }, 'A consent allows one COMMIT of one proposal: custody signs it but does not see the service redeem it, so it is listed until it expires even when it was already used.')
-liveNote.hidden = true
+const usedList = h('div', { class: 'table-wrap', testid: 'used' })
+const liveNote = h('p', { class: 'muted', testid: 'live-note' }, 'Each consent allows one COMMIT of one proposal and was handed to the agent when you approved it: it counts as used. Custody does not see the service redeem it.')
+const usedSection = h('section', { testid: 'used-section' }, h('h2', null, 'Consents given (one use each)'), usedList, liveNote)
+usedSection.hidden = true
 const events = h('div', { class: 'table-wrap', testid: 'events' })
 const paused = h('div', { class: 'table-wrap', testid: 'paused' })
 const pauseStatus = h('p', { class: 'msg', testid: 'pause-status', attrs: { role: 'status' } })
@@ -356,7 +389,8 @@ replace(
   app,
   h('header', { class: 'home-head' }, h('h1', null, 'Audit log'), mainNav('audit', (m) => say(status, 'error', m))),
   chain,
-  h('section', null, h('h2', null, 'Live grants and consents'), live, liveNote, revokeNote, revokeMsg),
+  h('section', null, h('h2', null, 'Live grants'), live, revokeNote, revokeMsg),
+  usedSection,
   h('section', null, h('h2', null, 'Paused agents (their requests are refused without being shown)'), pauseStatus, paused),
   h(
     'section',

@@ -11,7 +11,7 @@
 // this window is focused and armed, like Approve (gesture.ts).
 
 import './style.css'
-import { api, on, errorText, type GrantContext, type GrantPreviewView, type Gesture, type IssuedView } from './ipc'
+import { api, on, errorText, agentName, type GrantContext, type GrantPreviewView, type Gesture, type IssuedView } from './ipc'
 import { pointerOnly } from './gesture'
 import { h, replace, byId, say, setText, copyText, visible } from './dom'
 import { emptyForm, fromCaveats, plan, MEASURES, PRESETS, VERBS, VERB_WORDS, type Caveat, type Field, type GrantFormValues, type MeasureLimit } from './caveats'
@@ -68,7 +68,7 @@ async function main() {
   }
 
   // Controls.
-  const agent = input('agent', { placeholder: 'ed25519:…', 'aria-describedby': 'err-agent' })
+  const agent = input('agent', { placeholder: 'paste the agent’s key (ed25519:…)' })
   agent.value = values.agent
   agent.readOnly = !!req
   const known = h('select', { id: 'known', testid: 'known-agents', attrs: { 'aria-label': 'Known agents' } }, h('option', { attrs: { value: '' } }, 'Pick a known agent…'))
@@ -86,22 +86,22 @@ async function main() {
     principal.value = req.review.principal
     principal.disabled = true
   }
-  const services = input('services', { placeholder: 'shop.example' })
+  const services = input('services', { placeholder: 'e.g. shop.example' })
   services.value = values.services
   const verbBoxes = VERBS.map((v) => {
     const box = h('input', { id: `verb-${v}`, testid: `verb-${v}`, attrs: { type: 'checkbox', value: v } })
     box.checked = values.verbs.includes(v)
     return { v, box, el: h('label', { class: 'check' }, box, h('span', null, ` ${v} `), h('span', { class: 'muted' }, VERB_WORDS[v])) }
   })
-  const caps = input('capabilities', { placeholder: 'shop.order, shop.* (empty: all)' })
+  const caps = input('capabilities', { placeholder: 'empty: every capability' })
   caps.value = values.capabilities
   const risk = h('select', { id: 'risk', testid: 'risk' }, ...['', 'low', 'medium', 'high'].map((r) => h('option', { attrs: { value: r } }, r ? `up to ${r}` : 'no ceiling')))
   risk.value = values.risk
   const currency = input('currency', { maxlength: '3', size: '4' })
   currency.value = values.currency
-  const per = input('per', { inputmode: 'decimal', placeholder: '40.00' })
+  const per = input('per', { inputmode: 'decimal', placeholder: 'no limit' })
   per.value = values.per
-  const spend = input('spend', { inputmode: 'decimal', placeholder: '100.00' })
+  const spend = input('spend', { inputmode: 'decimal', placeholder: 'no limit' })
   spend.value = values.spend
   // YEA limits over measures (each / total), one row per limit.
   const measureRows = h('div', { class: 'measures', testid: 'measures' })
@@ -162,6 +162,17 @@ async function main() {
   )
   widenBox.hidden = true
   const issueHint = h('span', { class: 'hint', testid: 'issue-hint' })
+  // Errors show for a field once the human has typed in or left it, or
+  // asked what is missing: a blank form is not a list of mistakes.
+  const touched = new Set<string>()
+  let showAll = false
+  const missing = h('button', { class: 'btn btn-small', testid: 'show-missing', attrs: { type: 'button' } }, 'What is missing?')
+  missing.hidden = true
+  missing.addEventListener('click', () => {
+    showAll = true
+    refresh()
+    app.querySelector<HTMLElement>('.field-error:not([hidden])')?.closest('.field')?.querySelector<HTMLElement>('input, select')?.focus()
+  })
   const issue = h('button', { class: 'btn btn-approve', testid: 'issue', attrs: { type: 'button' } }, req ? 'Issue and send to the agent' : 'Issue grant')
   const cancel = h('button', { class: 'btn btn-default', testid: 'cancel', attrs: { type: 'button' } }, 'Cancel')
   const status = h('p', { class: 'msg', testid: 'status', attrs: { role: 'status' } })
@@ -218,7 +229,7 @@ async function main() {
       req ? null : field('Note (optional)', note, null),
     ),
     h('section', { class: 'preview-box' }, h('h2', null, 'This grant'), preview, signer, widenBox, warnings, h('h3', null, 'Exact caveats that will be signed'), exact, checking),
-    h('div', { class: 'actions' }, cancel, issue, issueHint),
+    h('div', { class: 'actions' }, cancel, issue, issueHint, missing),
     status,
     result,
   )
@@ -263,10 +274,13 @@ async function main() {
     if (v) exact.textContent = lines(v.caveats)
     // The grant in words is custody's sentence of exactly these caveats,
     // shown only while it is the current plan's (never a stale one).
-    setText(preview, v ? `This grant ${v.preview}.` : '')
+    // The grant has a subject: the agent, by its one name when custody knows it.
+    const who = ctx.known_agents.find((a) => a.key === agent.value.trim())
+    const subject = label.value.trim() || (who ? agentName(who) : req ? agentName(req.review.agent) : 'The agent')
+    setText(preview, v ? `${subject} ${v.preview}.` : '')
     setText(checking, v ? '' : wantedKey ? 'Checking with custody…' : '')
-    const who = v ? v.principal_short : null
-    setText(signer, who ? `Signed with ${v!.principal_label ? `“${v!.principal_label}” ` : ''}${who}` : '')
+    const key = v ? v.principal_short : null
+    setText(signer, key ? `Issue signs it with your key ${v!.principal_label ? `“${v!.principal_label}” ` : ''}${key}` : '')
     const widen = v?.widenings ?? []
     if (widenList.dataset.list !== JSON.stringify(widen)) {
       widenList.dataset.list = JSON.stringify(widen)
@@ -297,10 +311,11 @@ async function main() {
     exact.textContent = lines(pl.caveats)
     for (const el of app.querySelectorAll<HTMLElement>('.field-error')) {
       const name = el.dataset.testid?.replace(/^err-/, '') as Field
-      const msg = pl.errors[name]
+      const msg = showAll || touched.has(name) ? pl.errors[name] : undefined
       el.hidden = !msg
       setText(el, msg ?? '')
     }
+    missing.hidden = pl.ok || showAll
     const key = pl.ok ? JSON.stringify([agent.value.trim(), pl.caveats, principalValue()]) : ''
     if (key !== wantedKey) {
       wantedKey = key
@@ -340,8 +355,36 @@ async function main() {
     say(status, 'error', 'There is no principal key to sign with yet: create one in Settings first.')
   }
 
-  app.addEventListener('input', () => refresh())
-  app.addEventListener('change', () => refresh())
+  // Each error belongs to its field: its id is named by the field's
+  // controls (aria-describedby), and it is marked touched from them.
+  const fieldsOf = (el: Element | null): string[] =>
+    [...(el?.closest('.field')?.querySelectorAll<HTMLElement>('.field-error') ?? [])].map((e) => e.dataset.testid?.replace(/^err-/, '') ?? '')
+  for (const err of app.querySelectorAll<HTMLElement>('.field-error')) {
+    const name = err.dataset.testid?.replace(/^err-/, '') ?? ''
+    err.id = `err-${name}`
+    err.setAttribute('aria-live', 'polite')
+  }
+  const byField: Record<string, HTMLElement[]> = { agent: [agent], services: [services], capabilities: [caps], currency: [currency], per: [per], spend: [spend], notBefore: [nbf], verbs: verbBoxes.map((b) => b.box), expiry: [custom, ...presetBoxes.map((b) => b.r)] }
+  for (const [name, els] of Object.entries(byField)) for (const el of els) el.setAttribute('aria-describedby', `err-${name}`)
+  const touch = (e: Event) => {
+    const t = e.target as HTMLElement
+    const own = Object.entries(byField).find(([, els]) => els.includes(t))?.[0]
+    for (const f of own ? [own] : fieldsOf(t)) touched.add(f)
+  }
+  app.addEventListener('input', (e) => {
+    touch(e)
+    refresh()
+  })
+  app.addEventListener('change', (e) => {
+    touch(e)
+    refresh()
+  })
+  app.addEventListener('focusout', (e) => {
+    const t = e.target as HTMLInputElement
+    // Leaving a field empty that was never typed in is not yet a mistake.
+    if (t.value === undefined || t.value !== '' || touched.size > 0) touch(e)
+    refresh()
+  })
   known.addEventListener('change', () => {
     if (known.value) {
       agent.value = known.value

@@ -3,7 +3,7 @@
 // to the other views.
 
 import './style.css'
-import { api, on, errorText, type PendingView, type StatusView } from './ipc'
+import { api, on, errorText, agentName, type PendingView, type StatusView } from './ipc'
 import { h, replace, byId, say, copyText, setText } from './dom'
 import { when, span } from './format'
 import { mainNav } from './nav'
@@ -13,7 +13,7 @@ const app = byId('app')
 
 export function describe(p: PendingView): string {
   const r = p.review
-  const who = r.agent.label ?? r.agent.short
+  const who = `“${agentName(r.agent)}”`
   if (r.kind === 'consent') {
     if (r.cost_money) return `${who} asks you to approve ${r.cost} at ${r.service}`
     // "free", or "not stated (an effect charges)": never "no cost" for a charge.
@@ -56,7 +56,16 @@ function renderStatus(s: StatusView) {
     items.push(h('p', { class: 'msg msg-warn', testid: 'no-notifications' }, s.notifications.message))
   }
   if (s.tray?.available === false && s.tray.message) {
-    items.push(h('p', { class: 'msg msg-warn', testid: 'no-tray' }, s.tray.message))
+    // No tray icon, so no tray menu: Quit is offered here instead.
+    const quit = h('button', { class: 'btn btn-small', testid: 'quit', attrs: { type: 'button' } }, 'Quit Parley Custody')
+    quit.addEventListener('click', () => {
+      quit.disabled = true
+      api.appQuit().catch((e) => {
+        quit.disabled = false
+        say(status, 'error', errorText(e))
+      })
+    })
+    items.push(h('p', { class: 'msg msg-warn', testid: 'no-tray' }, s.tray.message, ' ', quit))
   }
   if (s.restart_needed.length) {
     items.push(
@@ -156,7 +165,8 @@ function closesText(p: PendingView): string {
 }
 function renderPending() {
   setText(pendingHead, pending.length ? `Waiting for you (${pending.length})` : 'Waiting for you')
-  pendingSection.hidden = !welcome.hidden && pending.length === 0
+  // Nothing waits: no empty card (the tray and the title say the count).
+  pendingSection.hidden = pending.length === 0
   const ids = pending.map((p) => `${p.id}:${p.review.agent.label ?? ''}`).join(',')
   if (ids === shownIds) {
     for (const p of pending) {

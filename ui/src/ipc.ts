@@ -24,6 +24,8 @@ export interface AgentView {
   /** Four words from a hash of the whole key, the same wherever the key is shown. */
   phrase: string
   label: string | null
+  /** The one name every view shows: the human's label, else the four words (custody computes it). */
+  name?: string
   known: boolean
 }
 export interface EffectView {
@@ -157,6 +159,8 @@ export interface KnownAgent {
   short: string
   phrase: string
   label: string | null
+  /** The one name shown for it (custody's: the label, else the four words). */
+  name?: string
   last_seen: number | null
   waiting: boolean
 }
@@ -166,6 +170,8 @@ export interface PauseView {
   short: string
   phrase: string
   label: string | null
+  /** The one name shown for it (custody's: the label, else the four words). */
+  name?: string
   /** Until when (unix seconds); null: until resumed. */
   until: number | null
   reason: string
@@ -250,6 +256,10 @@ export interface EventView {
   agent: string | null
   agent_short: string | null
   agent_label: string | null
+  /** The one name shown for the agent (custody's: the label, else the four words). */
+  agent_name?: string | null
+  /** Its four words. */
+  agent_phrase?: string | null
   service: string | null
   capability: string | null
   hash: string | null
@@ -482,8 +492,19 @@ export const api = {
   agentLabelSet: (agent: string, label: string | null) =>
     call<void>('agent_label_set', { agent, label }),
   appRestart: () => call<void>('app_restart'),
+  /** Quits custody (the tray's Quit, for desktops with no tray host). */
+  appQuit: () => call<void>('app_quit'),
   autostartSet: (enabled: boolean) => call<AutostartView>('autostart_set', { enabled }),
   agentUserPlan: (user: string) => call<AgentUserPlanView>('agent_user_plan', { user }),
   agentUserApply: (user: string, shown: string[]) => call<SettingsView>('agent_user_apply', { user, shown }),
   promptOwnerApply: () => call<SettingsView>('prompt_owner_apply'),
+}
+
+/**
+ * An agent's one name as custody computes it (the human's label, else its
+ * four words), never its key: `name` from custody, with the same rule as a
+ * fallback for views built before it was sent.
+ */
+export function agentName(a: { name?: string | null; label?: string | null; phrase?: string | null; short?: string | null }): string {
+  return a.name || a.label || a.phrase || a.short || 'an unknown agent'
 }

@@ -34,7 +34,7 @@ const FIELD_WORDS: Record<string, string> = {
   agents_group: 'agents group',
   extra_users: 'allowed users',
   socket_path: 'socket path',
-  max_consent_horizon_secs: 'consent horizon',
+  max_consent_horizon_secs: 'how far ahead an offer may run',
   max_grant_lifetime_secs: 'grant lifetime',
   queue_size: 'queue size',
   rate_per_minute: 'rate limit',
@@ -170,29 +170,35 @@ function settingsSection(v: SettingsView): HTMLElement {
   // Known agents: every key the human has dealt with, with its words and
   // the human's name for it (kept by custody; every review shows it).
   const labelList = h('ul', { class: 'labels', testid: 's-labels' })
+  // Names are saved with everything else, by the one Save button: each
+  // changed name is sent on its own (custody keeps them, agent_label_set).
+  const names: Array<() => Promise<string | null>> = []
   const agentRow = (a: KnownAgent) => {
-    const name = h('input', { testid: 's-agent-name', attrs: { type: 'text', maxlength: '64', spellcheck: 'false', placeholder: 'name it', 'aria-label': `Your name for ${a.short}` } }) as HTMLInputElement
+    const name = h('input', { testid: 's-agent-name', attrs: { type: 'text', maxlength: '64', spellcheck: 'false', placeholder: 'no name yet (type one)', 'aria-label': `Your name for ${a.phrase}` } }) as HTMLInputElement
     name.value = a.label ?? ''
-    const rowMsg = h('span', { class: 'muted' })
-    const set = async (label: string | null) => {
+    const rowMsg = h('span', { class: 'muted', testid: 's-agent-status' })
+    let saved = a.label ?? ''
+    names.push(async () => {
+      const label = name.value.trim()
+      if (label === saved) return null
       try {
-        await api.agentLabelSet(a.key, label)
-        name.value = label ?? ''
-        setText(rowMsg, label ? ' Saved.' : ' Name removed.')
+        await api.agentLabelSet(a.key, label || null)
+        saved = label
+        name.value = label
+        setText(rowMsg, label ? ' Name saved.' : ' Name removed.')
+        return null
       } catch (e) {
         setText(rowMsg, ` ${errorText(e)}`)
+        return errorText(e)
       }
-    }
+    })
     return h(
       'li',
       { testid: 's-agent' },
-      h('code', { title: a.key }, a.short),
-      ' — ',
       h('strong', { testid: 's-agent-phrase' }, a.phrase),
-      h('div', { class: 'inline' }, name,
-        h('button', { class: 'btn btn-small', testid: 'save-label', attrs: { type: 'button' }, on: { click: () => void set(name.value.trim() || null) } }, 'Save name'),
-        a.label ? h('button', { class: 'btn btn-small', testid: 'remove-label', attrs: { type: 'button' }, on: { click: () => void set(null) } }, 'Remove name') : null,
-        rowMsg),
+      ' ',
+      h('code', { class: 'muted', title: a.key }, a.short),
+      h('div', { class: 'inline' }, name, rowMsg),
     )
   }
   const drawLabels = async () => {
@@ -272,6 +278,11 @@ function settingsSection(v: SettingsView): HTMLElement {
     const next = fromForm()
     if (typeof next === 'string') {
       say(msg, 'error', next)
+      return
+    }
+    const nameErrors = (await Promise.all(names.map((n) => n()))).filter(Boolean)
+    if (nameErrors.length) {
+      say(msg, 'error', `A name was not saved: ${nameErrors[0]}`)
       return
     }
     try {
@@ -375,19 +386,21 @@ function settingsSection(v: SettingsView): HTMLElement {
     'section',
     null,
     h('h2', null, 'Start at login'),
-    h('div', { class: 'field' }, h('label', null, atLogin, ' Start Parley Custody hidden in the tray when I log in'), atLoginMsg),
+    h('div', { class: 'field' }, h('label', { class: 'check', testid: 's-autostart-label' }, atLogin, h('span', null, ' Start Parley Custody hidden in the tray when I log in (applies at once)')), atLoginMsg),
     h('h2', null, 'Who may connect'),
     policy
-      ? h('p', { class: 'muted', testid: 'policy' }, `In force: custody's own user (uid ${policy.own_uid})${policy.agents_group ? `, members of ${policy.agents_group}` : ''}${policy.extra_uids.length ? `, uids ${policy.extra_uids.join(', ')}` : ''}. Everyone else is refused before a byte is read.`)
+      ? h('p', { class: 'muted', testid: 'policy' }, `In force: custody's own user (uid ${policy.own_uid})${policy.agents_group ? `, members of ${policy.agents_group}` : ''}${policy.extra_uids.length ? `, uids ${policy.extra_uids.join(', ')}` : ''}. Anyone else is turned away before custody reads anything they send.`)
       : null,
     fieldRow('Agents group', group, 'Agents should run as their own OS user in this group: they can reach the socket and nothing else of yours.'),
     fieldRow('Other allowed users', users, 'User names or uids.'),
     fieldRow('Let another OS user’s agents connect', h('div', { class: 'inline' }, agentUser, planBtn), 'Name the OS user your agents run as. Custody shows what changes (the agents group, two memberships, a socket directory), then asks for an administrator’s password to do exactly that.'),
     planBox,
     agentMsg,
-    fieldRow('Socket path', socket, 'Empty: the default. --socket and $PARLEY_CUSTODY_SOCKET take precedence. With an agents group, use a directory its members can enter.'),
+    fieldRow('Where agents connect (socket path)', socket, 'Leave it empty to use the usual place. With an agents group, choose a folder its members can open.'),
+    h('details', { class: 'advanced', testid: 's-advanced' }, h('summary', null, 'Details for developers'),
+      h('p', { class: 'help' }, 'The daemon’s --socket flag and the PARLEY_CUSTODY_SOCKET environment variable override the socket path set here. Connections are checked with the kernel’s peer credentials (SO_PEERCRED) before any byte is read.')),
     h('h2', null, 'Limits'),
-    fieldRow('Consent horizon', horizon, 'A consent may be asked for a proposal expiring at most this far ahead (e.g. 24h).'),
+    fieldRow('How far ahead an offer may run', horizon, 'An agent may ask you to approve an offer that stays valid at most this long (e.g. 24h).'),
     fieldRow('Longest grant', lifetime, 'Grants expire at most this long after they are issued (e.g. 7d).'),
     fieldRow('Queue size', queue, 'Requests waiting for you at once, all agents together.'),
     fieldRow('Rate limit', rate, 'New requests per minute from one OS user.'),
@@ -399,7 +412,7 @@ function settingsSection(v: SettingsView): HTMLElement {
     h('p', { class: 'help' }, 'Each agent key has four words derived from it, shown wherever the key is. Give the ones you trust a name: a request from an unnamed key you never approved says so above Approve.'),
     labelList,
     asks,
-    h('div', { class: 'actions' }, save),
+    h('div', { class: 'actions' }, save, h('span', { class: 'help' }, ' Saves everything above, agent names too (start at login applies at once).')),
     msg,
     h('p', { class: 'muted' }, `Stored in ${v.data_dir ?? '(unknown)'}/settings.json.`),
   )

@@ -442,8 +442,14 @@ test('grant form: validation', async () => {
   await page.locator('#agent').waitFor()
   const issue = page.locator(tid('issue'))
   assert.equal(await issue.isDisabled(), true, 'nothing filled: cannot issue')
+  // A blank form shows no errors until asked (or typed in).
+  assert.equal(await page.locator('.field-error:not([hidden])').count(), 0, 'no red before anything is typed')
+  await page.locator(tid('show-missing')).click()
   assert.match(await errorOf(page, 'agent').innerText(), /paste the agent’s key/)
   assert.match(await errorOf(page, 'services').innerText(), /at least one service/)
+  // Each error is tied to its field.
+  assert.equal(await page.locator('#per').getAttribute('aria-describedby'), 'err-per')
+  assert.equal(await page.locator('#agent').getAttribute('aria-describedby'), 'err-agent')
   await page.locator('#agent').fill('ed25519:short')
   assert.match(await errorOf(page, 'agent').innerText(), /43 letters/)
   await page.locator('#agent').fill(AGENT)
@@ -517,7 +523,7 @@ test('dates: an empty date field shows the shape to type, never a sample date; a
   assert.deepEqual(form.problems, [])
   await form.close()
 
-  const audit = await open('audit.html', { audit_query: { events: [event({ seq: 1 })], truncated: false, live: [event({ seq: 1 })], verify: { rows: 1, ok: true, first_bad_seq: null, problem: null }, now: now() }, agent_pauses: { paused: [], agents: [], now: now() } }, { label: 'main', width: 1100, height: 680 })
+  const audit = await open('audit.html', { audit_query: { events: [event({ seq: 1 })], truncated: false, live: [event({ seq: 1, kind: 'grant_issued', preview: 'may do anything', caveat_words: [] })], verify: { rows: 1, ok: true, first_bad_seq: null, problem: null }, now: now() }, agent_pauses: { paused: [], agents: [], now: now() } }, { label: 'main', width: 1100, height: 680 })
   await audit.locator(tid('event-row')).first().waitFor()
   for (const id of ['f-since', 'f-until']) {
     assert.equal(await audit.locator(`#${id}`).getAttribute('type'), 'text', id)
@@ -568,7 +574,7 @@ test('grant form: preview, exact caveats, warnings, and issuing', async () => {
   // The grant in words is custody's sentence of exactly the caveats shown
   // (custody/src/review/preview.rs says them; its tests check the words).
   await page.waitForFunction(() => document.querySelector('[data-testid="preview"]').textContent.includes('"per"'))
-  assert.equal(await text(page, 'preview'), `This grant may, says custody, ${JSON.stringify(json)}.`)
+  assert.equal(await text(page, 'preview'), `shopping bot may, says custody, ${JSON.stringify(json)}.`)
   assert.deepEqual(json.slice(0, -1), [
     { svc: ['shop.example'] },
     { verbs: ['ASK', 'INTENT', 'COMMIT'] },
@@ -619,7 +625,7 @@ test('grant form: the grant in words is custody\'s sentence of the current plan,
   assert.match(await text(page, 'preview-state'), /Checking with custody/)
   await page.waitForFunction(() => document.querySelector('[data-testid="preview"]').textContent.includes('mail.example'))
   const json = JSON.parse(await text(page, 'caveats-json'))
-  assert.equal(await text(page, 'preview'), `This grant may, says custody, ${JSON.stringify(json)}.`)
+  assert.equal(await text(page, 'preview'), `shopping bot may, says custody, ${JSON.stringify(json)}.`)
   assert.deepEqual(page.problems, [])
   await page.close()
 })
@@ -648,7 +654,7 @@ test('grant form: YEA measured limits become each/total caveats, in words, never
     { total: { of: 'storage', max: 15, scale: 1, unit: 'GB' } },
   ])
   await page.waitForFunction(() => document.querySelector('[data-testid="preview"]').textContent.includes('"storage"'))
-  assert.equal(await text(page, 'preview'), `This grant may, says custody, ${JSON.stringify(json)}.`)
+  assert.equal(await text(page, 'preview'), `shopping bot may, says custody, ${JSON.stringify(json)}.`)
   assert.ok(!(await page.locator(`${tid('form-warnings')} li`).allInnerTexts()).some((w) => /no spending limit/.test(w)), 'a measured limit is a limit')
   // Refused: a decimal count, spend without a currency, a bad measure name, mixing with Parley's fields.
   await row(1, 'total', '2.5', '', 'emails')
@@ -745,7 +751,7 @@ test('grant form: a widening edit is shown, must be confirmed, and is sent back 
   await page.locator(tid('request-banner')).waitFor()
   await enabled(page, 'issue')
   assert.equal(await page.locator(tid('widenings')).isHidden(), true, 'as requested: nothing widens')
-  assert.equal(await text(page, 'signing-principal'), 'Signed with “household” ed25519:iojj3XQJ8Z…')
+  assert.equal(await text(page, 'signing-principal'), 'Issue signs it with your key “household” ed25519:iojj3XQJ8Z…')
   // The human adds COMMIT: custody names the widening.
   await page.evaluate(() => {
     window.__PARLEY_FIXTURES__.grant_preview = { __echo: true, value: { ...window.__PARLEY_FIXTURES__.grant_preview.value, widenings: ['adds COMMIT', 'raises the per-action cap from 40.00 USD to 80.00 USD'] } }
@@ -819,7 +825,8 @@ test('home: a newcomer is offered to create a principal key', async () => {
   assert.deepEqual(await calls(page, 'key_create'), [{ label: 'me' }])
   assert.equal(await text(page, 'principal-key'), PRINCIPAL)
   assert.equal(await page.locator(tid('welcome')).isHidden(), true)
-  await page.locator(`${tid('pending-section')}:not([hidden])`).waitFor()
+  // Nothing waits: still no empty "Waiting for you" card.
+  assert.equal(await page.locator(tid('pending-section')).isHidden(), true)
   assert.deepEqual(page.problems, [])
   await page.close()
 })
@@ -856,7 +863,7 @@ test('home: pending requests as text, with their review buttons; states are said
     open_window: null,
   })
   await page.locator(tid('pending-item')).waitFor()
-  assert.match(await text(page, 'pending-item'), /^bot asks you to approve 71\.36 USD at <b>evil<\/b>\\u\{202e\}/)
+  assert.match(await text(page, 'pending-item'), /^“bot” asks you to approve 71\.36 USD at <b>evil<\/b>\\u\{202e\}/)
   assert.equal(await page.locator('main b').count(), 0)
   await page.locator(tid('review-q1')).click()
   assert.deepEqual(await calls(page, 'open_window'), [{ kind: 'review', id: 'q1', agent: null }])
@@ -865,7 +872,7 @@ test('home: pending requests as text, with their review buttons; states are said
   assert.match(await text(page, 'restart-needed'), /queue_size/)
   await page.evaluate(() => (window.__PARLEY_FIXTURES__.pending_list = []))
   await page.evaluate(() => window.__parleyEmit('pending-changed'))
-  await page.locator(tid('none-pending')).waitFor()
+  await page.locator(tid('pending-section')).waitFor({ state: 'hidden' })
   await page.close()
 })
 
@@ -885,8 +892,8 @@ test('audit: events newest first, live grants, chain state, export', async () =>
   await page.locator(tid('event-row')).first().waitFor()
   assert.deepEqual(await page.locator(tid('event-row')).evaluateAll((rows) => rows.map((r) => r.dataset.kind)), ['grant_issued', 'consent_denied', 'consent_approved'])
   assert.match(await text(page, 'chain'), /Chain verified: all 3 events are intact/)
-  assert.equal(await page.locator(tid('live-row')).count(), 2)
-  assert.match(await page.locator(tid('live-row')).first().innerText(), /one COMMIT of shop\.order for 71\.36 USD/)
+  assert.equal(await page.locator(tid('live-row')).count(), 1, 'the grant is live')
+  assert.match(await page.locator(tid('used-row')).first().innerText(), /one shop\.order for 71\.36 USD/)
   assert.match(await page.locator(tid('event-row')).nth(1).innerText(), /too <b>expensive<\/b>/)
   assert.equal(await page.locator('main b').count(), 0)
   // Filters go to the backend as a query.
@@ -1000,7 +1007,7 @@ test('audit: at its default size (1100×680) the tables fit, nothing is cut, and
   await page.locator(tid('event-row')).first().waitFor()
   const overflow = await page.evaluate(() => [...document.querySelectorAll('.table-wrap')].map((w) => w.scrollWidth - w.clientWidth))
   assert.ok(overflow.every((d) => d <= 1), `no table is wider than its box: ${overflow}`)
-  // A one-shot consent says it may already be used.
+  // A one-shot consent is listed as given for its one use, not live.
   assert.equal(await page.locator(tid('one-shot')).count(), 1)
   assert.match(await text(page, 'live-note'), /one COMMIT of one proposal/)
   const broken = await page.evaluate(() => [...document.querySelectorAll('.table code')].filter((c) => c.getClientRects().length > 1).map((c) => c.textContent))
@@ -1032,7 +1039,7 @@ test('audit: paused agents with Resume, and a Pause action per known agent, all 
   const row = page.locator(tid('paused-row'))
   assert.equal(await row.count(), 1)
   const rowText = await row.innerText()
-  assert.match(rowText, /ed25519:gTl3Dqh9F1… “shop\\u\{202e\}ping bot”/, 'the label is made visible')
+  assert.match(rowText, /shop\\u\{202e\}ping bot ed25519:gTl3Dqh9F1…/, 'the label is the name, made visible; the key a detail after it')
   assert.match(rowText, /in 1h|in 59m/)
   assert.match(rowText, /denied and paused for <b>1h<\/b>/)
   assert.equal(await page.locator('main b').count(), 0)
@@ -1133,17 +1140,27 @@ test('settings: keys, import with shred offer, limits that need a restart', asyn
   await page.waitForFunction(() => /^Not saved: /.test(document.querySelector('[data-testid="s-status"]').textContent))
   assert.equal(await text(page, 's-status'), `Not saved: ${refusal}`)
   assert.match(await page.locator(tid('s-status')).getAttribute('class'), /msg-error/)
-  // Known agents: their words, and names changed one at a time, at once.
+  // Known agents: their words, and names saved by the one Save button (only changed ones are sent).
   assert.equal(await text(page, 's-agent-phrase'), 'cactus orbit lemon frost')
   assert.equal(await page.locator(tid('s-agent-name')).inputValue(), 'shopping bot')
-  await page.locator(tid('remove-label')).click()
+  assert.equal(await page.locator(tid('save-label')).count(), 0, 'one way to save')
+  await page.locator(tid('s-agent-name')).fill('')
+  await page.locator(tid('s-save')).click()
   await page.waitForFunction(() => /Name removed/.test(document.querySelector('[data-testid="s-agent"]').textContent))
   assert.deepEqual(await calls(page, 'agent_label_set'), [{ agent: AGENT, label: null }])
-  assert.equal(await page.locator(tid('s-agent-name')).inputValue(), '')
   await page.locator(tid('s-agent-name')).fill('  groceries ')
-  await page.locator(tid('save-label')).click()
+  await page.locator(tid('s-save')).click()
   await page.waitForFunction(() => window.__parleyCalls.filter(([c]) => c === 'agent_label_set').length === 2)
   assert.deepEqual((await calls(page, 'agent_label_set'))[1], { agent: AGENT, label: 'groceries' })
+  await page.locator(tid('s-save')).click()
+  await page.waitForTimeout(200)
+  assert.equal((await calls(page, 'agent_label_set')).length, 2, 'an unchanged name is not sent again')
+  // Start at login: the checkbox sits beside its words, on one line.
+  const [box, words] = await Promise.all([page.locator(tid('s-autostart')).boundingBox(), page.locator(`${tid('s-autostart-label')} span`).boundingBox()])
+  assert.ok(Math.abs(box.y + box.height / 2 - (words.y + words.height / 2)) < 8 && box.x < words.x, `beside: ${JSON.stringify([box, words])}`)
+  // Plain words; developer details only in their disclosure.
+  const plain = await page.evaluate(() => { const c = document.querySelector('main, #app').cloneNode(true); c.querySelectorAll('details.advanced').forEach((d) => d.remove()); return c.innerText })
+  assert.doesNotMatch(plain, /Consent horizon|take precedence|before a byte is read|\$PARLEY_CUSTODY_SOCKET/)
   // Start at login is one checkbox, applied at once (not by Save).
   assert.equal(await page.locator(tid('s-autostart')).isChecked(), false)
   await page.locator(tid('s-autostart')).check()

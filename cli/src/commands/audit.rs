@@ -22,6 +22,7 @@ use parley_custody::audit::{
 };
 use parley_custody::paths;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Write;
 use std::path::PathBuf;
@@ -93,8 +94,11 @@ fn query(a: &AuditArgs, now: i64) -> Result<Query, CliError> {
 }
 
 /// One event on one line. Every text field came from an agent or a service
-/// (untrusted) and is made [`super::visible`].
-fn line(e: &Event) -> String {
+/// (untrusted) and is made [`super::visible`]. The agent is named as every
+/// view names it (`labels`: the human's names for agent keys, else its four
+/// words; [`parley_custody::fingerprint::agent_name_of_text`]), its key
+/// after it.
+fn line(e: &Event, labels: &BTreeMap<String, String>) -> String {
     let v = super::visible;
     let mut out = format!("{}  #{} {}", lens::time(e.at), e.seq, e.kind);
     let mut field = |name: &str, value: String| {
@@ -116,7 +120,10 @@ fn line(e: &Event) -> String {
         field("principal", v(p));
     }
     if let Some(a) = &e.agent {
-        field("agent", v(a));
+        let name =
+            parley_custody::fingerprint::agent_name_of_text(a, labels.get(a).map(String::as_str));
+        field("agent", format!("\"{}\"", v(&name)));
+        field("agent_key", v(a));
     }
     if let Some(s) = &e.service {
         field("service", v(s));
@@ -178,6 +185,8 @@ struct Listing {
     events: Vec<Event>,
     retention: RetentionPolicy,
     open: Vec<OpenTally>,
+    /// The human's names for agent keys.
+    labels: BTreeMap<String, String>,
 }
 
 impl Serialize for Listing {
@@ -192,7 +201,7 @@ impl fmt::Display for Listing {
         if self.events.is_empty() {
             write!(f, "no events")?;
         }
-        let lines: Vec<String> = self.events.iter().map(line).collect();
+        let lines: Vec<String> = self.events.iter().map(|e| line(e, &self.labels)).collect();
         f.write_str(&lines.join("\n"))?;
         for t in &self.open {
             let who = t
@@ -302,6 +311,11 @@ pub fn run(a: AuditArgs, json: bool) -> Result<Report, CliError> {
         events,
         retention: log.retention(),
         open: log.open_tallies().map_err(CliError::bad)?,
+        labels: log
+            .agent_labels()
+            .map_err(CliError::bad)?
+            .into_iter()
+            .collect(),
     };
     Ok(Report::new(&listing, 0))
 }
@@ -386,7 +400,7 @@ mod tests {
             cut: Some("{\"hash\":900000}".into()),
             compacted_by: None,
         };
-        let l = line(&e);
+        let l = line(&e, &BTreeMap::new());
         assert!(l.contains("confirmed=click+os-auth"), "{l}");
         assert!(
             l.contains("cut=(too long, original bytes: {\"hash\":900000})"),
@@ -398,5 +412,26 @@ mod tests {
         assert!(l.contains("cost=64.80USD"), "{l}");
         assert!(l.contains("grant=abcdefghijklmnop "), "{l}");
         assert!(l.contains("service=shop\\u{202e}.example"), "{l}");
+        // Not a key: named as unknown, never blank, the text after it.
+        assert!(
+            l.contains("agent=\"an unknown agent (ed25519:A)\"  agent_key=ed25519:A"),
+            "{l}"
+        );
+        let key = "ed25519:gTl3Dqh9F19Wo1Rmw0x-zMuNipG07jeiXfYPW4_Js5Q";
+        let named = Event {
+            event: NewEvent {
+                agent: Some(key.into()),
+                ..e.event.clone()
+            },
+            ..e
+        };
+        let words = parley_custody::fingerprint::phrase_of_text(key).expect("a key");
+        let l = line(&named, &BTreeMap::new());
+        assert!(
+            l.contains(&format!("agent=\"{words}\"  agent_key={key}")),
+            "{l}"
+        );
+        let labels = BTreeMap::from([(key.to_string(), "shopper".to_string())]);
+        assert!(line(&named, &labels).contains("agent=\"shopper\""));
     }
 }

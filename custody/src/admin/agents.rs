@@ -23,6 +23,8 @@ pub struct KnownAgent {
     pub phrase: String,
     /// The human's label.
     pub label: Option<String>,
+    /// The one name shown for it ([`crate::fingerprint::agent_name`]).
+    pub name: String,
     /// The latest audit event naming it.
     pub last_seen: Option<i64>,
     /// Whether it has a request waiting now.
@@ -64,6 +66,7 @@ pub fn known_agents(
             short: pk.short(),
             phrase: crate::fingerprint::phrase(&pk),
             label: labels.get(key).cloned(),
+            name: crate::fingerprint::agent_name(&pk, labels.get(key).map(String::as_str)),
             last_seen: at,
             waiting,
         });

@@ -89,11 +89,22 @@ pub enum ExportError {
     },
 }
 
-/// Where the app puts an export: the user's Downloads folder, else
-/// `exports` in custody's data directory.
+/// Where the app puts an export, as a person expects: the user's
+/// Downloads folder (the XDG user directory `XDG_DOWNLOAD_DIR`), else
+/// `~/Downloads` (created if missing: a fresh account may have no
+/// user-dirs file), and only with no home at all `exports` in custody's
+/// data directory. The app says the path it wrote.
 pub fn default_export_dir(data_dir: &Path) -> PathBuf {
-    dirs::download_dir()
+    export_dir_from(dirs::download_dir(), dirs::home_dir(), data_dir)
+}
+
+fn export_dir_from(downloads: Option<PathBuf>, home: Option<PathBuf>, data_dir: &Path) -> PathBuf {
+    downloads
         .filter(|d| d.is_absolute())
+        .or_else(|| {
+            home.filter(|h| h.is_absolute())
+                .map(|h| h.join("Downloads"))
+        })
         .unwrap_or_else(|| data_dir.join("exports"))
 }
 
@@ -220,5 +231,28 @@ mod tests {
         for f in std::fs::read_dir(dir.path()).unwrap() {
             assert_eq!(std::fs::read_to_string(f.unwrap().path()).unwrap(), "mine");
         }
+    }
+
+    #[test]
+    fn exports_go_to_downloads_else_home_downloads_never_a_hidden_folder() {
+        let data = Path::new("/home/me/.local/share/parley-custody");
+        assert_eq!(
+            export_dir_from(
+                Some("/home/me/Téléchargements".into()),
+                Some("/home/me".into()),
+                data
+            ),
+            PathBuf::from("/home/me/Téléchargements")
+        );
+        // No user-dirs entry (a fresh account): ~/Downloads, not the data dir.
+        assert_eq!(
+            export_dir_from(None, Some("/home/me".into()), data),
+            PathBuf::from("/home/me/Downloads")
+        );
+        assert_eq!(
+            export_dir_from(Some("relative".into()), Some("/home/me".into()), data),
+            PathBuf::from("/home/me/Downloads")
+        );
+        assert_eq!(export_dir_from(None, None, data), data.join("exports"));
     }
 }

@@ -1,6 +1,11 @@
 //! The tray icon's badge: a red disc with the number of pending requests
-//! ("9+" above nine), drawn into the icon's RGBA pixels. Pure, so it is
-//! tested without a tray host.
+//! ("9+" above nine). The icon is drawn smaller in the bottom-left
+//! ([`ICON_PERCENT`] of its size) so the badge sits in the freed top-right
+//! corner and never covers the key. Pure, so it is tested without a tray
+//! host.
+
+/// How much of the pixmap the icon keeps while a badge shows, in percent.
+pub const ICON_PERCENT: u32 = 72;
 
 /// 3×5 digit glyphs, one row per byte (bits 2..0 = left to right).
 const DIGITS: [[u8; 5]; 10] = [
@@ -19,12 +24,12 @@ const PLUS: [u8; 5] = [0, 2, 7, 2, 0];
 
 /// The icon with a red badge carrying `count` (nothing when 0; "9+" above 9).
 pub fn badge(rgba: &[u8], w: u32, h: u32, count: usize) -> (Vec<u8>, u32, u32) {
-    let mut out = rgba.to_vec();
-    if count == 0 || w < 8 || h < 8 || out.len() != (w * h * 4) as usize {
-        return (out, w, h);
+    if count == 0 || w < 8 || h < 8 || rgba.len() != (w * h * 4) as usize {
+        return (rgba.to_vec(), w, h);
     }
+    let mut out = shrunk(rgba, w, h);
     let size = w.min(h) as i64;
-    let r = size * 30 / 100;
+    let r = size * 22 / 100;
     let (cx, cy) = (w as i64 - r - 1, r + 1);
     let mut put = |x: i64, y: i64, c: [u8; 4]| {
         if x >= 0 && y >= 0 && x < w as i64 && y < h as i64 {
@@ -74,6 +79,49 @@ pub fn badge(rgba: &[u8], w: u32, h: u32, count: usize) -> (Vec<u8>, u32, u32) {
     (out, w, h)
 }
 
+/// The icon at [`ICON_PERCENT`] of its size in the bottom-left corner of a
+/// transparent pixmap of the same size (each pixel the average of the
+/// source pixels it covers, weighted by alpha, so edges stay smooth).
+pub(super) fn shrunk(rgba: &[u8], w: u32, h: u32) -> Vec<u8> {
+    let mut out = vec![0u8; rgba.len()];
+    let (sw, sh) = (
+        (w * ICON_PERCENT / 100).max(1),
+        (h * ICON_PERCENT / 100).max(1),
+    );
+    let y_off = h - sh;
+    for y in 0..sh {
+        for x in 0..sw {
+            let (x0, x1) = (x * w / sw, ((x + 1) * w / sw).max(x * w / sw + 1));
+            let (y0, y1) = (y * h / sh, ((y + 1) * h / sh).max(y * h / sh + 1));
+            let (mut acc, mut alpha, mut n) = ([0u64; 3], 0u64, 0u64);
+            for sy in y0..y1.min(h) {
+                for sx in x0..x1.min(w) {
+                    let i = ((sy * w + sx) * 4) as usize;
+                    let a = rgba[i + 3] as u64;
+                    for c in 0..3 {
+                        acc[c] += rgba[i + c] as u64 * a;
+                    }
+                    alpha += a;
+                    n += 1;
+                }
+            }
+            let o = (((y + y_off) * w + x) * 4) as usize;
+            if let Some(avg) = acc
+                .map(|a| a.checked_div(alpha))
+                .iter()
+                .copied()
+                .collect::<Option<Vec<u64>>>()
+            {
+                for (c, v) in avg.into_iter().enumerate() {
+                    out[o + c] = v as u8;
+                }
+                out[o + 3] = (alpha / n.max(1)) as u8;
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,7 +135,7 @@ mod tests {
         // The badge is in the top-right corner; the bottom-left is untouched.
         let px = |img: &[u8], x: u32, y: u32| img[((y * 32 + x) * 4) as usize..][..4].to_vec();
         assert_eq!(px(&one, 0, 31), vec![0, 0, 0, 0]);
-        assert_eq!(px(&one, 22, 2)[3], 0xff);
+        assert_eq!(px(&one, 26, 4)[3], 0xff);
         assert_ne!(badge(&base, 32, 32, 2).0, one, "different counts differ");
         assert_eq!(badge(&base, 32, 32, 12).0, badge(&base, 32, 32, 99).0, "9+");
         // A malformed buffer is returned unchanged rather than indexed out of bounds.

@@ -1,6 +1,11 @@
 //! A desktop notification per new request (`notify-rust`, the freedesktop
 //! notification service on Linux, spoken by this service over D-Bus):
-//! "‹agent› asks you to approve 58.30 USD at shop.example". Its click (the
+//! "“shopper” asks you to approve 58.30 USD at shop.example", the agent by
+//! its one name ([`crate::fingerprint::agent_name`]: the human's name for
+//! it, else its four words). Category `x-parley-custody.request` (no
+//! freedesktop category fits a decision to make), normal urgency (a request
+//! closes itself when its time runs out; nothing here is an emergency), the
+//! app's icon. Its click (the
 //! default action) or its Review button opens the review window. The
 //! notification closes when the request leaves the queue.
 //!
@@ -24,6 +29,14 @@ const SHOW_TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_LIFETIME: Duration = Duration::from_secs(600);
 /// Notifications waiting for a click at once; more are shown but not tracked.
 const MAX_TRACKED: usize = 32;
+/// The notification's category hint: vendor-specific (`x-` prefix, as the
+/// freedesktop notification spec asks), since no standard one means "a
+/// request waits for your decision" (`im.received` is a chat message).
+pub const CATEGORY: &str = "x-parley-custody.request";
+/// The app's icon, written once to the data directory so a notification
+/// daemon can read it by `file://` path even when the app is not installed
+/// (the theme name `parley-custody` is used when it cannot be written).
+const ICON: &[u8] = include_bytes!("../../assets/tray-128.png");
 
 const UNKNOWN: u8 = 0;
 const AVAILABLE: u8 = 1;
@@ -69,11 +82,7 @@ pub fn body_text(s: &str) -> String {
 /// untrusted strings are display-safe already.
 pub fn sentence(p: &PendingView) -> String {
     let r = &p.review;
-    let who = r
-        .agent
-        .label
-        .clone()
-        .unwrap_or_else(|| r.agent.short.clone());
+    let who = format!("“{}”", r.agent.name);
     match r.kind {
         ReviewKind::Consent if r.cost_money.is_some() => {
             format!("{who} asks you to approve {} at {}", r.cost, r.service)
@@ -92,19 +101,65 @@ pub fn sentence(p: &PendingView) -> String {
     }
 }
 
-/// Which principal key would sign, on its own line of the notification so
-/// a long service id cannot push it out: "Signed with “household”
-/// (ed25519:iojj3XQJ8Z…)". Custody may hold several keys; the request picks one.
+/// Which principal key would sign if the human approves, on its own line
+/// of the notification so a long service id cannot push it out: "If you
+/// approve, your key “household” signs it". Nothing is signed yet, and the
+/// line never says so. Custody may hold several keys; the request picks one
+/// (the key's short form only when it has no name).
 pub fn principal_line(p: &PendingView) -> String {
     let r = &p.review;
-    match r.principal_label.as_deref() {
+    match r
+        .principal_label
+        .as_deref()
+        .filter(|l| !l.trim().is_empty())
+    {
         Some(l) => format!(
-            "Signed with “{}” ({})",
-            l.chars().take(60).collect::<String>(),
-            r.principal_short
+            "If you approve, your key “{}” signs it",
+            l.chars().take(60).collect::<String>()
         ),
-        None => format!("Signed with {}", r.principal_short),
+        None => format!("If you approve, your key {} signs it", r.principal_short),
     }
+}
+
+/// The notification for `p`, before it is shown: summary, body, actions,
+/// category, urgency and icon (`icon`: a `file://` URI or a theme name).
+pub fn notification(p: &PendingView, icon: &str, lifetime: Duration) -> notify_rust::Notification {
+    let text = format!(
+        "{}\n{}",
+        body_text(&sentence(p)),
+        body_text(&principal_line(p))
+    );
+    let mut n = notify_rust::Notification::new();
+    n.appname("Parley Custody")
+        .summary("A request needs your decision")
+        .body(&text)
+        .icon(icon)
+        .action("default", "Review")
+        .action("review", "Review…")
+        .timeout(notify_rust::Timeout::Milliseconds(
+            lifetime.as_millis().min(u32::MAX as u128) as u32,
+        ));
+    #[cfg(all(unix, not(target_os = "macos")))]
+    n.urgency(notify_rust::Urgency::Normal)
+        .hint(notify_rust::Hint::Category(CATEGORY.into()));
+    n
+}
+
+/// The icon to name in notifications: the app's icon as a `file://` URI in
+/// the data directory (written once), else the icon theme's name.
+fn icon() -> &'static str {
+    static ICON_URI: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    ICON_URI.get_or_init(|| {
+        let written = crate::paths::data_dir().ok().and_then(|dir| {
+            let path = dir.join("notification-icon.png");
+            let same = std::fs::read(&path).is_ok_and(|b| b == ICON);
+            if !same {
+                std::fs::write(&path, ICON).ok()?;
+            }
+            Some(format!("file://{}", path.display()))
+        });
+        written.unwrap_or_else(|| "parley-custody".into())
+    })
 }
 
 impl Notifier {
@@ -147,11 +202,6 @@ impl Notifier {
             d.opener.open(OpenTarget::Review(id));
             return;
         }
-        let text = format!(
-            "{}\n{}",
-            body_text(&sentence(p)),
-            body_text(&principal_line(p))
-        );
         let left = (p.closes_at - crate::engine::unix_now()).max(1) as u64;
         let lifetime = Duration::from_secs(left).min(MAX_LIFETIME);
         let (tx, rx) = oneshot::channel();
@@ -164,19 +214,8 @@ impl Notifier {
         };
         let d = d.clone();
         let me = self.clone();
+        let n = notification(p, icon(), lifetime);
         tokio::spawn(async move {
-            let mut n = notify_rust::Notification::new();
-            n.appname("Parley Custody")
-                .summary("Parley Custody: a request needs your decision")
-                .body(&text)
-                .action("default", "Review")
-                .action("review", "Review…")
-                .timeout(notify_rust::Timeout::Milliseconds(
-                    lifetime.as_millis().min(u32::MAX as u128) as u32,
-                ));
-            #[cfg(all(unix, not(target_os = "macos")))]
-            n.urgency(notify_rust::Urgency::Critical)
-                .hint(notify_rust::Hint::Category("im.received".into()));
             let handle = match tokio::time::timeout(SHOW_TIMEOUT, n.show_async()).await {
                 Ok(Ok(h)) => h,
                 Ok(Err(e)) => return me.gave_up(&d, &id, e.to_string()),
@@ -242,5 +281,40 @@ mod tests {
             body_text("pay\u{202e}\u{1b}[2K\n"),
             "pay\\u{202e}\\u{1b}[2K\\u{a}"
         );
+    }
+
+    #[test]
+    fn the_notification_names_the_agent_and_is_a_normal_request() {
+        let mut p = crate::terminal::tests::pending("r1");
+        let n = notification(&p, "file:///icon.png", Duration::from_secs(60));
+        assert!(
+            n.body
+                .starts_with("“cactus orbit lemon frost” asks you to approve"),
+            "{}",
+            n.body
+        );
+        assert!(!n.body.contains("ed25519:AAAA"), "{}", n.body);
+        assert!(!n.body.contains("Signed with"), "{}", n.body);
+        assert!(
+            n.body
+                .contains("If you approve, your key “Ana (personal)” signs it"),
+            "{}",
+            n.body
+        );
+        assert_eq!(n.icon, "file:///icon.png");
+        assert!(n
+            .hints
+            .contains(&notify_rust::Hint::Category(CATEGORY.into())));
+        assert!(n
+            .hints
+            .contains(&notify_rust::Hint::Urgency(notify_rust::Urgency::Normal)));
+        assert!(!n
+            .hints
+            .iter()
+            .any(|h| matches!(h, notify_rust::Hint::Category(c) if c.starts_with("im."))));
+        // The human's name for the agent wins over its words.
+        p.review.agent.name = "shopper".into();
+        let n = notification(&p, "x", Duration::from_secs(60));
+        assert!(n.body.starts_with("“shopper” asks"), "{}", n.body);
     }
 }

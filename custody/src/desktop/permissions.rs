@@ -119,6 +119,7 @@ impl WindowKind {
                 "key_delete",
                 "agent_label_set",
                 "app_restart",
+                "app_quit",
                 "autostart_set",
                 "agent_user_plan",
                 "agent_user_apply",

@@ -1,8 +1,10 @@
 //! The tray icon, a StatusNotifierItem on the session bus (`ksni`, no GTK):
 //! the number of pending requests (a badge on the icon, the title and the
-//! tooltip), and a menu listing them, a "Pause <agent>" line per agent
-//! asking now (its requests are then refused unseen until resumed in the
-//! audit view), then Open, Issue a grant…, Audit log, Settings, Quit.
+//! tooltip), and a menu listing them, a "Pause <agent>" submenu per agent
+//! asking now (for 15 minutes, for 1 hour, or until resumed in the audit
+//! view: its requests are refused unseen meanwhile), then Open, Issue a
+//! grant…, Audit log, Settings, Quit. Agents are named by their one name
+//! ([`crate::fingerprint::agent_name`]), never by their key.
 //!
 //! With no tray host (a bare X server, GNOME without the AppIndicator
 //! extension) the item still exists on the bus, [`Tray::available`] says
@@ -14,13 +16,21 @@ use super::service::Desktop;
 use crate::approver::PendingView;
 use crate::display;
 use crate::review::ReviewKind;
-use ksni::menu::StandardItem;
+use ksni::menu::{StandardItem, SubMenu};
 use ksni::{MenuItem, TrayMethods};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
 /// Pending requests listed in the menu; the rest are "… and N more".
 const MENU_MAX: usize = 8;
+
+/// The pauses the tray offers per agent: (menu text, seconds; `None`: until
+/// the human resumes it in the audit view).
+pub const PAUSE_CHOICES: [(&str, Option<i64>); 3] = [
+    ("For 15 minutes", Some(15 * 60)),
+    ("For 1 hour", Some(3600)),
+    ("Until I resume it", None),
+];
 
 const ICON_32: &[u8] = include_bytes!("../../assets/tray-32.png");
 const ICON_128: &[u8] = include_bytes!("../../assets/tray-128.png");
@@ -70,10 +80,10 @@ fn menu_text(s: &str) -> String {
     display::menu_label(s).replace('_', "__")
 }
 
-/// Who asks, in a menu line: the human's label, else the key's short form.
+/// Who asks, in a menu line: the agent's one name (the human's label,
+/// else its four words; [`crate::fingerprint::agent_name`]).
 fn who(p: &PendingView) -> String {
-    let a = &p.review.agent;
-    a.label.clone().unwrap_or_else(|| a.short.clone())
+    p.review.agent.name.clone()
 }
 
 /// One menu line for a pending request: who asks, for what.
@@ -125,7 +135,7 @@ fn lines(pending: &[PendingView]) -> Vec<(Line, String)> {
         seen.push(key);
         out.push((
             Line::Pause(key.to_string()),
-            menu_text(&format!("Pause {} (refuse its requests unseen)", who(p))),
+            menu_text(&format!("Pause {}", who(p))),
         ));
     }
     out
@@ -181,10 +191,10 @@ impl Item {
         });
     }
 
-    /// Pauses `agent` (until resumed in the audit view); its pending
-    /// requests are denied, told why. Off the D-Bus task: the audit log is
-    /// written first.
-    fn pause(&self, agent: String) {
+    /// Pauses `agent` for `secs` (`None`: until resumed in the audit
+    /// view); its pending requests are denied, told why. Off the D-Bus
+    /// task: the audit log is written first.
+    fn pause(&self, agent: String, secs: Option<i64>) {
         let Some(d) = self.desktop.upgrade() else {
             return;
         };
@@ -194,7 +204,7 @@ impl Item {
             };
             match core
                 .engine
-                .pause_agent(&agent, None, "paused by the human from the tray")
+                .pause_agent(&agent, secs, "paused by the human from the tray")
             {
                 Ok(_) => {
                     d.hub.send(UiEvent::PendingChanged);
@@ -293,10 +303,30 @@ impl ksni::Tray for Item {
         menu.push(MenuItem::Separator);
         for (line, text) in &self.lines {
             let line = line.clone();
+            if let Line::Pause(agent) = line {
+                let submenu = PAUSE_CHOICES
+                    .iter()
+                    .map(|&(words, secs)| {
+                        let agent = agent.clone();
+                        item(words.into(), true, move |m: &mut Item| {
+                            m.pause(agent.clone(), secs)
+                        })
+                    })
+                    .collect();
+                menu.push(
+                    SubMenu {
+                        label: text.clone(),
+                        submenu,
+                        ..Default::default()
+                    }
+                    .into(),
+                );
+                continue;
+            }
             menu.push(item(text.clone(), true, move |m: &mut Item| match &line {
                 Line::Review(id) => m.open(OpenTarget::Review(id.clone())),
                 Line::More => m.main(View::Home),
-                Line::Pause(agent) => m.pause(agent.clone()),
+                Line::Pause(_) => {}
             }));
         }
         if !self.lines.is_empty() {
@@ -427,6 +457,28 @@ mod tests {
     }
 
     #[test]
+    fn the_badge_never_covers_the_key() {
+        // The key's pixels (yellow) in the icon as drawn with a badge are
+        // exactly those of the shrunk icon alone: the disc covers none.
+        for png_bytes in [ICON_32, ICON_128] {
+            let img = decode(png_bytes).expect("the tray icon is a PNG");
+            let key = |px: &[u8]| {
+                px.chunks_exact(4)
+                    .enumerate()
+                    .filter(|(_, p)| p[0] > 180 && p[1] > 140 && p[2] < 120 && p[3] > 128)
+                    .map(|(i, _)| i)
+                    .collect::<Vec<_>>()
+            };
+            let alone = key(&super::super::badge::shrunk(&img.px, img.w, img.h));
+            assert!(alone.len() > 20, "the key is drawn");
+            for n in [1, 5, 12] {
+                let (with, _, _) = badge(&img.px, img.w, img.h, n);
+                assert_eq!(key(&with), alone, "{}px, {n} pending", img.w);
+            }
+        }
+    }
+
+    #[test]
     fn menu_text_is_display_safe_and_never_a_mnemonic() {
         let t = menu_text("Pause shop_bot\u{202e}x");
         assert!(t.contains("shop__bot"), "{t}");
@@ -469,5 +521,27 @@ mod tests {
             ksni::Tray::status(&m),
             ksni::Status::NeedsAttention
         ));
+    }
+
+    #[test]
+    fn menu_lines_name_the_agent_by_its_name_never_its_key() {
+        let mut p = crate::terminal::tests::pending("r1");
+        let l = lines(std::slice::from_ref(&p));
+        let texts: Vec<&str> = l.iter().map(|(_, t)| t.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "Review — cactus orbit lemon frost: 71.36 USD at shop.example",
+                "Pause cactus orbit lemon frost"
+            ]
+        );
+        assert!(!texts.iter().any(|t| t.contains("ed25519")), "{texts:?}");
+        p.review.agent.name = "shopper".into();
+        assert_eq!(lines(&[p])[1].1, "Pause shopper");
+        assert_eq!(
+            PAUSE_CHOICES.map(|(_, s)| s),
+            [Some(900), Some(3600), None],
+            "durations, then until resumed"
+        );
     }
 }

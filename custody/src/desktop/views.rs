@@ -97,6 +97,8 @@ pub struct EventView {
     pub agent_phrase: Option<String>,
     /// The human's label for it.
     pub agent_label: Option<String>,
+    /// The one name shown for it ([`crate::fingerprint::agent_name`]).
+    pub agent_name: Option<String>,
     /// The cost, §9.2 form.
     pub cost: Option<String>,
     /// The undo window in words, or `irreversible` for consents without one.
@@ -137,11 +139,16 @@ impl EventView {
             ev.kind,
             EventKind::ConsentApproved | EventKind::ConsentDenied
         );
+        let agent_label = ev.agent.as_deref().and_then(&label);
         EventView {
             row,
             agent_short: agent_key.as_ref().map(|k| k.short()),
             agent_phrase: agent_key.as_ref().map(crate::fingerprint::phrase),
-            agent_label: ev.agent.as_deref().and_then(&label),
+            agent_name: ev
+                .agent
+                .as_deref()
+                .map(|a| crate::fingerprint::agent_name_of_text(a, agent_label.as_deref())),
+            agent_label,
             cost: match (ev.cost_amount, &ev.cost_currency) {
                 (Some(amount), Some(c)) => Some(safe(
                     &Money {

@@ -102,6 +102,9 @@ pub struct AgentView {
     pub phrase: String,
     /// The human's label for this agent, if known (display-safe).
     pub label: Option<String>,
+    /// The one name every view shows ([`crate::fingerprint::agent_name`]):
+    /// the label, else the four words.
+    pub name: String,
     /// Whether the audit log shows an earlier grant or consent to this key.
     pub known: bool,
 }
@@ -285,6 +288,7 @@ pub(super) fn agent_view(agent: &PublicKey, ctx: &ReviewContext) -> AgentView {
         short: agent.short(),
         phrase: crate::fingerprint::phrase(agent),
         label: ctx.agent_label.as_deref().map(safe),
+        name: crate::fingerprint::agent_name(agent, ctx.agent_label.as_deref()),
         known: ctx.agent_known,
     }
 }

@@ -11,7 +11,7 @@ import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFileSync, spawnSync } from 'node:child_process'
 import { mkdirSync, readFileSync, existsSync } from 'node:fs'
-import { join } from 'node:path'
+import { join, dirname } from 'node:path'
 import { Agent, agentKey, proposal, consentRequest } from './agent.mjs'
 import { trayCount, trayProp } from './tray.mjs'
 import { PARLEY, SOCKET, SHOTS, tid, sleep, wd, main, startApp, createKey, verify, opened, openNewestReview, openGrantForm, armed, closeByButton, invoke, notified } from './session.mjs'
@@ -70,7 +70,15 @@ test('consent: the review shows the real effects; Approve signs exactly that pro
   const pending = await agent.pending('c1')
   assert.equal(pending.position, 1)
   // A notification went out, in words, and the tray icon carries a badge.
-  await wd.until(() => notified().includes(`${agentPub.slice(0, 18)}… asks you to approve 71.36 USD at shop.example`), 'the notification', 20_000)
+  // The agent by its one name (its four words: it has no name yet), never its key.
+  const said = await wd.until(() => notified().match(/“([a-z]+ [a-z]+ [a-z]+ [a-z]+)” asks you to approve 71\.36 USD at shop\.example/), 'the notification', 20_000)
+  assert.ok(!notified().includes(`${agentPub.slice(0, 18)}…`), 'no key as the agent’s name')
+  assert.ok(!notified().includes('Signed with'), 'nothing is signed yet')
+  // A request, not a chat message; normal urgency; the app's icon.
+  assert.match(notified(), /string "category"\s+variant\s+string "x-parley-custody\.request"/)
+  assert.match(notified(), /string "urgency"\s+variant\s+byte 1/)
+  assert.doesNotMatch(notified(), /im\.received/)
+  assert.match(notified(), /string "file:\/\/[^"]*notification-icon\.png"/)
   await wd.until(() => trayCount() === 1, 'the tray count')
   assert.match(trayProp('Status'), /NeedsAttention/, 'the tray asks for attention')
 
@@ -86,6 +94,7 @@ test('consent: the review shows the real effects; Approve signs exactly that pro
   assert.equal(await wd.text(tid('service')), 'shop.example')
   assert.equal(await wd.text(tid('capability')), 'shop.order')
   assert.equal(await wd.text(tid('cost')), '71.36 USD')
+  assert.equal(await wd.text(tid('agent-phrase')), said[1], 'the notification named it by the words the review shows')
   assert.equal(await wd.text(tid('risk')), 'medium')
   assert.equal(await wd.text(tid('undo')), 'can be undone within 30m')
   const effects = await wd.exec(`return [...document.querySelectorAll('[data-testid="effects"] li')].map(e => e.textContent)`)
@@ -239,9 +248,17 @@ test('audit view: every decision, live grants in words, a verified chain, export
   assert.equal(kinds.filter((k) => k === 'grant_issued').length, 2)
   assert.match(await wd.text(tid('chain')), /Chain verified: all \d+ events are intact/)
   const live = await wd.exec(`return [...document.querySelectorAll('[data-testid="live-row"]')].map(r => r.textContent)`)
-  assert.equal(live.length, 3, live.join('\n'))
-  assert.ok(live.some((l) => /one COMMIT of shop\.order for 71\.36 USD/.test(l)))
+  assert.equal(live.length, 2, `the two grants are live: ${live.join('\n')}`)
   assert.ok(live.some((l) => /books\.example/.test(l) && /up to 25\.00 USD each/.test(l)))
+  // The approved consent is listed apart, as given to the agent for its one use.
+  const used = await wd.exec(`return [...document.querySelectorAll('[data-testid="used-row"]')].map(r => r.textContent)`)
+  assert.equal(used.length, 1, used.join('\n'))
+  assert.match(used[0], /one shop\.order for 71\.36 USD/)
+  assert.match(used[0], /given to the agent for its one use/)
+  // Agents by their names (the human's, else four words), never by key alone.
+  const names = await wd.exec(`return [...document.querySelectorAll('[data-testid="live-row"] [data-testid="agent-name"]')].map(r => r.textContent)`)
+  assert.equal(names.length, 2)
+  for (const n of names) assert.ok(!n.startsWith('ed25519:'), n)
   const denied = await wd.exec(`return document.querySelector('[data-kind="consent_denied"]').textContent`)
   assert.match(denied, /not today/)
   assert.match(denied, /2500\.00 USD/)
@@ -253,6 +270,8 @@ test('audit view: every decision, live grants in words, a verified chain, export
   }, 'the export')
   const path = msg.replace(/^Exported \d+ events? to /, '')
   assert.ok(existsSync(path), path)
+  // Into the user's Downloads (this session's HOME has no user-dirs file: ~/Downloads, created).
+  assert.equal(dirname(path), join(process.env.HOME, 'Downloads'), path)
   const lines = readFileSync(path, 'utf8').trim().split('\n').map((l) => JSON.parse(l))
   assert.deepEqual(lines.map((l) => l.kind), kinds)
   // Filter by kind.
@@ -278,7 +297,7 @@ test('says_free_but_charges: a charge with cost null is shown as such, with the 
   assert.equal(await wd.text(tid('cost')), 'not stated (an effect charges)')
   assert.match(await wd.text(tid('warnings')), /^SAYS FREE BUT CHARGES/)
   assert.match(await wd.text(tid('principal')), new RegExp(`^“Ana \\(personal\\)” ${principal.slice(0, 18)}…$`))
-  await wd.until(() => notified().includes(`Signed with “Ana (personal)” (${principal.slice(0, 18)}…)`), 'the principal in the notification', 20_000)
+  await wd.until(() => notified().includes('If you approve, your key “Ana (personal)” signs it'), 'the principal in the notification', 20_000)
   await wd.screenshot(join(SHOTS, 'review-says-free-but-charges.png'))
   await wd.click(tid('deny'))
   assert.equal((await agent.final('c4')).kind, 'DENIED')

@@ -190,12 +190,18 @@ test('audit view: the paused agent is listed until when and why; Resume lets it 
 
 test('tray: "Pause <agent>" for an agent asking now denies what waits and refuses what follows, unseen', async () => {
   const other = agentKey()
-  const short = `${other.slice(0, 18)}…`
   agent.send(consentRequest('c9', { proposal: proposal(PARLEY, { id: 'p_9', amount: 700 }), principal, agent: other }))
   await agent.pending('c9')
-  const [id, label] = await wd.until(() => trayItems().find(([, l]) => l.startsWith('Pause ') && l.includes(short)) ?? null, 'the Pause line in the tray menu', 30_000)
-  assert.equal(label, `Pause ${short} (refuse its requests unseen)`)
-  assert.ok(!trayItems().some(([, l]) => l.includes(`${agentPub.slice(0, 18)}…`) && l.startsWith('Pause')), 'only agents asking now are offered')
+  // The agent by its one name (its four words here), never its key; the
+  // pause offers durations in a submenu.
+  await wd.until(() => trayItems().some(([, l]) => l.startsWith('Pause ')) || null, 'the Pause line in the tray menu', 30_000)
+  const items = trayItems()
+  const at = items.findIndex(([, l]) => l.startsWith('Pause '))
+  assert.match(items[at][1], /^Pause [a-z]+ [a-z]+ [a-z]+ [a-z]+$/, items[at][1])
+  assert.equal(items.filter(([, l]) => l.startsWith('Pause ')).length, 1, 'only agents asking now are offered')
+  assert.deepEqual(items.slice(at + 1, at + 4).map(([, l]) => l), ['For 15 minutes', 'For 1 hour', 'Until I resume it'])
+  assert.ok(!items.some(([, l]) => l.includes('ed25519:')), 'no key as a name in the tray')
+  const id = items[at + 3][0]
   trayClick(id)
   const fin = await agent.final('c9')
   assert.equal(fin.kind, 'DENIED', JSON.stringify(fin))

@@ -23,6 +23,8 @@ pub struct PauseView {
     pub phrase: String,
     /// The human's label.
     pub label: Option<String>,
+    /// The one name shown for it ([`crate::fingerprint::agent_name`]).
+    pub name: String,
     /// Until when (unix seconds); `None`: until resumed.
     pub until: Option<i64>,
     /// Why (display-safe).
@@ -162,10 +164,12 @@ async fn pauses_view(state: &Desktop) -> R<PausesView> {
         .into_iter()
         .filter_map(|p| {
             let key: PublicKey = p.agent.parse().ok()?;
+            let label = state.agent_label(&p.agent);
             Some(PauseView {
                 short: key.short(),
                 phrase: crate::fingerprint::phrase(&key),
-                label: state.agent_label(&p.agent),
+                name: crate::fingerprint::agent_name(&key, label.as_deref()),
+                label,
                 agent: key.to_string(),
                 until: p.until,
                 reason: crate::display::bounded(&p.reason, 200),

@@ -295,6 +295,7 @@ pub async fn dispatch(d: &Arc<Desktop>, caller: &Caller, name: &str, args: Value
             json(setup::settings_loosenings(d, settings).await)
         }
         "app_restart" => json(setup::app_restart(d).await),
+        "app_quit" => json(setup::app_quit(d).await),
         "autostart_set" => {
             let (enabled,) = args!(args; enabled: bool);
             json(setup::autostart_set(d, enabled).await)

@@ -174,6 +174,16 @@ pub async fn app_restart(state: &Desktop) -> R<()> {
     Ok(())
 }
 
+/// Quits Parley Custody (the service and its windows), as the tray's Quit
+/// does: the main window's way to it where no tray host shows the icon.
+/// Pending requests are dropped (their agents see the connection close).
+/// Refused while a decision is carried out (`in_flight`), like a restart.
+pub async fn app_quit(state: &Desktop) -> R<()> {
+    state.decisions.may_restart().map_err(refused)?;
+    state.request_stop(false);
+    Ok(())
+}
+
 /// Start at login: whether it is on, whether the home window has offered it.
 #[derive(Debug, Clone, Serialize)]
 pub struct AutostartView {
