@@ -1349,7 +1349,9 @@ test('home: "Stop all agents" freezes at once; while frozen it says so, and Unfr
   await page.locator(tid('frozen')).waitFor()
   assert.equal((await calls(page, 'custody_freeze')).length, 1, 'one click freezes, nothing else asked')
   assert.match(await text(page, 'frozen'), /all agents are stopped\. Every request is refused without being shown/)
-  await page.locator(tid('none-pending')).waitFor()
+  // The pending list empties (its card is hidden when nothing waits).
+  await page.locator(tid('pending-item')).waitFor({ state: 'detached' })
+  assert.equal(await page.locator(tid('pending-section')).isVisible(), false)
   await page.evaluate(() => (window.__PARLEY_FIXTURES__.custody_frozen = { frozen: false, since: null, reason: null, refused: 0, refused_rows: [], denied: 0 }))
   await page.locator(tid('unfreeze')).click()
   await page.locator(tid('unfrozen')).waitFor()
