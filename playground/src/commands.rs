@@ -64,7 +64,10 @@ pub async fn run(command: Command) -> Result<(), CommandError> {
 }
 
 /// The principals to trust: `--trust` keys, else custody's (`hello`).
-pub(crate) async fn trusted(flags: &[String], socket: Option<&Path>) -> Result<Vec<PublicKey>, CommandError> {
+pub(crate) async fn trusted(
+    flags: &[String],
+    socket: Option<&Path>,
+) -> Result<Vec<PublicKey>, CommandError> {
     if !flags.is_empty() {
         return flags
             .iter()

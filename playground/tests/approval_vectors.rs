@@ -78,7 +78,12 @@ fn decide_vectors_give_upstreams_decision_and_words() {
                 .collect(),
             out_of_band: RiskLevel::parse(p["outOfBand"].as_str().unwrap()).unwrap(),
         };
-        let plans: Vec<Candidate> = c["plans"].as_array().unwrap().iter().map(candidate).collect();
+        let plans: Vec<Candidate> = c["plans"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(candidate)
+            .collect();
         // `used` names a measure; the cases' policies have one block with totals.
         let used_map = c["used"].as_object().unwrap().clone();
         let used = |_block: &str, of: &str| {
@@ -137,10 +142,25 @@ fn tightening_vectors_only_tighten_and_warn() {
     for c in v["tightening"].as_array().unwrap() {
         let t = read_tightening(&c["file"]);
         let e = &c["expect"];
-        let deny: Vec<&str> = e["deny"].as_array().unwrap().iter().map(|d| d.as_str().unwrap()).collect();
-        let warnings: Vec<&str> = e["warnings"].as_array().unwrap().iter().map(|d| d.as_str().unwrap()).collect();
+        let deny: Vec<&str> = e["deny"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_str().unwrap())
+            .collect();
+        let warnings: Vec<&str> = e["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_str().unwrap())
+            .collect();
         assert_eq!(t.deny, deny, "{}", c["name"]);
-        assert_eq!(t.out_of_band.as_str(), e["outOfBand"].as_str().unwrap(), "{}", c["name"]);
+        assert_eq!(
+            t.out_of_band.as_str(),
+            e["outOfBand"].as_str().unwrap(),
+            "{}",
+            c["name"]
+        );
         assert_eq!(t.warnings, warnings, "{}", c["name"]);
     }
 }
@@ -159,7 +179,12 @@ fn hash_vectors_recompute_and_a_float_input_gets_no_hash() {
             Some(Value::Bool(true)) => assert!(p.hash().is_err(), "{}", c["name"]),
             _ => {
                 assert_eq!(p.risk, c["risk"].as_str().unwrap(), "{}", c["name"]);
-                assert_eq!(p.hash().unwrap(), c["planHash"].as_str().unwrap(), "{}", c["name"]);
+                assert_eq!(
+                    p.hash().unwrap(),
+                    c["planHash"].as_str().unwrap(),
+                    "{}",
+                    c["name"]
+                );
             }
         }
     }

@@ -137,7 +137,10 @@ fn describe(result: &CallToolResult) -> (String, Value) {
         })
         .collect::<Vec<_>>()
         .join("\n");
-    (text, result.structured_content.clone().unwrap_or(Value::Null))
+    (
+        text,
+        result.structured_content.clone().unwrap_or(Value::Null),
+    )
 }
 
 /// Runs the loop: within policy → receipt; over it → approval code; wait

@@ -181,13 +181,19 @@ impl JobServer {
         );
         let (summary, effect, undo_window, revert) = match tool {
             "refund" => (
-                format!("Refund {amount} to {} for order {order_key}", order.customer),
+                format!(
+                    "Refund {amount} to {} for order {order_key}",
+                    order.customer
+                ),
                 json!({"op": "create", "target": "refund", "detail": format!("{amount} to {}", order.card)}),
                 None,
                 false,
             ),
             "store_credit" => (
-                format!("Give {} {amount} store credit for order {order_key}", order.customer),
+                format!(
+                    "Give {} {amount} store credit for order {order_key}",
+                    order.customer
+                ),
                 json!({"op": "create", "target": "credit", "detail": format!("{amount} for {}", order.customer)}),
                 Some(3600),
                 true,
@@ -293,6 +299,7 @@ impl JobServer {
         hashed: &[(Plan, bool, String, String)],
         now: i64,
     ) -> Result<Option<Outcome>, StoreError> {
+        let mut used_up = false;
         for (plan, _, _, hash) in hashed {
             let Some(token) = self.store.get_consent(hash)? else {
                 continue;
@@ -316,9 +323,17 @@ impl JobServer {
             };
             if !self.store.consume_once(&consent.id, consent.exp)? {
                 // Consumed or replayed: counts as absent, a fresh code follows.
+                used_up = true;
                 continue;
             }
             return Ok(Some(self.apply(plan, hash, "the person's consent", now)));
+        }
+        if used_up {
+            return Ok(Some(self.needs_approval(
+                hashed,
+                "the person's consent for this plan was already used once; nothing ran".into(),
+                now,
+            )));
         }
         Ok(None)
     }
@@ -334,14 +349,7 @@ impl JobServer {
             if self.deny.contains(&plan.tool) {
                 continue;
             }
-            match code::encode(
-                plan,
-                hash,
-                &self.service_id(),
-                &self.principal,
-                phrase,
-                now,
-            ) {
+            match code::encode(plan, hash, &self.service_id(), &self.principal, phrase, now) {
                 Ok(c) => codes.push((plan.summary.clone(), hash.clone(), phrase.clone(), c)),
                 Err(e) => return refused(format!("cannot make an approval code: {e}")),
             }
@@ -375,7 +383,9 @@ impl JobServer {
         });
         match self.store.put_receipt(&id, &receipt) {
             Ok(()) => Outcome::Ran { receipt },
-            Err(e) => refused(format!("the receipt could not be stored, so nothing ran: {e}")),
+            Err(e) => refused(format!(
+                "the receipt could not be stored, so nothing ran: {e}"
+            )),
         }
     }
 }
@@ -390,7 +400,10 @@ fn parse_usd(s: &str) -> Option<u64> {
     if whole.is_empty()
         || whole.len() > 7
         || frac.len() != 2
-        || !whole.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit())
+        || !whole
+            .bytes()
+            .chain(frac.bytes())
+            .all(|b| b.is_ascii_digit())
     {
         return None;
     }
@@ -406,7 +419,15 @@ mod tests {
     fn amounts_are_decimal_strings_with_two_digits() {
         assert_eq!(parse_usd("30.00"), Some(3000));
         assert_eq!(parse_usd("0.05"), Some(5));
-        for bad in ["30", "30.0", "-1.00", "1e3.00", "0.00", ".50", "99999999.00"] {
+        for bad in [
+            "30",
+            "30.0",
+            "-1.00",
+            "1e3.00",
+            "0.00",
+            ".50",
+            "99999999.00",
+        ] {
             assert_eq!(parse_usd(bad), None, "{bad}");
         }
     }

@@ -120,10 +120,9 @@ impl FileStore {
 
     /// Writes `path` through a unique temp file and a rename.
     fn write_file(path: &Path, content: &[u8]) -> Result<(), StoreError> {
-        let name = path.file_name().map_or_else(
-            || "file".into(),
-            |n| n.to_string_lossy().into_owned(),
-        );
+        let name = path
+            .file_name()
+            .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
         let tmp = path.with_file_name(format!("{name}.{}.tmp", new_id("")));
         let mut f = OpenOptions::new()
             .write(true)
@@ -198,7 +197,11 @@ impl FileStore {
 
     /// `used`: settled plus reserved for a block and measure.
     pub fn used(&self, block: &str, of: &str) -> Result<u128, StoreError> {
-        let path = self.root.join("ledger").join(block).join(format!("{of}.json"));
+        let path = self
+            .root
+            .join("ledger")
+            .join(block)
+            .join(format!("{of}.json"));
         let l = Self::read_ledger(&path)?;
         Ok(l.reserved
             .values()
