@@ -187,6 +187,19 @@ impl CheckedConsent {
     }
 }
 
+impl CheckedConsent {
+    /// A job code's consent ([`crate::job::CheckedJob::consent`]): the
+    /// checks were the job's, and `proposal` is its plan read as a proposal
+    /// whose hash is the plan hash.
+    pub(crate) fn for_job(request: ConsentRequest, proposal: Proposal, exp: i64) -> CheckedConsent {
+        CheckedConsent {
+            request,
+            proposal,
+            exp,
+        }
+    }
+}
+
 /// §6.6: checks a consent request against the proposal the agent actually
 /// received from `service`, at time `now`. The proposal's hash is recomputed.
 pub fn check(

@@ -20,6 +20,7 @@ pub mod dialect;
 pub mod estimate;
 pub mod fit;
 pub mod grant;
+pub mod job;
 pub mod json;
 pub mod keys;
 pub mod lens;

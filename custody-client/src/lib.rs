@@ -10,6 +10,8 @@
 //! - [`client`]: the async client, one request at a time, every wait bounded;
 //! - [`socket`]: where the custody socket is, and connecting to it;
 //! - [`display`]: the display-safety rule for untrusted text shown to a human;
+//! - [`phrase`]: the confirmation phrase of a YEA job approval;
+//! - [`yea_store`]: YEA's approval store on disk (the consent files);
 //! - [`private_fs`]: files (0600) and directories (0700) only this user may
 //!   read, for custody and agents alike;
 //! - [`ui_constants`]: the values the desktop UI shares with custody (the
@@ -27,7 +29,9 @@
 pub mod client;
 pub mod display;
 pub mod frame;
+pub mod phrase;
 pub mod private_fs;
 pub mod protocol;
 pub mod socket;
 pub mod ui_constants;
+pub mod yea_store;

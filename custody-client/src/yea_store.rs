@@ -1,0 +1,194 @@
+//! YEA's approval store on disk, as far as an approval is concerned
+//! (SPEC-approval §8, `FileStore`): where it is, and the consent file
+//! `consents/<planHash>` that `parley approve` writes and a local job server
+//! reads and consumes.
+//!
+//! Why here: the agent side (`parley approve`, the playground's job server)
+//! writes and reads it, and must not link custody; `parley-core` does no I/O.
+//!
+//! Writing, as upstream lays it out: directories created private (0700);
+//! the consent written to a uniquely named temp file (`<name>.<random>.tmp`,
+//! 0600, `O_EXCL`) and then moved into place without ever replacing an
+//! existing consent (a hard link, which fails if the name exists, then the
+//! temp name removed); the token exactly, no trailing newline.
+
+use crate::private_fs;
+use std::ffi::OsString;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// Why the store cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// None of `YEA_STORE`, `YEA_HOME` or a home directory is known.
+    #[error("no store directory: set YEA_STORE (or YEA_HOME, or HOME)")]
+    NoDirectory,
+    /// A plan hash that is not 43 base64url characters: never a file name.
+    #[error("{0:?} is not a plan hash (43 base64url characters)")]
+    BadPlanHash(String),
+    /// The token is not a `pg1.` token of base64url text.
+    #[error("refusing to store a consent that is not a pg1. token")]
+    NotAToken,
+    /// A consent for this plan is already stored; it is never replaced.
+    #[error("a consent for this plan is already stored at {0}; it is left as it is")]
+    Exists(PathBuf),
+    /// The file system said no.
+    #[error("cannot write {path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// The store directory from the environment: `$YEA_STORE`, else
+/// `$YEA_HOME/store`, else `~/.yea/store`. Empty variables count as unset.
+pub fn store_dir_with(
+    var: impl Fn(&str) -> Option<OsString>,
+    home: Option<PathBuf>,
+) -> Result<PathBuf, StoreError> {
+    let set = |k: &str| var(k).filter(|v| !v.is_empty());
+    if let Some(s) = set("YEA_STORE") {
+        return Ok(PathBuf::from(s));
+    }
+    if let Some(h) = set("YEA_HOME") {
+        return Ok(PathBuf::from(h).join("store"));
+    }
+    home.map(|h| h.join(".yea").join("store"))
+        .ok_or(StoreError::NoDirectory)
+}
+
+/// [`store_dir_with`] this process's environment and `$HOME`.
+pub fn store_dir() -> Result<PathBuf, StoreError> {
+    store_dir_with(
+        |k| std::env::var_os(k),
+        std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from),
+    )
+}
+
+/// Whether `s` is a plan hash: 43 base64url characters (a SHA-256).
+pub fn is_plan_hash(s: &str) -> bool {
+    s.len() == 43
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// `<store>/consents/<planHash>`, refusing anything that is not a plan hash.
+pub fn consent_path(store: &Path, plan_hash: &str) -> Result<PathBuf, StoreError> {
+    if !is_plan_hash(plan_hash) {
+        return Err(StoreError::BadPlanHash(plan_hash.to_string()));
+    }
+    Ok(store.join("consents").join(plan_hash))
+}
+
+/// Writes `token` as the consent for `plan_hash`, never replacing one that
+/// is there. Returns the file's path.
+pub fn write_consent(store: &Path, plan_hash: &str, token: &str) -> Result<PathBuf, StoreError> {
+    let path = consent_path(store, plan_hash)?;
+    let body = token.strip_prefix("pg1.").ok_or(StoreError::NotAToken)?;
+    if body.is_empty()
+        || !body
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
+        return Err(StoreError::NotAToken);
+    }
+    let dir = store.join("consents");
+    let io = |p: &Path| {
+        let p = p.to_path_buf();
+        move |source| StoreError::Io { path: p, source }
+    };
+    private_fs::create_dir_all(store).map_err(io(store))?;
+    private_fs::create_dir_all(&dir).map_err(io(&dir))?;
+    if path.symlink_metadata().is_ok() {
+        return Err(StoreError::Exists(path));
+    }
+    let tmp = dir.join(format!("{plan_hash}.{}.tmp", random_suffix()));
+    let written = (|| {
+        let mut f = private_fs::create_new(&tmp)?;
+        f.write_all(token.as_bytes())?;
+        f.sync_all()
+    })();
+    if let Err(source) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(StoreError::Io { path: tmp, source });
+    }
+    // A rename would replace a consent written meanwhile; a link cannot.
+    let linked = std::fs::hard_link(&tmp, &path);
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => Ok(path),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(StoreError::Exists(path)),
+        Err(source) => Err(StoreError::Io { path, source }),
+    }
+}
+
+/// Reads the consent stored for `plan_hash`, if any (the server's side).
+pub fn read_consent(store: &Path, plan_hash: &str) -> Result<Option<String>, StoreError> {
+    let path = consent_path(store, plan_hash)?;
+    match std::fs::read_to_string(&path) {
+        Ok(s) => Ok(Some(s)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(StoreError::Io { path, source }),
+    }
+}
+
+fn random_suffix() -> String {
+    let mut b = [0u8; 9];
+    // Uniqueness only: O_EXCL refuses a clash anyway.
+    if getrandom::getrandom(&mut b).is_err() {
+        b[..8].copy_from_slice(
+            &std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(0)
+                .to_le_bytes(),
+        );
+    }
+    parley_core::b64::encode(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_store_is_yea_store_else_yea_home_else_home() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| OsString::from(*v))
+            }
+        };
+        let home = Some(PathBuf::from("/h"));
+        assert_eq!(
+            store_dir_with(
+                env(&[("YEA_STORE", "/s"), ("YEA_HOME", "/y")]),
+                home.clone()
+            )
+            .unwrap(),
+            PathBuf::from("/s")
+        );
+        assert_eq!(
+            store_dir_with(env(&[("YEA_STORE", ""), ("YEA_HOME", "/y")]), home.clone()).unwrap(),
+            PathBuf::from("/y/store")
+        );
+        assert_eq!(
+            store_dir_with(env(&[]), home).unwrap(),
+            PathBuf::from("/h/.yea/store")
+        );
+        assert!(store_dir_with(env(&[]), None).is_err());
+    }
+
+    #[test]
+    fn a_path_like_plan_hash_is_never_a_file_name() {
+        assert!(consent_path(Path::new("/s"), "../../etc/passwd").is_err());
+        assert!(consent_path(Path::new("/s"), &"a".repeat(43)).is_ok());
+    }
+}
