@@ -9,11 +9,11 @@
 //! the code the agent was handed, and signs and stores the consent the way
 //! `parley approve` does. Everything else is the real thing.
 
-use parley_core::consent::consent_caveats;
 use parley_core::grant::UnverifiedGrant;
+use parley_core::job::{check_code, decode_code, issue_job_consent};
 use parley_core::quantity::Limit;
-use parley_core::{b64, Caveat, RiskLevel, SecretKey};
-use serde_json::Value;
+use parley_core::{Caveat, RiskLevel, SecretKey};
+use parley_custody_client::yea_store::write_consent;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -49,28 +49,19 @@ fn policy(principal: &SecretKey, server: &SecretKey) -> String {
         .encode()
 }
 
-/// What `parley approve CODE` does once the person has typed the phrase.
+/// What `parley approve CODE` does once the person has typed the phrase:
+/// the code checked and the consent signed by parley-core's job module,
+/// written where the server looks.
 fn approve(code: &str, principal: &SecretKey, server: &SecretKey, store: &Path) -> String {
-    let body = b64::decode(code.strip_prefix("pc1.").unwrap()).unwrap();
-    let c: Value = serde_json::from_slice(&body).unwrap();
-    let hash = c["hash"].as_str().unwrap();
-    assert_eq!(c["service"], server.public().to_string());
-    assert_eq!(c["principal"], principal.public().to_string());
-    assert_eq!(c["detail"]["phrase"], "A-1001");
-    let exp = c["expires"].as_i64().unwrap().min(now() + 600);
-    let caveats = consent_caveats(
-        c["service"].as_str().unwrap(),
-        c["capability"].as_str().unwrap(),
-        hash,
-        exp,
-    );
-    let token = UnverifiedGrant::issue_root(principal, &server.public(), &caveats, now(), "c-1")
+    let checked = check_code(decode_code(code).unwrap(), &principal.public(), now()).unwrap();
+    assert_eq!(checked.server(), &server.public());
+    assert_eq!(checked.code().phrase, "A-1001");
+    let token = issue_job_consent(principal, &checked, now(), "c-1")
         .unwrap()
         .encode();
-    let dir = store.join("consents");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join(hash), &token).unwrap();
-    hash.to_string()
+    let hash = checked.plan().hash.clone();
+    write_consent(store, &hash, &token).unwrap();
+    hash
 }
 
 #[test]

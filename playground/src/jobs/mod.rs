@@ -9,20 +9,19 @@
 //! phrase, signs the consent with the principal key and writes it into the
 //! store; the same call again then runs once.
 //!
-//! * [`plan`]: a plan and its plan hash.
+//! The plan hash, the job code and the stored consent's check are
+//! parley-core's (`parley_core::job`), shared with custody's review.
+//!
 //! * [`policy`]: the policy decision from a signed policy grant.
-//! * [`consent`]: checking a stored consent before it runs anything.
-//! * [`code`]: the approval code.
+//! * [`approval_code`]: the approval code and the line for the person.
 //! * [`store`]: the file store (consume once, the ledger, receipts).
 //! * [`server`]: the refund desk's two job tools and the call flow.
 //! * [`mcp`]: the server on the official MCP SDK (`rmcp`, stdio), and the
 //!   scripted client.
 
-pub mod code;
+pub mod approval_code;
 pub mod command;
-pub mod consent;
 pub mod mcp;
-pub mod plan;
 pub mod policy;
 pub mod server;
 pub mod store;

@@ -8,15 +8,14 @@
 //! * `refund` sends money back to the card. It cannot be undone, so it
 //!   always asks (decision 7): the agent gets an approval code.
 
-use super::code;
-use super::consent::check_consent;
-use super::plan::{resolve_risk, Plan};
+use super::approval_code;
 use super::policy::{decide, Candidate, Decision, Policy};
 use super::store::{new_id, FileStore, StoreError};
 use crate::clock::Clock;
+use parley_core::job::{check_job_consent, plan_of, JobPlan};
 use parley_core::quantity::Exact;
 use parley_core::{PublicKey, SecretKey};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -69,7 +68,7 @@ impl Outcome {
                 for (summary, hash, phrase, code) in codes {
                     s.push_str(&format!(
                         "plan {hash}: {summary:?}; the person will type {phrase:?}\ncode: {code}\n{}\n",
-                        code::ask_line(code)
+                        approval_code::ask_line(code)
                     ));
                 }
                 s
@@ -152,8 +151,10 @@ impl JobServer {
         self.key.public()
     }
 
-    /// The plans of `tool` for `input` (the handler: it never changes anything).
-    fn plans(&self, tool: &str, input: &Value) -> Result<Vec<(Plan, bool, String)>, String> {
+    /// The plans of `tool` for `input`, each with whether the tool can
+    /// revert it and the phrase the person types (the handler: it never
+    /// changes anything). The plan hash is parley-core's.
+    fn plans(&self, tool: &str, input: &Value) -> Result<Vec<(JobPlan, bool, String)>, String> {
         let obj = input
             .as_object()
             .ok_or("the input must be an object {order, amount}")?;
@@ -174,41 +175,30 @@ impl JobServer {
             .and_then(parse_usd)
             .ok_or("amount must be a decimal string in USD with two digits, e.g. \"30.00\"")?;
         let amount = format!("{}.{:02} USD", cents / 100, cents % 100);
-        let mut uses = Map::new();
-        uses.insert(
-            "spend".into(),
-            json!({"amount": cents, "scale": 2, "unit": "USD"}),
-        );
-        let (summary, effect, undo_window, revert) = match tool {
+        let uses = json!({"spend": {"amount": cents, "scale": 2, "unit": "USD"}});
+        let (plan, revert) = match tool {
             "refund" => (
-                format!(
-                    "Refund {amount} to {} for order {order_key}",
-                    order.customer
-                ),
-                json!({"op": "create", "target": "refund", "detail": format!("{amount} to {}", order.card)}),
-                None,
+                json!({
+                    "summary": format!("Refund {amount} to {} for order {order_key}", order.customer),
+                    "effects": [{"op": "create", "target": "refund", "detail": format!("{amount} to {}", order.card)}],
+                    "uses": uses,
+                    "risk": "low",
+                }),
                 false,
             ),
             "store_credit" => (
-                format!(
-                    "Give {} {amount} store credit for order {order_key}",
-                    order.customer
-                ),
-                json!({"op": "create", "target": "credit", "detail": format!("{amount} for {}", order.customer)}),
-                Some(3600),
+                json!({
+                    "summary": format!("Give {} {amount} store credit for order {order_key}", order.customer),
+                    "effects": [{"op": "create", "target": "credit", "detail": format!("{amount} for {}", order.customer)}],
+                    "uses": uses,
+                    "risk": "low",
+                    "undoWindow": 3600,
+                }),
                 true,
             ),
             other => return Err(format!("no job tool {other:?}")),
         };
-        let plan = Plan {
-            tool: tool.to_string(),
-            input: input.clone(),
-            summary,
-            effects: vec![effect],
-            uses,
-            risk: resolve_risk(Some("low"), None),
-            undo_window,
-        };
+        let plan = plan_of(tool, None, input, &plan).map_err(|e| e.to_string())?;
         // The phrase the person types: the order, which the plan hash covers.
         Ok(vec![(plan, revert, (*order_key).to_string())])
     }
@@ -219,17 +209,10 @@ impl JobServer {
         if self.deny.iter().any(|d| d == tool) {
             return refused(format!("your policy never allows {tool}"));
         }
-        let plans = match self.plans(tool, input) {
+        let hashed = match self.plans(tool, input) {
             Ok(p) => p,
             Err(why) => return refused(why),
         };
-        let mut hashed = Vec::new();
-        for (plan, revert, phrase) in plans {
-            match plan.hash() {
-                Ok(h) => hashed.push((plan, revert, phrase, h)),
-                Err(e) => return refused(e.to_string()),
-            }
-        }
         let now = self.clock.now();
         match self.run_with_consent(&hashed, now) {
             Ok(Some(outcome)) => return outcome,
@@ -238,12 +221,12 @@ impl JobServer {
         }
         let candidates: Vec<Candidate> = hashed
             .iter()
-            .map(|(p, revert, _, h)| Candidate {
+            .map(|(p, revert, _)| Candidate {
                 tool: p.tool.clone(),
-                hash: h.clone(),
-                risk: p.risk.clone(),
-                undoable: p.undoable(*revert),
-                uses: (!p.uses.is_empty()).then(|| Value::Object(p.uses.clone())),
+                hash: p.hash.clone(),
+                risk: p.risk.as_str().to_string(),
+                undoable: p.undoable() && *revert,
+                uses: p.uses.as_ref().map(|u| u.to_value()),
             })
             .collect();
         let policy = Policy {
@@ -259,7 +242,7 @@ impl JobServer {
             Decision::Nothing => refused("the tool has no plan for this input".into()),
             Decision::Denied { why } => refused(why),
             Decision::Run { hash, reserve } => {
-                let Some((plan, ..)) = hashed.iter().find(|(.., h)| *h == hash) else {
+                let Some((plan, ..)) = hashed.iter().find(|(p, ..)| p.hash == hash) else {
                     return refused("the plan to run is gone".into());
                 };
                 let mut made = Vec::new();
@@ -278,7 +261,7 @@ impl JobServer {
                         }
                     }
                 }
-                let outcome = self.apply(plan, &hash, "your signed policy", now);
+                let outcome = self.apply(plan, "your signed policy", now);
                 for (b, o, rid) in &made {
                     let _ = match &outcome {
                         Outcome::Ran { .. } => self.store.settle(b, o, rid),
@@ -296,37 +279,37 @@ impl JobServer {
     /// Runs the first plan that has a usable consent in the store, consuming it.
     fn run_with_consent(
         &self,
-        hashed: &[(Plan, bool, String, String)],
+        hashed: &[(JobPlan, bool, String)],
         now: i64,
     ) -> Result<Option<Outcome>, StoreError> {
         let mut used_up = false;
-        for (plan, _, _, hash) in hashed {
+        for (plan, ..) in hashed {
+            let hash = &plan.hash;
             let Some(token) = self.store.get_consent(hash)? else {
                 continue;
             };
-            let uses = (!plan.uses.is_empty()).then(|| Value::Object(plan.uses.clone()));
-            let consent = match check_consent(
-                &token,
-                &self.principal,
-                &self.service_id(),
-                &plan.tool,
+            let id = match check_job_consent(
+                token.trim_end(),
                 hash,
-                uses.as_ref(),
-                &plan.risk,
+                &plan.tool,
+                &self.service_id(),
+                &self.principal,
                 now,
             ) {
-                Ok(c) => c,
+                Ok(id) => id,
                 Err(why) => {
-                    eprintln!("mcp-jobs: consent for {hash} not used: {why}");
+                    eprintln!("mcp-jobs: the consent for {hash} is not used: {why}");
                     continue;
                 }
             };
-            if !self.store.consume_once(&consent.id, consent.exp)? {
+            // The marker lives as long as a consent can (10 minutes from now at most).
+            let exp = now + parley_core::job::MAX_CONSENT_SECS;
+            if !self.store.consume_once(&id, exp)? {
                 // Consumed or replayed: counts as absent, a fresh code follows.
                 used_up = true;
                 continue;
             }
-            return Ok(Some(self.apply(plan, hash, "the person's consent", now)));
+            return Ok(Some(self.apply(plan, "the person's consent", now)));
         }
         if used_up {
             return Ok(Some(self.needs_approval(
@@ -338,19 +321,14 @@ impl JobServer {
         Ok(None)
     }
 
-    fn needs_approval(
-        &self,
-        hashed: &[(Plan, bool, String, String)],
-        why: String,
-        now: i64,
-    ) -> Outcome {
+    fn needs_approval(&self, hashed: &[(JobPlan, bool, String)], why: String, now: i64) -> Outcome {
         let mut codes = Vec::new();
-        for (plan, _, phrase, hash) in hashed {
+        for (plan, _, phrase) in hashed {
             if self.deny.contains(&plan.tool) {
                 continue;
             }
-            match code::encode(plan, hash, &self.service_id(), &self.principal, phrase, now) {
-                Ok(c) => codes.push((plan.summary.clone(), hash.clone(), phrase.clone(), c)),
+            match approval_code::encode(plan, &self.service_id(), &self.principal, phrase, now) {
+                Ok(c) => codes.push((plan.summary.clone(), plan.hash.clone(), phrase.clone(), c)),
                 Err(e) => return refused(format!("cannot make an approval code: {e}")),
             }
         }
@@ -358,7 +336,8 @@ impl JobServer {
     }
 
     /// Applies a plan (the playground's desk only records it) and stores the receipt.
-    fn apply(&self, plan: &Plan, hash: &str, authorized_by: &str, now: i64) -> Outcome {
+    fn apply(&self, plan: &JobPlan, authorized_by: &str, now: i64) -> Outcome {
+        let hash = &plan.hash;
         let id = new_id("r_");
         let undo = match plan.undo_window {
             Some(w) => json!({"until": now + w}),
@@ -369,7 +348,7 @@ impl JobServer {
             "status": "done",
             "summary": plan.summary,
             "effects": plan.effects,
-            "uses": plan.uses,
+            "uses": plan.uses.as_ref().map(|u| u.to_value()),
             "undo": undo,
             "at": now,
             "proposal": hash,

@@ -45,18 +45,10 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
     }
 }
 
-/// Where the store is: `$YEA_STORE`, else `$YEA_HOME/store`, else `~/.yea/store`.
+/// Where the store is: `$YEA_STORE`, else `$YEA_HOME/store`, else
+/// `~/.yea/store` (the same rule `parley approve` writes consents by).
 pub fn default_root() -> Result<PathBuf, StoreError> {
-    if let Some(p) = std::env::var_os("YEA_STORE").filter(|p| !p.is_empty()) {
-        return Ok(PathBuf::from(p));
-    }
-    if let Some(p) = std::env::var_os("YEA_HOME").filter(|p| !p.is_empty()) {
-        return Ok(PathBuf::from(p).join("store"));
-    }
-    let home = std::env::var_os("HOME")
-        .filter(|p| !p.is_empty())
-        .ok_or(StoreError::NoHome)?;
-    Ok(PathBuf::from(home).join(".yea").join("store"))
+    parley_custody_client::yea_store::store_dir().map_err(|_| StoreError::NoHome)
 }
 
 /// True for a receipt or reservation id in the generated format (`r_`/`v_` + 8..32 of b64url).
@@ -155,23 +147,14 @@ impl FileStore {
         }
     }
 
-    /// `getConsent`: the `pg1.` consent for a plan hash, if one is stored.
+    /// `getConsent`: the `pg1.` consent `parley approve` stored for a plan hash.
     pub fn get_consent(&self, plan_hash: &str) -> Result<Option<String>, StoreError> {
-        if plan_hash.is_empty()
-            || !plan_hash
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-        {
-            return Ok(None);
-        }
-        let path = self.root.join("consents").join(plan_hash);
-        match fs::read(&path) {
-            Ok(bytes) if bytes.len() <= parley_core::grant::MAX_TOKEN_BYTES => {
-                Ok(String::from_utf8(bytes).ok())
-            }
-            Ok(_) => Ok(None),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(io_err(&path)(e)),
+        use parley_custody_client::yea_store::{read_consent, StoreError as E};
+        match read_consent(&self.root, plan_hash) {
+            Ok(token) => Ok(token),
+            Err(E::Io { path, source }) => Err(StoreError::Io { path, source }),
+            // Not a plan hash: nothing is stored under it.
+            Err(_) => Ok(None),
         }
     }
 
