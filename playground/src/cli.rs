@@ -76,6 +76,10 @@ pub struct McpJobsArgs {
     /// The store (default: $YEA_STORE, else $YEA_HOME/store, else ~/.yea/store).
     #[arg(long, value_name = "DIR")]
     pub store: Option<PathBuf>,
+    /// Print the server's service id (its public key, made on first run)
+    /// and exit: the key a policy grant is issued to (`parley grant --to`).
+    #[arg(long = "service-id")]
+    pub service_id: bool,
 }
 
 /// `mcp-client`.

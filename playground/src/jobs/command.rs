@@ -1,6 +1,6 @@
 //! `parley-playground mcp-jobs` and `mcp-client`.
 
-use super::mcp::{run_client, ClientScript, JobsMcp};
+use super::mcp::{run_client, ClientScript, JobsMcp, ServerAt};
 use super::policy::{read_tightening, Tightening};
 use super::server::{JobServer, Setup};
 use super::store::{default_root, FileStore};
@@ -104,6 +104,10 @@ pub async fn mcp_jobs(a: McpJobsArgs) -> Result<(), CommandError> {
         None => yea_home()?.join("playground-jobs.key"),
     };
     let (key, made) = key::load_or_create(&key_path)?;
+    if a.service_id {
+        println!("{}", key.public());
+        return Ok(());
+    }
     let principal = principal(&a).await?;
     let policy_grant = match &a.policy {
         Some(p) => Some(
@@ -153,11 +157,18 @@ pub async fn mcp_client(a: McpClientArgs) -> Result<(), CommandError> {
         None => default_root().map_err(jobs_err)?,
     };
     run_client(ClientScript {
-        server,
+        server: ServerAt::Child(server),
         order: a.order,
         store,
         wait: Duration::from_secs(a.wait),
+        on_code: Box::new(|code| {
+            println!(
+                "client: (the agent now tells the person) {}",
+                super::approval_code::ask_line(code)
+            );
+        }),
     })
     .await
+    .map(|_| ())
     .map_err(jobs_err)
 }

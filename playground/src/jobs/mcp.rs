@@ -114,16 +114,27 @@ impl ServerHandler for JobsMcp {
     }
 }
 
+/// Where the scripted client finds its server.
+pub enum ServerAt {
+    /// A command (program and arguments) run as a child, MCP over its stdio.
+    Child(Vec<String>),
+    /// A server in this process, MCP over an in-memory pipe (for tests
+    /// that drive custody alongside, in one process).
+    InProcess(Box<JobServer>),
+}
+
 /// What the scripted client does, and where.
 pub struct ClientScript {
-    /// The server command (program and arguments) to run as a child.
-    pub server: Vec<String>,
+    /// The server.
+    pub server: ServerAt,
     /// The order to work on.
     pub order: String,
     /// The store the server reads (to wait for the consent there).
     pub store: PathBuf,
     /// How long to wait for the person's consent.
     pub wait: Duration,
+    /// Told each approval code as it is handed out (the person's side).
+    pub on_code: Box<dyn Fn(&str) + Send + Sync>,
 }
 
 /// One call as the client saw it.
@@ -145,41 +156,82 @@ fn describe(result: &CallToolResult) -> (String, Value) {
 
 /// Runs the loop: within policy → receipt; over it → approval code; wait
 /// for the consent in the store; the call again → receipt; the same call
-/// again → not run (consumed). Prints each step; fails if any step differs.
-pub async fn run_client(script: ClientScript) -> Result<(), String> {
-    let (program, args) = script
-        .server
-        .split_first()
-        .ok_or("no server command to run")?;
-    let mut cmd = tokio::process::Command::new(program);
-    cmd.args(args);
-    let transport =
-        TokioChildProcess::new(cmd).map_err(|e| format!("cannot start the MCP server: {e}"))?;
+/// again → not run (consumed). Prints each step and returns the transcript;
+/// fails if any step differs.
+pub async fn run_client(script: ClientScript) -> Result<Vec<String>, String> {
+    match &script.server {
+        ServerAt::Child(command) => {
+            let (program, args) = command.split_first().ok_or("no server command to run")?;
+            let mut cmd = tokio::process::Command::new(program);
+            cmd.args(args);
+            let transport = TokioChildProcess::new(cmd)
+                .map_err(|e| format!("cannot start the MCP server: {e}"))?;
+            let client = ()
+                .serve(transport)
+                .await
+                .map_err(|e| format!("MCP handshake with the server failed: {e}"))?;
+            drive(client, &script).await
+        }
+        ServerAt::InProcess(_) => run_in_process(script).await,
+    }
+}
+
+/// [`run_client`] against a server in this process, over an in-memory pipe.
+async fn run_in_process(mut script: ClientScript) -> Result<Vec<String>, String> {
+    let ServerAt::InProcess(server) =
+        std::mem::replace(&mut script.server, ServerAt::Child(Vec::new()))
+    else {
+        return Err("not an in-process server".into());
+    };
+    let (client_end, server_end) = tokio::io::duplex(64 * 1024);
+    let serving = tokio::spawn(async move {
+        if let Ok(running) = JobsMcp::new(*server).serve(server_end).await {
+            let _ = running.waiting().await;
+        }
+    });
     let client = ()
-        .serve(transport)
+        .serve(client_end)
         .await
         .map_err(|e| format!("MCP handshake with the server failed: {e}"))?;
+    let out = drive(client, &script).await;
+    serving.abort();
+    out
+}
+
+async fn drive(
+    client: rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    script: &ClientScript,
+) -> Result<Vec<String>, String> {
+    let transcript = std::sync::Mutex::new(Vec::new());
+    let say = |line: String| {
+        println!("{line}");
+        transcript
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(line);
+    };
     let tools = client
         .list_all_tools()
         .await
         .map_err(|e| format!("tools/list failed: {e}"))?;
     let names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
-    println!("client: the server offers {}", names.join(", "));
+    say(format!("client: the server offers {}", names.join(", ")));
 
     let call = |tool: &'static str, amount: &'static str| {
         let mut args = Map::new();
         args.insert("order".into(), Value::String(script.order.clone()));
         args.insert("amount".into(), Value::String(amount.into()));
         let peer = client.peer().clone();
+        let say = &say;
         async move {
-            println!("client: call {tool} {{order, amount: {amount:?}}}");
+            say(format!("client: call {tool} {{order, amount: {amount:?}}}"));
             let r = peer
                 .call_tool(CallToolRequestParams::new(tool).with_arguments(args))
                 .await
                 .map_err(|e| format!("tools/call {tool} failed: {e}"))?;
             let (text, facts) = describe(&r);
             for line in text.lines() {
-                println!("server: {line}");
+                say(format!("server: {line}"));
             }
             Ok::<Value, String>(facts)
         }
@@ -203,12 +255,17 @@ pub async fn run_client(script: ClientScript) -> Result<(), String> {
         .as_str()
         .ok_or("the server named no plan hash")?
         .to_string();
+    let code = asked["codes"][0]["code"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     let consent = script.store.join("consents").join(&hash);
-    println!(
+    say(format!(
         "client: waiting up to {}s for the person's consent at {}",
         script.wait.as_secs(),
         consent.display()
-    );
+    ));
+    (script.on_code)(&code);
     let start = std::time::Instant::now();
     while !consent.exists() {
         if start.elapsed() > script.wait {
@@ -220,10 +277,10 @@ pub async fn run_client(script: ClientScript) -> Result<(), String> {
     expect(&ran, "ran", "the call again with the consent")?;
     let replay = call("refund", "30.00").await?;
     expect(&replay, "needs_approval", "the same call a third time")?;
-    println!("client: done: RAN within policy, RAN with consent, replay refused");
+    say("client: done: RAN within policy, RAN with consent, replay refused".into());
     client
         .cancel()
         .await
         .map_err(|e| format!("closing the MCP session: {e}"))?;
-    Ok(())
+    Ok(transcript.into_inner().unwrap_or_else(|p| p.into_inner()))
 }
