@@ -156,19 +156,42 @@ pub async fn mcp_client(a: McpClientArgs) -> Result<(), CommandError> {
         Some(s) => s.clone(),
         None => default_root().map_err(jobs_err)?,
     };
+    let code_file = a.code_file.clone();
     run_client(ClientScript {
         server: ServerAt::Child(server),
         order: a.order,
         store,
         wait: Duration::from_secs(a.wait),
-        on_code: Box::new(|code| {
+        on_code: Box::new(move |code| {
             println!(
                 "client: (the agent now tells the person) {}",
                 super::approval_code::ask_line(code)
             );
+            if let Some(file) = &code_file {
+                match write_private(file, code) {
+                    Ok(()) => println!(
+                        "client: the code is also in {0}: parley approve \"$(cat {0})\"",
+                        file.display()
+                    ),
+                    Err(e) => eprintln!("client: cannot write {}: {e}", file.display()),
+                }
+            }
         }),
     })
     .await
     .map(|_| ())
     .map_err(jobs_err)
+}
+
+/// Writes `text` to `path`, mode 0600, replacing what was there.
+fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let _ = fs::remove_file(path);
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
+    f.write_all(text.as_bytes())
 }
