@@ -94,7 +94,7 @@ echo
   server_id=$(parley-playground mcp-jobs --key "$mcp_dir/server.key" --service-id)
   echo "[mcp] asking custody for the refund desk's policy (a grant to its key $server_id)"
   parley grant --socket "$PARLEY_CUSTODY_SOCKET" --to "$server_id" --can store_credit --can refund \
-    --verbs COMMIT --risk low --each spend=25USD --exp 1h --label "refund desk policy" \
+    --verbs COMMIT --risk low --each spend=25USD --total spend=100USD --exp 1h --label "refund desk policy" \
     --reason "let store credit up to 25.00 USD run without asking" >"$mcp_dir/policy.grant" || exit 0
   echo "[mcp] when the code appears, run in another terminal:"
   echo "[mcp]   YEA_STORE=$YEA_STORE parley approve --socket $PARLEY_CUSTODY_SOCKET \"\$(cat $mcp_dir/code)\""

@@ -278,6 +278,7 @@ fn a_refund_outside_the_policy_runs_once_after_the_human_types_its_phrase_on_the
                "caveats": [{"can": ["store_credit", "refund"]}, {"verbs": ["COMMIT"]},
                            {"risk": "low"},
                            {"each": {"of": "spend", "max": 2500, "scale": 2, "unit": "USD"}},
+                           {"total": {"of": "spend", "max": 10000, "scale": 2, "unit": "USD"}},
                            {"exp": exp}]}),
     );
     g.pending();
