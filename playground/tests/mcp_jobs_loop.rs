@@ -38,10 +38,16 @@ fn policy(principal: &SecretKey, server: &SecretKey) -> String {
         "each",
     )
     .unwrap();
+    let total = Limit::from_value(
+        &serde_json::json!({"of": "spend", "max": 10000, "scale": 2, "unit": "USD"}),
+        "total",
+    )
+    .unwrap();
     let caveats = [
         Caveat::Can(vec!["store_credit".into(), "refund".into()]),
         Caveat::Risk(RiskLevel::Low),
         Caveat::Each(each),
+        Caveat::Total(total),
         Caveat::Exp(now() + 3600),
     ];
     UnverifiedGrant::issue_root(principal, &server.public(), &caveats, now(), "policy-1")
