@@ -776,3 +776,67 @@ fn grant_asks_for_each_and_total_limits_in_the_yea_shape() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("contradicts"), "{}", stderr(&o));
 }
+
+/// A YEA job approval code (SPEC-approval §6, upstream's `consentCode`
+/// vector): asked of custody for the server's key, and the consent custody
+/// returns (upstream's own, from `consents`) written into the YEA store as
+/// `consents/<planHash>`, exactly, 0600, never replaced.
+#[test]
+fn approve_writes_a_job_consent_into_the_yea_store_and_never_replaces_it() {
+    let t = Temp::new("job");
+    let v = vectors("yea/approval.json");
+    let code = v["consentCode"]["code"].as_str().unwrap().to_string();
+    let hash = v["consents"]["plan"]["planHash"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let token = v["consents"]["cases"][0]["grant"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let sock = t.0.join("c.sock");
+    let reply_token = token.clone();
+    let server = fake_custody(sock.clone(), move |req| {
+        vec![
+            pending(req),
+            json!({"custody":1,"re":req["id"],"kind":"APPROVED","grant":reply_token}),
+        ]
+    });
+    let run = |t: &Temp| {
+        parley(
+            t,
+            &["approve", &code, "--socket", sock.to_str().unwrap()],
+            b"",
+        )
+    };
+    let o = run(&t);
+    let req = server.join().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(req["op"], "approve_code");
+    assert_eq!(req["dialect"], "yea1");
+    assert_eq!(
+        req["agent"], v["keys"]["server"],
+        "the consent's holder is the server"
+    );
+    let saved = t.0.join("yea").join("store").join("consents").join(&hash);
+    assert_eq!(
+        std::fs::read_to_string(&saved).unwrap(),
+        token,
+        "no newline"
+    );
+    assert_eq!(mode(&saved), 0o600);
+    assert_eq!(mode(&t.0.join("yea").join("store")), 0o700);
+    assert_eq!(mode(&t.0.join("yea").join("store").join("consents")), 0o700);
+    let out = stdout(&o);
+    assert!(out.contains("refund") && out.contains(&hash), "{out}");
+    assert!(out.contains(saved.to_str().unwrap()), "{out}");
+    // Again: refused before asking custody (no one listens now), the consent kept.
+    let o = run(&t);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("already in the store"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(std::fs::read_to_string(&saved).unwrap(), token);
+}

@@ -58,6 +58,9 @@ pub struct Yes {
 pub enum Verdict {
     /// Sign it as reviewed.
     Approve(Yes),
+    /// A job approval: sign it as reviewed, with the phrase the human typed
+    /// (the engine checks it against the review's phrase).
+    ApproveTyped(Yes, String),
     /// Grants only: sign the form's caveats instead (the human edited the
     /// request; a widening must be confirmed, see [`FormGrant`]).
     ApproveWith(FormGrant, Yes),

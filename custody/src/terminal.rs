@@ -248,8 +248,12 @@ fn describe(o: &crate::queue::Outcome) -> &'static str {
 /// What the human answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Answer {
-    /// Yes; `second_confirmation` when the word `approve` was typed too.
-    Yes { second_confirmation: bool },
+    /// Yes; `second_confirmation` when the word `approve` was typed too;
+    /// `typed`: a job's phrase as typed (the engine checks it).
+    Yes {
+        second_confirmation: bool,
+        typed: Option<String>,
+    },
     /// No (or anything but yes), with the reason recorded.
     No(&'static str),
     /// No to this request and to every request alike to it waiting now.
@@ -263,10 +267,21 @@ fn verdict(a: Answer) -> Verdict {
     match a {
         Answer::Yes {
             second_confirmation,
+            typed: None,
         } => Verdict::Approve(Yes {
             gesture: Gesture::Terminal,
             second_confirmation,
         }),
+        Answer::Yes {
+            second_confirmation,
+            typed: Some(typed),
+        } => Verdict::ApproveTyped(
+            Yes {
+                gesture: Gesture::Terminal,
+                second_confirmation,
+            },
+            typed,
+        ),
         Answer::No(why) => Verdict::Deny(Some(why.into())),
         Answer::NoToAllAlike => Verdict::Deny(Some("denied at the terminal".into())),
         Answer::Withdrawn => Verdict::Deny(Some("withdrawn".into())),
@@ -397,12 +412,40 @@ fn ask(tty: &File, waiting: &mut Waiting, p: &PendingView, alike: usize) -> Answ
     } else {
         false
     };
+    // A job: the plan's phrase, typed (SPEC-approval §3). Three tries, as
+    // upstream's form allows; the engine checks it again.
+    let typed = match &p.review.job {
+        None => None,
+        Some(job) => {
+            let mut tries = 0;
+            loop {
+                let _ = write!(
+                    out,
+                    "Type \"{}\" to approve this plan: ",
+                    shown(&job.phrase)
+                );
+                let _ = out.flush();
+                let Some(a) = read_answer(tty, waiting, &p.id) else {
+                    return Answer::Withdrawn;
+                };
+                if parley_custody_client::phrase::matches(&a, &job.phrase) {
+                    break Some(a);
+                }
+                tries += 1;
+                if tries == 3 {
+                    return Answer::No("the phrase was not typed as asked");
+                }
+                let _ = writeln!(out, "That is not the phrase.");
+            }
+        }
+    };
     if p.step_up.required {
         let _ = writeln!(out, "Now authenticate (your system password) to sign it:");
         let _ = out.flush();
     }
     Answer::Yes {
         second_confirmation,
+        typed,
     }
 }
 
@@ -509,6 +552,26 @@ pub fn render(r: &Review, closes_at: i64) -> String {
         "\n──────── Parley Custody: a request needs your decision ────────"
     );
     match r.kind {
+        ReviewKind::Consent if r.job.is_some() => {
+            let job = r.job.as_ref().expect("a job");
+            let _ = writeln!(
+                s,
+                "JOB         {} (a YEA job tool's plan)",
+                shown(&job.tool)
+            );
+            let _ = writeln!(s, "input:");
+            for line in &job.input {
+                let _ = writeln!(s, "  {}", shown(line));
+            }
+            write_cost(&mut s, r, "");
+            let _ = writeln!(s, "risk        {}", shown(&r.risk));
+            let _ = writeln!(s, "undo        {}", undo_line(r));
+            let _ = writeln!(s, "effects ({}):", r.effects.len());
+            for e in &r.effects {
+                let _ = writeln!(s, "  {}", shown(&e.line));
+            }
+            let _ = writeln!(s, "to approve  type \"{}\"", shown(&job.phrase));
+        }
         ReviewKind::Consent => {
             let _ = writeln!(s, "service     {}", shown(&r.service));
             let _ = writeln!(s, "capability  {}", shown(&r.capability));
@@ -555,7 +618,12 @@ pub fn render(r: &Review, closes_at: i64) -> String {
     } else {
         " — never granted to before"
     };
-    let _ = writeln!(s, "agent       {}{label}{known}", shown(&r.agent.short));
+    let holder = if r.job.is_some() {
+        "server     "
+    } else {
+        "agent      "
+    };
+    let _ = writeln!(s, "{holder} {}{label}{known}", shown(&r.agent.short));
     if !r.agent.phrase.is_empty() {
         let _ = writeln!(s, "            words: {}", shown(&r.agent.phrase));
     }
@@ -564,7 +632,9 @@ pub fn render(r: &Review, closes_at: i64) -> String {
     }
     let _ = writeln!(s, "signed by   {}", principal_line(r, &shown(&r.principal)));
     if !r.their_words.is_empty() {
-        let whose = if r.kind == ReviewKind::Consent {
+        let whose = if r.job.is_some() {
+            "the server says"
+        } else if r.kind == ReviewKind::Consent {
             "the service says"
         } else {
             "the agent says"
@@ -647,6 +717,7 @@ mod tests {
             needs_second_confirmation: false,
             unusual: vec![],
             activity: None,
+            job: None,
         }
     }
 
@@ -768,7 +839,8 @@ mod tests {
     fn answers_become_verdicts_in_one_place() {
         assert_eq!(
             verdict(Answer::Yes {
-                second_confirmation: true
+                second_confirmation: true,
+                typed: None,
             }),
             Verdict::Approve(Yes {
                 gesture: Gesture::Terminal,
@@ -793,6 +865,39 @@ mod tests {
         assert!(
             matches!(verdict(Answer::NoToAllAlike), Verdict::Deny(_)),
             "never a yes"
+        );
+    }
+
+    #[test]
+    fn a_job_is_shown_with_its_input_the_server_and_the_phrase_to_type() {
+        let mut r = consent_review();
+        r.job = Some(crate::review::JobView {
+            tool: "refund".into(),
+            input: vec![safe("who: Chen \u{202e}evil")],
+            phrase: "ch_1".into(),
+            plan_hash: "h".into(),
+        });
+        let text = render(&r, crate::engine::unix_now() + 60);
+        assert!(text.contains("JOB         refund"), "{text}");
+        assert!(text.contains("to approve  type \"ch_1\""), "{text}");
+        assert!(text.contains("server      "), "{text}");
+        assert!(text.contains("the server says"), "{text}");
+        assert!(
+            text.contains("\\u{202e}") && !text.contains('\u{202e}'),
+            "{text}"
+        );
+        assert_eq!(
+            verdict(Answer::Yes {
+                second_confirmation: false,
+                typed: Some("CH_1".into()),
+            }),
+            Verdict::ApproveTyped(
+                Yes {
+                    gesture: Gesture::Terminal,
+                    second_confirmation: false,
+                },
+                "CH_1".into()
+            )
         );
     }
 }

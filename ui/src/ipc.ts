@@ -78,6 +78,18 @@ export interface Review {
   unusual?: { rule: string; reason: string }[]
   /** What this agent has done so far (`words` is display-safe). */
   activity?: { words: string } | null
+  /** A YEA job approval (job.ts): the tool, its input, the phrase to type. */
+  job?: JobView
+}
+
+/** What a job review adds (custody's `review::JobView`); display-safe. */
+export interface JobView {
+  tool: string
+  /** The input in Lens's lean notation, one line per field. */
+  input: string[]
+  /** The phrase the human types to approve. */
+  phrase: string
+  plan_hash: string
 }
 export interface StepUpNeed {
   required: boolean
@@ -401,8 +413,8 @@ export const api = {
   status: () => call<StatusView>('status'),
   pendingList: () => call<PendingView[]>('pending_list'),
   reviewGet: (id: string) => call<PendingView | null>('review_get', { id }),
-  reviewDecide: (id: string, approve: boolean, confirmed: boolean, gesture: Gesture | null, reason: string | null) =>
-    call<DecisionView>('review_decide', { id, approve, confirmed, gesture, reason }),
+  reviewDecide: (id: string, approve: boolean, confirmed: boolean, gesture: Gesture | null, reason: string | null, typed: string | null = null) =>
+    call<DecisionView>('review_decide', { id, approve, confirmed, gesture, reason, typed }),
   /** Denies request `id` and pauses its agent for 1 hour (review windows only). */
   reviewDenyAndPause: (id: string) => call<DecisionView>('review_deny_and_pause', { id }),
   /** The requests alike to `id` waiting now (same agent, user, service, capability). */

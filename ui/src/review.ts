@@ -16,6 +16,7 @@ import { api, on, errorCode, errorText, type Gesture, type PendingView, type Rev
 import { pointerOnly } from './gesture'
 import { h, replace, byId, row, say, setText } from './dom'
 import { when, span } from './format'
+import { jobPart, phraseMatches } from './job'
 // The delay after the window (re)gains focus before Approve is enabled:
 // custody's own APPROVE_DELAY, generated into custody-constants.ts.
 import { APPROVE_DELAY_MS } from './custody-constants'
@@ -103,6 +104,7 @@ function render(p: PendingView): void {
     ? `Approve ${r.cost} at ${r.service}? — Parley Custody`
     : `Grant for ${r.service || 'every service'}? — Parley Custody`
 
+  const job = jobPart(r)
   const facts = h('dl', { class: 'facts' })
   if (consent) {
     facts.append(
@@ -250,6 +252,7 @@ function render(p: PendingView): void {
       h('h1', { testid: 'headline' }, consent ? `${r.cost} at ${r.service}` : r.preview),
     ),
     warnings,
+    job?.section ?? null,
     facts,
     effects,
     countdown,
@@ -283,9 +286,15 @@ function render(p: PendingView): void {
 
   async function decide(approveIt: boolean, confirmed: boolean, gesture: Gesture | null = null) {
     if (closed || busy) return
+    // A job is approved with its phrase typed (job.ts); custody checks it too.
+    const typed = approveIt && job ? job.typed() : null
+    if (approveIt && job && r.job && !phraseMatches(typed ?? '', r.job.phrase)) {
+      say(status, 'error', `Type “${r.job.phrase}” to approve this plan.`)
+      return
+    }
     setBusy(true)
     try {
-      const d = await api.reviewDecide(p.id, approveIt, confirmed, approveIt ? gesture : null, approveIt ? null : reason.value || null)
+      const d = await api.reviewDecide(p.id, approveIt, confirmed, approveIt ? gesture : null, approveIt ? null : reason.value || null, typed)
       finish(d.message, d.outcome === 'approved' || d.outcome === 'issued' ? 'ok' : 'info')
       setTimeout(() => void api.windowClose().catch(() => {}), 1500)
     } catch (e) {

@@ -24,6 +24,13 @@
 //!   `agent` is optional (`--agent` wins over it; the default is the key of
 //!   `$PARLEY_HOME/agent.key`).
 //!
+//! A YEA job approval code (SPEC-approval §6: its detail carries `job`, as
+//! a job tool's MCP server hands it out) is approved the same way; custody
+//! shows the plan and asks the human to type its phrase. The consent is for
+//! the job server's key, and is written where the server reads it: the YEA
+//! store (`$YEA_STORE`, else `$YEA_HOME/store`, else `~/.yea/store`), as
+//! `consents/<planHash>`, created new ([`parley_custody_client::yea_store`]).
+//!
 //! Exit codes: 0 approved (token on stdout); 1 denied, expired, rejected by
 //! custody's checks, cancelled, or no decision in time; 2 bad input or custody
 //! unreachable.
@@ -306,6 +313,11 @@ pub fn run(
 ) -> Result<Report, CliError> {
     let wait = wait_flag(&a.wait)?;
     let input = read_input(&a.what)?;
+    if let Ask::Code { code } = &input.ask {
+        if let Some(job) = job_code(code)? {
+            return run_job(code, job, wait, socket);
+        }
+    }
     // The hash names a file; it comes from a service: check it before asking.
     home::check_stem(&input.hash)
         .map_err(|e| CliError::bad(format!("the consent's proposal hash is unusable: {e}")))?;
@@ -413,6 +425,27 @@ mod tests {
     }
 
     #[test]
+    fn a_job_code_is_named_by_its_recomputed_plan_hash_and_a_lying_one_refused() {
+        let input = json!({"charge": "ch_1"});
+        let plan = json!({"summary": "Refund", "effects": [{"op": "create", "target": "refund"}],
+                          "risk": "low", "undoWindow": 60});
+        let plan = parley_core::job::plan_of("refund", None, &input, &plan).unwrap();
+        let server = SecretKey::from_seed(&Zeroizing::new([5u8; 32])).public();
+        let principal = SecretKey::from_seed(&Zeroizing::new([7u8; 32])).public();
+        let mut request =
+            parley_core::job::consent_request(&plan, &server, &principal, 1_790_000_000);
+        let code = parley_core::job::encode_code(&request, &plan, "approve").unwrap();
+        assert_eq!(job_code(&code).unwrap().unwrap().hash, plan.hash);
+        request.hash = "x".repeat(43);
+        let lying = parley_core::job::encode_code(&request, &plan, "approve").unwrap();
+        assert!(job_code(&lying).is_err());
+        // A proposal's code is not a job code.
+        let c = ConsentRequest::from_value(&consent("mH3v")).unwrap();
+        let code = parley_core::code::encode(&c, None).unwrap();
+        assert!(job_code(&code).unwrap().is_none());
+    }
+
+    #[test]
     fn json_form_is_read_and_checked() {
         let v = json!({"consent": consent("mH3v"), "proposal": {"id":"p_1","hash":"mH3v"},
                        "service":"shop.example", "extra": 1});
@@ -484,4 +517,108 @@ mod tests {
         assert!(!token_is_for(&token, "other"));
         assert!(!token_is_for("pg1.garbage", "mH3v"));
     }
+}
+
+/// The plan of a job code, recomputed from its `detail.job` (the file it is
+/// saved under is named by this hash, never by the code's claim); `None`
+/// for a code that is not a job code.
+fn job_code(code: &str) -> Result<Option<parley_core::job::JobPlan>, CliError> {
+    let decoded = parley_core::code::decode(code).map_err(CliError::bad)?;
+    if !parley_core::job::is_job_code(&decoded) {
+        return Ok(None);
+    }
+    let job = parley_core::job::from_consent_code(decoded).map_err(CliError::bad)?;
+    let plan = parley_core::job::JobPlan::from_job(&job.job).map_err(CliError::bad)?;
+    if plan.hash != job.consent.hash {
+        return Err(CliError::bad(format!(
+            "the job approval code claims plan hash {}, but its job hashes to {}; refusing it",
+            job.consent.hash, plan.hash
+        )));
+    }
+    Ok(Some(plan))
+}
+
+#[derive(Serialize)]
+struct JobApproved {
+    outcome: &'static str,
+    grant: String,
+    plan_hash: String,
+    tool: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    request: Option<String>,
+    saved_to: PathBuf,
+}
+
+impl fmt::Display for JobApproved {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(
+            f,
+            "approved: the consent for {} (plan {}) is in {}",
+            parley_custody_client::display::safe(&self.tool),
+            self.plan_hash,
+            self.saved_to.display()
+        )
+    }
+}
+
+/// `parley approve` for a job code: custody reviews it (the human types the
+/// plan's phrase), then the consent goes into the YEA store.
+fn run_job(
+    code: &str,
+    plan: parley_core::job::JobPlan,
+    wait: std::time::Duration,
+    socket: Option<&Path>,
+) -> Result<Report, CliError> {
+    use parley_custody_client::yea_store;
+    // Known before asking: a consent nobody could save is never signed.
+    let store = yea_store::store_dir().map_err(CliError::bad)?;
+    let existing = yea_store::consent_path(&store, &plan.hash).map_err(CliError::bad)?;
+    if existing.exists() {
+        return Err(CliError::bad(format!(
+            "a consent for this plan is already in the store ({}); call the tool again, or remove it if it is stale",
+            existing.display()
+        )));
+    }
+    // The consent is for the server: its key is the code's service.
+    let holder = parley_core::code::decode(code)
+        .map_err(CliError::bad)?
+        .consent
+        .service;
+    let mut finish = Finish::new("consent");
+    let reply = super::block_on(async {
+        let mut client = Client::connect(socket).await?;
+        client.set_human_deadline(wait);
+        let notice = pending_notice(&mut finish.request);
+        client
+            .approve_code_in(code, &holder, Dialect::YeaV1, notice)
+            .await
+    })?;
+    let grant = match reply {
+        Ok(Reply::Approved { grant }) => grant,
+        other => return finish.refused(other),
+    };
+    if !token_is_for(&grant, &plan.hash) {
+        return Err(CliError::bad(format!(
+            "custody's token is not a consent for plan {}; not saved",
+            plan.hash
+        )));
+    }
+    let path = yea_store::write_consent(&store, &plan.hash, &grant).map_err(CliError::bad)?;
+    eprintln!(
+        "parley: wrote the consent for {} (plan {}) to {}",
+        parley_custody_client::display::safe(&plan.tool),
+        plan.hash,
+        path.display()
+    );
+    Ok(Report::new(
+        &JobApproved {
+            outcome: "approved",
+            grant,
+            plan_hash: plan.hash,
+            tool: plan.tool,
+            request: finish.request,
+            saved_to: path,
+        },
+        0,
+    ))
 }

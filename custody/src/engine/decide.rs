@@ -148,6 +148,21 @@ impl Engine {
                 return Ok((Outcome::Denied(r), EventKind::GrantDenied, now + 600))
             }
             (Reviewed::Consent(_), Verdict::ApproveWith(..)) => return Err(DecideError::NotAGrant),
+            // A job is approved only with its phrase typed (SPEC-approval §3):
+            // the engine checks it, whatever the approver showed.
+            (Reviewed::Consent(c), Verdict::ApproveTyped(yes, typed)) => match c.job_phrase() {
+                Some(p) if parley_custody_client::phrase::matches(&typed, p) => {
+                    (yes, Reviewed::Consent(c))
+                }
+                Some(p) => return Err(DecideError::Phrase(p.to_string())),
+                None => return Err(DecideError::NoPhrase),
+            },
+            (Reviewed::Grant(_), Verdict::ApproveTyped(..)) => return Err(DecideError::NoPhrase),
+            (Reviewed::Consent(c), Verdict::Approve(_)) if c.job_phrase().is_some() => {
+                return Err(DecideError::Phrase(
+                    c.job_phrase().unwrap_or_default().to_string(),
+                ))
+            }
             (reviewed, Verdict::Approve(yes)) => (yes, reviewed),
             (Reviewed::Grant(g), Verdict::ApproveWith(form, yes)) => {
                 let principals = self.principals().map_err(DecideError::Internal)?;

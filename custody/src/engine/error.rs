@@ -18,6 +18,13 @@ pub enum DecideError {
     /// High risk or irreversible, and the approver did not report the second confirmation.
     #[error("this request is high risk, cannot be undone or does not state its cost: it needs a second confirmation before it is signed")]
     SecondConfirmation,
+    /// A job approval: the phrase typed does not match the plan's (or none
+    /// was typed). The request is still pending; type it again.
+    #[error("the phrase typed does not match the one the review asks for ({0:?}); nothing was signed, and the request is still waiting")]
+    Phrase(String),
+    /// A phrase was typed for a request that asks for none.
+    #[error("this request has no phrase to type; approve it as it is")]
+    NoPhrase,
     /// OS authentication did not succeed; the request is still pending.
     #[error("{0}")]
     StepUp(StepUpError),

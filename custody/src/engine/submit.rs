@@ -169,6 +169,11 @@ impl Engine {
             }
         };
         let agent_text = match &op {
+            // A job code's consent is for the job server's key: its label,
+            // pause and history are the server's, not the asking agent's.
+            Op::ApproveCode { code, .. } if review::is_job_code(code) => {
+                review::job_server(code).unwrap_or_default()
+            }
             Op::Consent { agent, .. } | Op::ApproveCode { agent, .. } | Op::Grant { agent, .. } => {
                 agent.clone()
             }
@@ -232,6 +237,13 @@ impl Engine {
                 // 900 KB field can neither stop the row nor fill the disk.
                 ev.agent = Some(agent_text);
                 ev.reason = Some(format!("{}: {}", rej.code, rej.message));
+                if let Op::ApproveCode { code, .. } = &op {
+                    if let Ok(c) = parley_core::code::decode(code) {
+                        ev.hash = Some(c.consent.hash.clone());
+                        ev.capability = Some(c.consent.capability.clone());
+                        ev.service = Some(c.consent.service.clone());
+                    }
+                }
                 if let Op::Consent { consent, .. } = &op {
                     ev.hash = consent
                         .get("hash")

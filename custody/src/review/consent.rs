@@ -86,6 +86,8 @@ pub struct ReviewedConsent {
     checked: CheckedConsent,
     agent: PublicKey,
     review: Review,
+    /// A job's phrase to type (`Some` only for a job code).
+    phrase: Option<String>,
 }
 
 impl ReviewedConsent {
@@ -96,6 +98,16 @@ impl ReviewedConsent {
     /// The checked consent.
     pub fn checked(&self) -> &CheckedConsent {
         &self.checked
+    }
+    /// The phrase the human must type to approve, for a job code.
+    pub fn job_phrase(&self) -> Option<&str> {
+        self.phrase.as_deref()
+    }
+    /// Makes this the review of a job: the job's part of the review, and
+    /// the phrase the engine will require.
+    pub(super) fn set_job(&mut self, view: super::job::JobView, phrase: String) {
+        self.review.job = Some(view);
+        self.phrase = Some(phrase);
     }
     /// The agent that will hold the consent grant.
     pub fn agent(&self) -> &PublicKey {
@@ -176,6 +188,11 @@ pub fn review_code_in(
     ctx: &ReviewContext,
 ) -> Result<ReviewedConsent, Rejection> {
     let decoded = code::decode(code_text).map_err(|e| Rejection::new("code", e.to_string()))?;
+    // A YEA job code (SPEC-approval §6): its own checklist, whatever the
+    // request's dialect says (a job code is YEA's by construction).
+    if parley_core::job::is_job_code(&decoded) {
+        return super::job::review_job(code_text, ctx);
+    }
     let Some(mut detail) = decoded.detail else {
         return Err(Rejection::new(
             "code_without_proposal",
@@ -224,6 +241,19 @@ fn review_request(
         ));
     }
     let checked = consent::check_in(request, proposal, service, ctx.now, dialect)?;
+    reviewed_from_checked(checked, agent, dialect, ctx)
+}
+
+/// The review of a checked consent (limits, what fits, warnings, the
+/// model), for `agent` (the consent's holder: a job's server key).
+pub(super) fn reviewed_from_checked(
+    checked: CheckedConsent,
+    agent: PublicKey,
+    dialect: Dialect,
+    ctx: &ReviewContext,
+) -> Result<ReviewedConsent, Rejection> {
+    let service = checked.request().service.clone();
+    let service = service.as_str();
     let p = checked.proposal();
     if p.expires > ctx.now.saturating_add(ctx.limits.max_consent_horizon) {
         return Err(Rejection::new(
@@ -353,11 +383,13 @@ fn review_request(
             || says_free_but_charges,
         unusual: Vec::new(),
         activity: None,
+        job: None,
     };
     Ok(ReviewedConsent {
         checked,
         agent,
         review,
+        phrase: None,
     })
 }
 

@@ -15,6 +15,7 @@
 //! * `view.rs`: the review model the human is shown ([`Review`] and its
 //!   parts) and the display check that refuses what cannot be shown in full.
 //! * `consent.rs`: the consent checklist ([`review_consent`], [`review_code`]).
+//! * `job.rs`: the job checklist for a YEA job approval code ([`review_job`]).
 //! * `grant.rs`: the grant checklist ([`review_grant`], [`ReviewedGrant`]).
 //! * `form.rs`: the human's grant form ([`FormGrant`], [`check_form`]).
 //! * `preview.rs`: the grant in one sentence ([`preview()`]).
@@ -23,6 +24,7 @@
 mod consent;
 mod form;
 mod grant;
+mod job;
 mod limits;
 mod preview;
 #[cfg(test)]
@@ -35,6 +37,7 @@ pub use consent::{
 };
 pub use form::{check_form, FormGrant};
 pub use grant::{caveats_value, review_grant, ReviewedGrant};
+pub use job::{is_job_code, job_server, review_job, JobView, MAX_INPUT_CHARS};
 pub use limits::{ReviewContext, ReviewLimits, MAX_EFFECTS};
 pub use preview::preview;
 pub use view::{

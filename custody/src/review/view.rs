@@ -208,6 +208,10 @@ pub struct Review {
     pub unusual: Vec<crate::unusual::Unusual>,
     /// What this agent has done so far ([`crate::activity`]), when known.
     pub activity: Option<crate::activity::AgentActivity>,
+    /// A YEA job approval (SPEC-approval §6): the tool, its input and the
+    /// phrase to type. `agent` is then the job server's key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job: Option<super::job::JobView>,
 }
 
 impl Review {

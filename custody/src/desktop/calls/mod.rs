@@ -186,12 +186,15 @@ pub async fn dispatch(d: &Arc<Desktop>, caller: &Caller, name: &str, args: Value
             json(review::review_get(d, id).await)
         }
         "review_decide" => {
-            let (id, approve, confirmed, gesture, reason) = args!(args;
+            let (id, approve, confirmed, gesture, reason, typed) = args!(args;
                 id: String, approve: bool, confirmed: bool,
-                gesture: Option<crate::approver::Gesture>, reason: Option<String>);
+                gesture: Option<crate::approver::Gesture>, reason: Option<String>,
+                typed: Option<String>);
             json(
-                review::review_decide(w, d, id, approve, confirmed, gesture, reason, decision)
-                    .await,
+                review::review_decide(
+                    w, d, id, approve, confirmed, gesture, reason, typed, decision,
+                )
+                .await,
             )
         }
         "review_deny_and_pause" => {

@@ -184,6 +184,7 @@ pub async fn review_decide(
     confirmed: bool,
     gesture: Option<Gesture>,
     reason: Option<String>,
+    typed: Option<String>,
     running: Option<Decision>,
 ) -> R<DecisionView> {
     request_id(&id)?;
@@ -198,10 +199,15 @@ pub async fn review_decide(
         // The one place this command builds an approval. The engine checks
         // the second confirmation against the review, then asks the OS.
         let gesture = may_sign(window, gesture, "Approve")?;
-        Verdict::Approve(Yes {
+        let yes = Yes {
             gesture,
             second_confirmation: confirmed,
-        })
+        };
+        // A job's phrase as typed in the window: the engine checks it.
+        match typed {
+            Some(t) => Verdict::ApproveTyped(yes, t.chars().take(400).collect()),
+            None => Verdict::Approve(yes),
+        }
     } else {
         may_deny(window)?;
         let reason = reason
