@@ -282,7 +282,7 @@ fn a_refund_outside_the_policy_runs_once_after_the_human_types_its_phrase_on_the
                            {"exp": exp}]}),
     );
     g.pending();
-    let mut at = say_yes(&t, 0);
+    let at = say_yes(&t, 0);
     let granted = g.wait();
     assert_eq!(granted["kind"], "ISSUED", "{granted}");
     let policy = granted["grant"]
@@ -325,13 +325,18 @@ fn a_refund_outside_the_policy_runs_once_after_the_human_types_its_phrase_on_the
                 .hash;
             asked.pending();
             let (t, from) = &mut *human.lock().unwrap();
-            let shown = t.wait_raw("A-1001", *from);
-            // The human types the phrase the plan names, then says yes.
-            let typed = t.wait_raw("type", shown.saturating_sub(2000));
-            std::thread::sleep(ANSWER_DELAY + Duration::from_millis(100));
+            // The review: the plan and the phrase, then the prompt.
+            let shown = t.wait_raw("JOB         refund", *from);
+            let at = say_yes(t, shown);
+            // A refund cannot be undone: custody asks for "approve" first,
+            // then for the plan's own phrase.
+            let at = t.wait_raw("cannot be undone. Type \"approve\" to confirm: ", at);
+            t.keys(&["-l", "approve"]);
+            t.keys(&["Enter"]);
+            let at = t.wait_raw("Type \"A-1001\" to approve this plan: ", at);
             t.keys(&["-l", "A-1001"]);
             t.keys(&["Enter"]);
-            *from = typed;
+            *from = t.wait_raw("approved: the consent was signed", at);
             let fin = asked.wait();
             if let Some(token) = fin["grant"].as_str() {
                 // What `parley approve` does with the reply.
@@ -366,15 +371,17 @@ fn a_refund_outside_the_policy_runs_once_after_the_human_types_its_phrase_on_the
     assert!(ran[0].contains("store credit"), "{text}");
     assert!(ran[1].contains("Refund 30.00 USD to Chen"), "{text}");
     assert!(text.contains("already used once; nothing ran"), "{text}");
-    // The terminal showed the plan, labelled, before the human typed.
+    // The terminal showed the plan before the human typed: the tool, the
+    // server's summary, what it uses, and the phrase to type.
     let (t, _) = &*term.lock().unwrap();
-    let raw = String::from_utf8_lossy(&t.raw()).into_owned();
-    at = 0;
-    for needle in ["Refund 30.00 USD to Chen for order A-1001", "A-1001"] {
-        assert!(
-            raw[at..].contains(needle),
-            "{needle:?} on the terminal:\n{raw}"
-        );
+    let raw = String::from_utf8_lossy(&t.raw()[at..]).into_owned();
+    for needle in [
+        "JOB         refund",
+        "Refund 30.00 USD to Chen for order A-1001",
+        "30.00 USD",
+        "to approve  type \"A-1001\"",
+    ] {
+        assert!(raw.contains(needle), "{needle:?} on the terminal:\n{raw}");
     }
     eprintln!(
         "the MCP loop through the daemon took {:?}",
