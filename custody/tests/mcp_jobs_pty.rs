@@ -353,6 +353,7 @@ fn a_refund_outside_the_policy_runs_once_after_the_human_types_its_phrase_on_the
         store: store.clone(),
         wait: WAIT,
         on_code: Box::new(on_code),
+        within_policy: true,
     }));
     let fin = done
         .lock()

@@ -94,6 +94,10 @@ pub struct McpClientArgs {
     /// How long to wait for the person's consent, in seconds.
     #[arg(long, default_value_t = 900, value_name = "SECS")]
     pub wait: u64,
+    /// Skip the first call (store credit within the policy): for a server
+    /// started without a signed policy, where every job asks.
+    #[arg(long = "no-policy")]
+    pub no_policy: bool,
     /// Also write each approval code into this file (mode 0600), so the
     /// person can run `parley approve "$(cat FILE)"` instead of copying it.
     #[arg(long = "code-file", value_name = "FILE")]

@@ -162,6 +162,7 @@ pub async fn mcp_client(a: McpClientArgs) -> Result<(), CommandError> {
         order: a.order,
         store,
         wait: Duration::from_secs(a.wait),
+        within_policy: !a.no_policy,
         on_code: Box::new(move |code| {
             println!(
                 "client: (the agent now tells the person) {}",
