@@ -178,6 +178,8 @@ session stepup src-tauri/tests/e2e/stepup.e2e.mjs
 session sandbox src-tauri/tests/e2e/sandbox.e2e.mjs
 session sandbox-user src-tauri/tests/e2e/sandbox.e2e.mjs
 session crowd src-tauri/tests/e2e/crowd.e2e.mjs
+# A YEA MCP job server's refund approved in the review window with its phrase (issue 29).
+session mcp src-tauri/tests/e2e/mcp.e2e.mjs
 # The app as the package installed it: only when asked for by name
 # (scripts/test-package.sh, with PARLEY_APP=/usr/bin/parley-custody).
 if [ "${E2E_ONLY:-}" = installed ]; then
