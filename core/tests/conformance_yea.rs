@@ -37,6 +37,10 @@ fn name(c: &Value) -> String {
 }
 
 const RUNNERS: &[&str] = &[
+    // Runs in `conformance_approval.rs` (hash, consentCode, consents),
+    // custody-client's `approval_vectors.rs` (phrases, phraseChecks,
+    // fileStore's consent) and the playground's job server (the rest).
+    "approval.json",
     "canonical.json",
     "grants.json",
     "hash.json",

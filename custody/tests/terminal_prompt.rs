@@ -895,3 +895,62 @@ fn deny_all_at_the_prompt_denies_the_alike_requests_and_nothing_else() {
     t.keys(&["n", "Enter"]);
     assert_eq!(other.wait()["kind"], "DENIED");
 }
+
+/// A YEA job code at the daemon's prompt: the review names the tool, its
+/// input (escaped), the server and the phrase; `y` alone signs nothing, a
+/// wrong phrase is asked again, and the phrase signs the consent for the
+/// server's key that the server accepts.
+#[test]
+fn a_job_code_is_approved_at_the_prompt_only_by_typing_its_phrase() {
+    use parley_core::job;
+    let t = Term::start();
+    let principal: parley_core::PublicKey = t.principal.parse().unwrap();
+    let server = SecretKey::from_seed(&Zeroizing::new([5u8; 32])).public();
+    let input = json!({"charge": "ch_1", "who": "Chen \u{202e}evil"});
+    let plan = json!({"summary": "Refund 30.00 USD to Chen",
+        "effects": [{"op": "create", "target": "refund", "detail": "30.00 USD to card ••42"}],
+        "uses": {"spend": {"amount": 3000, "scale": 2, "unit": "USD"}}, "risk": "low", "undoWindow": 60});
+    let plan = job::plan_of("refund", None, &input, &plan).unwrap();
+    let request = job::consent_request(
+        &plan,
+        &server,
+        &principal,
+        parley_custody::engine::unix_now(),
+    );
+    let code = job::encode_code(&request, &plan, "ch_1").unwrap();
+    let a = t.submit(
+        json!({"custody": 1, "id": "job", "op": "approve_code", "code": code,
+        "agent": server.to_string(), "dialect": "yea1"}),
+    );
+    a.pending();
+    let at = t.wait_raw(PROMPT, 0);
+    let review = String::from_utf8_lossy(&t.raw()[..at]).into_owned();
+    for line in [
+        "JOB         refund",
+        "to approve  type \"ch_1\"",
+        "\\u{202e}",
+        "the server says",
+    ] {
+        assert!(review.contains(line), "{line:?} in the review:\n{review}");
+    }
+    assert!(!review.contains('\u{202e}'), "{review}");
+    std::thread::sleep(ANSWER_DELAY);
+    t.keys(&["y", "Enter"]);
+    let asked = t.wait_raw("Type \"ch_1\" to approve this plan: ", at);
+    t.keys(&["approve", "Enter"]);
+    let again = t.wait_raw("That is not the phrase.", asked);
+    t.wait_raw("to approve this plan: ", again);
+    t.keys(&[" CH_1", "Enter"]);
+    let fin = a.wait();
+    assert_eq!(fin["kind"], "APPROVED", "{fin}");
+    let token = fin["grant"].as_str().unwrap();
+    job::check_job_consent(
+        token,
+        &plan.hash,
+        "refund",
+        &server,
+        &principal,
+        parley_custody::engine::unix_now(),
+    )
+    .expect("the server accepts it");
+}

@@ -414,7 +414,8 @@ export const api = {
   pendingList: () => call<PendingView[]>('pending_list'),
   reviewGet: (id: string) => call<PendingView | null>('review_get', { id }),
   reviewDecide: (id: string, approve: boolean, confirmed: boolean, gesture: Gesture | null, reason: string | null, typed: string | null = null) =>
-    call<DecisionView>('review_decide', { id, approve, confirmed, gesture, reason, typed }),
+    // `typed` only for a job (job.ts): every other decision is sent as before.
+    call<DecisionView>('review_decide', typed === null ? { id, approve, confirmed, gesture, reason } : { id, approve, confirmed, gesture, reason, typed }),
   /** Denies request `id` and pauses its agent for 1 hour (review windows only). */
   reviewDenyAndPause: (id: string) => call<DecisionView>('review_deny_and_pause', { id }),
   /** The requests alike to `id` waiting now (same agent, user, service, capability). */

@@ -41,7 +41,7 @@ export function jobPart(r: Review): { section: HTMLElement; typed: () => string 
     { class: 'job', testid: 'job' },
     h('h2', null, 'A job tool’s plan'),
     h('p', null, 'Tool ', h('code', { testid: 'job-tool' }, job.tool), ', with this input:'),
-    h('pre', { class: 'job-input', testid: 'job-input' }, job.input.join('\n')),
+    h('div', { class: 'job-input', testid: 'job-input' }, ...job.input.map((line) => h('div', null, h('code', null, line)))),
     h('p', null, 'Holder: the server’s key below (its four words and your name for it). Plan ', h('code', { title: job.plan_hash }, `${job.plan_hash.slice(0, 12)}…`)),
     h('label', null, 'To approve, type ', h('strong', { testid: 'job-phrase-wanted' }, `“${job.phrase}”`), ': ', field, mark),
   )

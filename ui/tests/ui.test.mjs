@@ -1284,3 +1284,30 @@ test('the UI never parses data as HTML', async () => {
     }
   }
 })
+
+test('review: a job tool’s plan shows its input and is approved only with its phrase typed', async () => {
+  const p = consent({
+    review: {
+      dialect: 'yea1',
+      capability: 'refund',
+      cost: '30.00 USD',
+      uses: [{ measure: 'spend', words: '30.00 USD', money: { amount: 3000, currency: 'USD' } }],
+      job: { tool: 'refund', input: ['charge: ch_1', 'who: Chen \\u{202e}evil'], phrase: 'ch_1', plan_hash: 'UPpWLxQccC5Ckj_gj9dkvb7ourHaoPykuHRm8x5CPy4' },
+    },
+  })
+  const page = await open('review.html#q1', reviewFixtures(p), { label: 'review-q1' })
+  await page.locator(tid('job')).waitFor()
+  assert.equal(await text(page, 'job-tool'), 'refund')
+  assert.equal(await text(page, 'job-input'), 'charge: ch_1\nwho: Chen \\u{202e}evil')
+  assert.equal(await text(page, 'job-phrase-wanted'), '“ch_1”')
+  await page.waitForFunction(() => !document.querySelector('[data-testid="approve"]').disabled)
+  await page.locator(tid('approve')).click()
+  assert.deepEqual(await calls(page, 'review_decide'), [], 'no phrase, no decision')
+  assert.match(await text(page, 'status'), /Type “ch_1”/)
+  await page.locator(tid('job-phrase')).fill(' CH_1 ')
+  await page.locator(tid('approve')).click()
+  await page.locator(`${tid('status')}.msg-ok`).waitFor()
+  assert.deepEqual(await calls(page, 'review_decide'), [{ id: 'q1', approve: true, confirmed: false, gesture: 'click', reason: null, typed: ' CH_1 ' }])
+  assert.deepEqual(page.problems, [])
+  await page.close()
+})

@@ -525,6 +525,36 @@ mod tests {
         );
     }
 
+    /// The policy grant of README's "Approving a YEA MCP server's job"
+    /// (SPEC-approval §2): to the server's key, at the server's key.
+    #[test]
+    fn a_job_servers_policy_builds_the_caveats_the_server_checks() {
+        let server = "ed25519:bnoc3Smwt4_ROvTFWY_v9O8qlxZuPKby5Pv8zYBQW_E";
+        let f = CaveatFlags {
+            svc: vec![server.into()],
+            verbs: Some("COMMIT".into()),
+            can: vec!["refund".into()],
+            risk: Some("low".into()),
+            each: vec!["spend=25USD".into()],
+            total: vec!["spend=100USD".into()],
+            exp: Some("30d".into()),
+            ..flags()
+        };
+        let b = build_caveats(&f, NOW, None).unwrap();
+        assert_eq!(
+            b.to_value(),
+            json!([
+                {"svc": [server]},
+                {"verbs": ["COMMIT"]},
+                {"can": ["refund"]},
+                {"risk": "low"},
+                {"each": {"of": "spend", "max": 2500, "scale": 2, "unit": "USD"}},
+                {"total": {"of": "spend", "max": 10000, "scale": 2, "unit": "USD"}},
+                {"exp": NOW + 30 * 86_400}
+            ])
+        );
+    }
+
     #[test]
     fn lists_split_on_commas_and_verbs_are_checked() {
         let f = CaveatFlags {

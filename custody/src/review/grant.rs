@@ -2,9 +2,7 @@
 //! into a [`ReviewedGrant`] or a [`Rejection`].
 
 use super::view::{agent_view, caveat_views, fits, principal_label};
-use super::{
-    check_form, parse_agent, preview, FormGrant, Rejection, Review, ReviewContext, ReviewKind,
-};
+use super::{check_form, parse_agent, FormGrant, Rejection, Review, ReviewContext, ReviewKind};
 use crate::display::{has_non_ascii, safe};
 use parley_core::caveat::Caveat;
 use parley_core::{Dialect, PublicKey};
@@ -225,7 +223,7 @@ pub fn review_grant(
         })
         .collect();
     let services = services.join(" ∩ ");
-    let preview_text = preview(&parsed);
+    let preview_text = super::preview::preview_for(&agent.to_string(), &parsed);
     fits("list of services", &services)?;
     fits("grant in words", &preview_text)?;
     let review = Review {

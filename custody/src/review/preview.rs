@@ -52,6 +52,49 @@ pub fn preview(caveats: &[Caveat]) -> String {
     out
 }
 
+/// [`preview`] for a grant to `holder`. A grant whose every `svc` is the
+/// holder's own key is a YEA job server's policy (SPEC-approval §2: the
+/// server's key is its service id) and is said as one: "this job server may
+/// run refund without asking, up to 25.00 USD each, at most 100.00 USD in
+/// total, until …" (the server runs only plans it can undo that way).
+pub fn preview_for(holder: &str, caveats: &[Caveat]) -> String {
+    let svcs: Vec<&Vec<String>> = caveats
+        .iter()
+        .filter_map(|c| match c {
+            Caveat::Svc(l) => Some(l),
+            _ => None,
+        })
+        .collect();
+    let own = !svcs.is_empty() && svcs.iter().all(|l| l.len() == 1 && l[0] == holder);
+    let commits_only = caveats
+        .iter()
+        .any(|c| matches!(c, Caveat::Verbs(l) if l.len() == 1 && l[0] == "COMMIT"));
+    if !own || !commits_only {
+        return preview(caveats);
+    }
+    let tools: Vec<&String> = caveats
+        .iter()
+        .filter_map(|c| match c {
+            Caveat::Can(l) => Some(l.iter()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    let what = if tools.is_empty() {
+        "any of its tools".to_string()
+    } else {
+        and_list(&tools)
+    };
+    let rest: Vec<Caveat> = caveats
+        .iter()
+        .filter(|c| !matches!(c, Caveat::Svc(_) | Caveat::Verbs(_) | Caveat::Can(_)))
+        .cloned()
+        .collect();
+    let limits = preview(&rest);
+    let limits = limits.strip_prefix("may do anything").unwrap_or(&limits);
+    format!("this job server may run {what} without asking (only plans it can undo){limits}")
+}
+
 /// `a`, `a and b`, `a, b and c`.
 fn and_list<S: AsRef<str>>(items: &[S]) -> String {
     match items {
@@ -127,6 +170,32 @@ mod tests {
             )),
             "{s}"
         );
+    }
+
+    #[test]
+    fn a_job_servers_policy_is_said_as_one() {
+        let server = "ed25519:bnoc3Smwt4_ROvTFWY_v9O8qlxZuPKby5Pv8zYBQW_E";
+        let list: Vec<Caveat> = json!([
+            {"svc": [server]}, {"verbs": ["COMMIT"]}, {"can": ["refund"]},
+            {"each": {"of": "spend", "max": 2500, "scale": 2, "unit": "USD"}},
+            {"total": {"of": "spend", "max": 10000, "scale": 2, "unit": "USD"}},
+            {"exp": 1_790_000_000},
+        ])
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(Caveat::parse)
+        .collect();
+        assert_eq!(
+            preview_for(server, &list),
+            format!(
+                "this job server may run refund without asking (only plans it can undo), up to \
+                 25.00 USD each, at most 100.00 USD in total, until {}",
+                crate::local_time::when(1_790_000_000)
+            )
+        );
+        // Another holder: the ordinary sentence.
+        assert_eq!(preview_for("ed25519:other", &list), preview(&list));
     }
 
     #[test]
