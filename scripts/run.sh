@@ -82,6 +82,25 @@ echo
   for _ in $(seq 1 600); do has_principal && break; sleep 2; done
   has_principal || { echo "[playground] custody has no principal key after 20 minutes; not starting" >&2; exit 0; }
   parley-playground demo --dialect "${PARLEY_PLAYGROUND_DIALECT:-parley}" --custody-socket "$PARLEY_CUSTODY_SOCKET" 2>&1 | sed -u 's/^/[playground] /'
+
+  # Then a YEA MCP job server (a refund desk) and a scripted MCP client: custody
+  # issues the server its signed policy (small store credit runs unasked); a
+  # refund comes back with an approval code, which you approve with
+  # `parley approve` in another terminal (review, typed phrase); the refund
+  # then runs once, and the same call again is refused.
+  [ "${PARLEY_PLAYGROUND_MCP:-1}" = 1 ] || exit 0
+  mcp_dir="$sock_dir/mcp-jobs"; mkdir -p "$mcp_dir" && chmod 700 "$mcp_dir"
+  export YEA_STORE="$mcp_dir/store"
+  server_id=$(parley-playground mcp-jobs --key "$mcp_dir/server.key" --service-id)
+  echo "[mcp] asking custody for the refund desk's policy (a grant to its key $server_id)"
+  parley grant --socket "$PARLEY_CUSTODY_SOCKET" --to "$server_id" --can store_credit --can refund \
+    --verbs COMMIT --risk low --each spend=25USD --total spend=100USD --exp 1h --label "refund desk policy" \
+    --reason "let store credit up to 25.00 USD run without asking" >"$mcp_dir/policy.grant" || exit 0
+  echo "[mcp] when the code appears, run in another terminal:"
+  echo "[mcp]   YEA_STORE=$YEA_STORE parley approve --socket $PARLEY_CUSTODY_SOCKET \"\$(cat $mcp_dir/code)\""
+  parley-playground mcp-client --store "$YEA_STORE" --code-file "$mcp_dir/code" -- \
+    parley-playground mcp-jobs --key "$mcp_dir/server.key" --policy "$mcp_dir/policy.grant" \
+    --store "$YEA_STORE" --custody-socket "$PARLEY_CUSTODY_SOCKET" 2>&1 | sed -u 's/^/[mcp] /'
 ) &
 
 if [ -n "${DBUS_SESSION_BUS_ADDRESS:-}" ] && dbus-send --session --print-reply --dest=org.freedesktop.DBus \

@@ -200,6 +200,8 @@ session sandbox-user src-tauri/tests/e2e/sandbox.e2e.mjs
 session crowd src-tauri/tests/e2e/crowd.e2e.mjs
 # The same app under a Wayland compositor (weston) instead of X.
 session wayland src-tauri/tests/e2e/wayland.e2e.mjs
+# A YEA MCP job server's refund approved in the review window with its phrase (issue 29).
+session mcp src-tauri/tests/e2e/mcp.e2e.mjs
 # The app as the package installed it: only when asked for by name
 # (scripts/test-package.sh, with PARLEY_APP=/usr/bin/parley-custody).
 if [ "${E2E_ONLY:-}" = installed ]; then

@@ -422,9 +422,10 @@ impl CheckedJob {
         if let Some(u) = &p.uses {
             v["uses"] = u.to_value();
         }
-        if let Some(w) = p.undo_window {
-            v["undo"] = serde_json::json!({ "window": w });
-        }
+        v["undo"] = match p.undo_window {
+            Some(w) => serde_json::json!({ "window": w }),
+            None => Value::Null,
+        };
         v["hash"] = Value::String(
             crate::proposal::proposal_hash(&v).map_err(|e| JobError::NonInteger(e.to_string()))?,
         );

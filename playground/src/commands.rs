@@ -37,13 +37,16 @@ pub enum CommandError {
     /// The scenario stopped.
     #[error("{0}")]
     Scenario(#[from] ScenarioError),
+    /// The MCP job server or its scripted client stopped.
+    #[error("{0}")]
+    Jobs(String),
 }
 
 impl CommandError {
     /// The process exit code: 1 when a scenario failed, 2 for setup problems.
     pub fn exit_code(&self) -> u8 {
         match self {
-            CommandError::Scenario(_) => 1,
+            CommandError::Scenario(_) | CommandError::Jobs(_) => 1,
             _ => 2,
         }
     }
@@ -55,11 +58,16 @@ pub async fn run(command: Command) -> Result<(), CommandError> {
         Command::Serve(a) => serve(a).await,
         Command::Agent(a) => agent(a).await,
         Command::Demo(a) => demo(a).await,
+        Command::McpJobs(a) => crate::jobs::command::mcp_jobs(a).await,
+        Command::McpClient(a) => crate::jobs::command::mcp_client(a).await,
     }
 }
 
 /// The principals to trust: `--trust` keys, else custody's (`hello`).
-async fn trusted(flags: &[String], socket: Option<&Path>) -> Result<Vec<PublicKey>, CommandError> {
+pub(crate) async fn trusted(
+    flags: &[String],
+    socket: Option<&Path>,
+) -> Result<Vec<PublicKey>, CommandError> {
     if !flags.is_empty() {
         return flags
             .iter()

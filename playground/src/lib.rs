@@ -12,6 +12,7 @@
 //!   `EXPAND` (§8).
 //! * [`apps`]: the shop and the calendar, written against [`service::App`].
 //! * [`agent`]: a Parley client over TCP and the scripted scenarios.
+//! * [`jobs`]: a local MCP job server (YEA job-tool approvals) and its client.
 //! * [`clock`]: time is injected, so the tests are deterministic.
 //! * [`cli`], [`commands`]: `parley-playground serve | agent | demo`.
 #![forbid(unsafe_code)]
@@ -23,4 +24,5 @@ pub mod cli;
 pub mod clock;
 pub mod commands;
 pub mod ids;
+pub mod jobs;
 pub mod service;

@@ -1,0 +1,27 @@
+//! A local MCP job server (SPEC-approval): job tools that return plans
+//! instead of acting, the server side of YEA's approval contract, and a
+//! scripted MCP client that calls it over the child's stdio.
+//!
+//! Within the person's signed policy a plan runs and the call returns a
+//! receipt; outside it the call returns an approval code and the line "ask
+//! the user to run `yea approve <code>`". The person runs `parley approve
+//! <code>` with Parley Custody, which reviews the plan, asks for the typed
+//! phrase, signs the consent with the principal key and writes it into the
+//! store; the same call again then runs once.
+//!
+//! The plan hash, the job code and the stored consent's check are
+//! parley-core's (`parley_core::job`), shared with custody's review.
+//!
+//! * [`policy`]: the policy decision from a signed policy grant.
+//! * [`approval_code`]: the approval code and the line for the person.
+//! * [`store`]: the file store (consume once, the ledger, receipts).
+//! * [`server`]: the refund desk's two job tools and the call flow.
+//! * [`mcp`]: the server on the official MCP SDK (`rmcp`, stdio), and the
+//!   scripted client.
+
+pub mod approval_code;
+pub mod command;
+pub mod mcp;
+pub mod policy;
+pub mod server;
+pub mod store;
