@@ -11,7 +11,7 @@ import { spawn, execFileSync, spawnSync } from 'node:child_process'
 import { readFileSync, readdirSync, existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Agent, agentKey, proposal, consentRequest } from '../src-tauri/tests/e2e/agent.mjs'
-import { trayNames } from '../src-tauri/tests/e2e/tray.mjs'
+import { trayNames, trayItems, trayClick } from '../src-tauri/tests/e2e/tray.mjs'
 
 const SERVICE = process.env.CUSTODY_SERVICE
 const PARLEY = process.env.PARLEY_CLI
@@ -38,9 +38,10 @@ function mem(pid) {
   try {
     const rss = Number(readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/)?.[1] ?? 0)
     const pss = Number(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8').match(/Pss:\s+(\d+)/)?.[1] ?? 0)
-    return { rss, pss }
+    const threads = Number(readFileSync(`/proc/${pid}/status`, 'utf8').match(/Threads:\s+(\d+)/)?.[1] ?? 0)
+    return { rss, pss, threads }
   } catch {
-    return { rss: 0, pss: 0 }
+    return { rss: 0, pss: 0, threads: 0 }
   }
 }
 
@@ -105,9 +106,17 @@ await sleep(3000)
 const idle = mem(svc.pid)
 
 const times = []
+const after = []
 let withReview = null
 const me = agentKey()
 for (let i = 1; i <= RUNS; i++) {
+  // A UI session as a person has one: the app opened from the tray (its home
+  // window reads the queue, the agents and the audit log), then a review.
+  const open = trayItems().find(([, l]) => l === 'Open Parley Custody')
+  if (!open) throw new Error('bench: no "Open Parley Custody" in the tray menu')
+  trayClick(open[0])
+  await until(() => uiPid(svc.pid), `the UI process ${i}`, 30_000)
+  await sleep(2500)
   const agent = await Agent.connect(SOCK)
   const p = proposal(PARLEY, { id: `p_b${i}`, amount: 1000 + i })
   const sent = performance.now()
@@ -129,6 +138,21 @@ for (let i = 1; i <= RUNS; i++) {
     await until(() => !existsSync(`/proc/${pid}`) || /State:\s+Z/.test(readFileSync(`/proc/${pid}/status`, 'utf8')), 'the UI to exit', 20_000)
   }
   await until(() => !reviewShown(), 'the review window to close', 20_000)
+  // The service alone again, idle: its memory after this UI session.
+  await sleep(1500)
+  after.push(mem(svc.pid))
+  if (process.env.BENCH_DETAIL) {
+    const maps = readFileSync(`/proc/${svc.pid}/smaps`, 'utf8').split('\n')
+    let cur = '', sizes = {}
+    for (const l of maps) {
+      const head = l.match(/^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/)
+      if (head) cur = head[1] || '[anon]'
+      const r = l.match(/^Rss:\s+(\d+)/)
+      if (r) sizes[cur] = (sizes[cur] ?? 0) + Number(r[1])
+    }
+    const top = Object.entries(sizes).sort((a, b) => b[1] - a[1]).slice(0, 6)
+    console.log(`session ${i}: RSS ${mb(after.at(-1).rss)} MiB, threads ${after.at(-1).threads}; ${top.map(([k, v]) => `${k.split('/').pop()} ${mb(v)}`).join('; ')}`)
+  }
 }
 svc.kill('SIGTERM')
 
@@ -137,6 +161,7 @@ const lines = [
   `service idle, no window: RSS ${mb(idle.rss)} MiB, PSS ${mb(idle.pss)} MiB (goal < 30 MB)`,
   `one review window, everything (${withReview.procs} processes: service, UI, WebKit): RSS ${mb(withReview.rss)} MiB, PSS ${mb(withReview.pss)} MiB (goal < 250 MB)`,
   `  of which: ${withReview.each.map((p) => `${p.comm} RSS ${mb(p.rss)} / PSS ${mb(p.pss)} MiB`).join('; ')}`,
+  `service idle after each UI session (open the UI, a review, close the UI), ${after.length} sessions: RSS ${after.map((m) => mb(m.rss)).join(', ')} MiB; max ${mb(Math.max(...after.map((m) => m.rss)))} MiB, threads ${after.map((m) => m.threads).join(', ')}, last − first ${mb(after.at(-1).rss - after[0].rss)} MiB (goal < 30 MB, flat)`,
   `consent request → review window on screen, UI process started each time, ${RUNS} runs: p50 ${pct(times, 50).toFixed(0)} ms, p95 ${pct(times, 95).toFixed(0)} ms, max ${Math.max(...times).toFixed(0)} ms (goal p95 < 400 ms)`,
 ]
 for (const l of lines) console.log(`figure: ${l}`)

@@ -5,7 +5,8 @@
 # Xvfb with a private session bus and an unlocked gnome-keyring, no
 # notification daemon (so the service opens the review itself). Release-like
 # build (the app profile). Prints figures; writes them to target/bench-app.txt.
-#   scripts/bench-app.sh            BENCH_RUNS=20 by default
+#   scripts/bench-app.sh            BENCH_RUNS=20 by default (UI sessions: the
+#     service's idle RSS is printed after each)
 #   BENCH_PROFILE=debug scripts/bench-app.sh   the debug build the tests made
 #     (no release-like build; the WebKit processes, most of the memory, are
 #     the system's either way; the times are not comparable)
@@ -13,13 +14,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 scripts/setup.sh
-(cd ui && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent)
-profile=${BENCH_PROFILE:-app}
-case $profile in
-  dev | debug) profile=dev dir=debug ;;
-  *) dir=$profile ;;
+case ${BENCH_PROFILE:-app} in
+  dev | debug)
+    dir=debug
+    (cd ui && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent)
+    cargo build --locked -q -p parley-custody -p parley-custody-app -p parley-cli ;;
+  # The build scripts/run.sh runs (and the package ships), nothing rebuilt.
+  *) dir=app; CARGO_TERM_QUIET=true scripts/build-app.sh ;;
 esac
-cargo build --profile "$profile" --locked -q -p parley-custody -p parley-custody-app -p parley-cli
 T=$(mktemp -d /tmp/parley-bench-app.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 mkdir -p "$T/home" "$T/run" "$T/data" "$T/config"

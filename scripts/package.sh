@@ -31,15 +31,10 @@ stage="$out/stage"
 rm -rf "$stage"
 mkdir -p "$stage/man" "$stage/completions" "$stage/target/release"
 
-echo "== the UI (ui/) and the bundler (packaging/tauri-cli)"
-(cd ui && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent)
-(cd packaging/tauri-cli && npm ci --no-audit --no-fund --loglevel=error)
-
-echo "== cargo build --profile app (the first build takes several minutes)"
-# custom-protocol: what `tauri build` turns on (production mode).
-cargo build --profile app --locked -q \
-  -p parley-custody-app --features parley-custody-app/custom-protocol \
-  -p parley-cli -p parley-custody
+echo "== the app: scripts/build-app.sh (what scripts/run.sh runs; the first build takes several minutes)"
+CARGO_TERM_QUIET=true scripts/build-app.sh
+echo "== the bundler (packaging/tauri-cli)"
+(cd packaging/tauri-cli && NPM_CONFIG_UPDATE_NOTIFIER=false npm ci --no-audit --no-fund --loglevel=error)
 bin="$root/target/app"
 
 echo "== man pages and completions, generated from parley's clap definitions"

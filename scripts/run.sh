@@ -40,21 +40,24 @@ elif ! grep -qE "policykit.owner\">.*unix-user:$me( |<)" /usr/share/polkit-1/act
     echo "run.sh: could not install them; your password prompt will not name what it signs until root runs: scripts/start-polkit.sh $me" >&2
 fi
 
+started=$(date +%s)
+step() { printf '== %s (%d s in)\n' "$*" "$(( $(date +%s) - started ))"; }
 gui=0
 if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
   gui=1
-  echo "Building the desktop app (the first build takes several minutes)…"
-  (cd ui && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent)
-  cargo build --profile app --locked -q -p parley-custody -p parley-custody-app -p parley-cli -p parley-playground
+  # What the suite builds (scripts/test.sh): after it, nothing rebuilds here.
+  scripts/build-app.sh --playground
   bin="$PWD/target/app"
   main=("$bin/parley-custodyd" --approver desktop)
 else
   echo "No display found (neither DISPLAY nor WAYLAND_DISPLAY is set): running the headless custody"
   echo "daemon, which asks you in this terminal. Run this again on a desktop for the app."
-  cargo build --release --locked -q -p parley-cli -p parley-custody -p parley-playground
+  step "cargo build --release: the daemon, the CLI, the playground (the first build takes several minutes)"
+  cargo build --release --locked -p parley-cli -p parley-custody -p parley-playground
   bin="$PWD/target/release"
   main=("$bin/parley-custodyd" --approver terminal)
 fi
+step "built; starting"
 export PATH="$bin:$PATH"
 
 sock_dir="${XDG_RUNTIME_DIR:-/tmp}/parley-run-$(id -u)"
@@ -74,14 +77,20 @@ echo
 
 # The scripted agent waits until custody answers and holds a principal key
 # (the services must know which principal to trust), then walks the scenarios.
-(
+# It is this script's child, not the service's: custody reads the chain of
+# processes behind each request from the kernel, and shows it in the review
+# (parley-playground ← bash run.sh ← your shell ← your terminal). So the
+# service runs as a child of this script too (no exec), and this script
+# stops the playground when the service ends.
+playground() {
   has_principal() {
     parley whoami --json --socket "$PARLEY_CUSTODY_SOCKET" 2>/dev/null |
       python3 -c 'import json, sys; sys.exit(0 if json.load(sys.stdin)["custody"]["principals"] else 1)'
   }
   for _ in $(seq 1 600); do has_principal && break; sleep 2; done
   has_principal || { echo "[playground] custody has no principal key after 20 minutes; not starting" >&2; exit 0; }
-  parley-playground demo --dialect "${PARLEY_PLAYGROUND_DIALECT:-parley}" --custody-socket "$PARLEY_CUSTODY_SOCKET" 2>&1 | sed -u 's/^/[playground] /'
+  parley-playground demo --dialect "${PARLEY_PLAYGROUND_DIALECT:-parley}" \
+    --custody-socket "$PARLEY_CUSTODY_SOCKET" > >(sed -u 's/^/[playground] /') 2>&1
 
   # Then a YEA MCP job server (a refund desk) and a scripted MCP client: custody
   # issues the server its signed policy (small store credit runs unasked); a
@@ -100,12 +109,18 @@ echo
   echo "[mcp]   YEA_STORE=$YEA_STORE parley approve --socket $PARLEY_CUSTODY_SOCKET \"\$(cat $mcp_dir/code)\""
   parley-playground mcp-client --store "$YEA_STORE" --code-file "$mcp_dir/code" -- \
     parley-playground mcp-jobs --key "$mcp_dir/server.key" --policy "$mcp_dir/policy.grant" \
-    --store "$YEA_STORE" --custody-socket "$PARLEY_CUSTODY_SOCKET" 2>&1 | sed -u 's/^/[mcp] /'
-) &
+    --store "$YEA_STORE" --custody-socket "$PARLEY_CUSTODY_SOCKET" > >(sed -u 's/^/[mcp] /') 2>&1
+}
+playground &
+playground_pid=$!
+# The playground's children first (the demo, then the MCP client), then the subshell.
+trap 'pkill -P "$playground_pid" 2>/dev/null; kill "$playground_pid" 2>/dev/null || true' EXIT
 
 if [ -n "${DBUS_SESSION_BUS_ADDRESS:-}" ] && dbus-send --session --print-reply --dest=org.freedesktop.DBus \
      /org/freedesktop/DBus org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null | grep -q true; then
-  exec "${main[@]}" "$@"
+  status=0
+  "${main[@]}" "$@" || status=$?
+  exit "$status"
 fi
 
 # No keychain on a session bus (a server, or root on a fresh machine): start a
@@ -118,7 +133,8 @@ fi
 export PARLEY_KEYRING_PASSWORD
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 chmod 700 "$XDG_RUNTIME_DIR"
-exec dbus-run-session -- sh -c '
+status=0
+dbus-run-session -- sh -c '
   printf "%s" "$PARLEY_KEYRING_PASSWORD" | gnome-keyring-daemon --unlock --components=secrets >/dev/null
   unset PARLEY_KEYRING_PASSWORD
   i=0
@@ -126,4 +142,5 @@ exec dbus-run-session -- sh -c '
         org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null | grep -q true; do
     i=$((i+1)); [ "$i" -gt 100 ] && { echo "gnome-keyring did not start" >&2; exit 1; }; sleep 0.1
   done
-  exec "$0" "$@"' "${main[@]}" "$@"
+  exec "$0" "$@"' "${main[@]}" "$@" || status=$?
+exit "$status"

@@ -62,6 +62,11 @@ scripts/test-app.sh
 step "the Debian package: build it, install it with apt, use it, purge it"
 scripts/test-package.sh
 
+# What scripts/run.sh runs, built as it builds it: the package's build above
+# plus the playground, so that run.sh after this suite starts in seconds.
+step "what scripts/run.sh runs: scripts/build-app.sh --playground"
+CARGO_TERM_QUIET=true scripts/build-app.sh --playground
+
 step "fuzz smoke run (every target, briefly)"
 scripts/fuzz-smoke.sh
 

@@ -16,6 +16,136 @@ use std::time::Duration;
 
 const PYTHON: &str = "/usr/bin/python3";
 
+fn file_name(p: &std::path::Path) -> String {
+    p.file_name().unwrap().to_string_lossy().into_owned()
+}
+
+fn listener(sock: &std::path::Path) -> Listener {
+    Listener::bind(BindOptions {
+        path: SocketPath::explicit(sock),
+        policy: PeerPolicy::own_user_only(),
+        limits: ConnLimits::default(),
+    })
+    .unwrap()
+}
+
+/// A real tree as agents run: a program with a name longer than the
+/// kernel's 15-byte `comm` (a copy of bash) runs a bash script, which runs a
+/// python3 script that connects. The chain names each by what it runs:
+/// `python3.X client.py ← bash start.sh ← parley-agent-launcher-with-a-long-name`,
+/// never `python3 ← bash ← parley-agent-la`.
+#[tokio::test]
+async fn each_link_is_named_by_what_it_runs_scripts_and_long_names_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("c.sock");
+    let listener = listener(&sock);
+    let client = dir.path().join("client.py");
+    std::fs::write(
+        &client,
+        "import socket, sys, time\ns = socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\ntime.sleep(30)\n",
+    )
+    .unwrap();
+    let start = dir.path().join("start.sh");
+    std::fs::write(
+        &start,
+        format!("{PYTHON} -u {} \"$1\"\nexit 0\n", client.display()),
+    )
+    .unwrap();
+    let bash = std::fs::canonicalize("/bin/bash").unwrap();
+    let launcher = dir.path().join("parley-agent-launcher-with-a-long-name");
+    std::fs::copy(&bash, &launcher).unwrap();
+    // `; exit 0` keeps the launcher from exec'ing bash: a real parent.
+    let mut top = Command::new(&launcher)
+        .arg("-c")
+        .arg(format!(
+            "{} {} \"$0\"; exit 0",
+            bash.display(),
+            start.display()
+        ))
+        .arg(&sock)
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("the launcher starts");
+    let (_stream, peer) = tokio::time::timeout(Duration::from_secs(10), listener.accept())
+        .await
+        .expect("the client connects within 10 s")
+        .expect("admitted");
+    let links = &peer.chain.links;
+    assert!(links.len() >= 4, "{links:#?}");
+    let python = file_name(&std::fs::canonicalize(PYTHON).unwrap());
+    assert_eq!(links[0].name, format!("{python} client.py"), "{links:#?}");
+    assert_eq!(
+        links[1].name,
+        format!("{} start.sh", file_name(&bash)),
+        "{links:#?}"
+    );
+    assert_eq!(links[2].pid, top.id());
+    assert_eq!(links[2].name, "parley-agent-launcher-with-a-long-name");
+    assert_eq!(links[2].comm, "parley-agent-la", "the kernel's name is cut");
+    assert_eq!(links[3].pid, std::process::id(), "then this test");
+
+    let shown = Requester::from(&peer);
+    let expect = format!(
+        "{python} client.py ({}) ← bash start.sh ({}) ← parley-agent-launcher-with-a-long-name ({}) ← ",
+        links[0].pid,
+        links[1].pid,
+        top.id()
+    );
+    assert!(
+        shown.chain_line.starts_with(&expect),
+        "{}",
+        shown.chain_line
+    );
+    assert!(
+        !shown.chain_line.contains("parley-agent-la "),
+        "{}",
+        shown.chain_line
+    );
+    top.kill().ok();
+    let _ = Command::new("kill")
+        .args(["-9", &links[0].pid.to_string(), &links[1].pid.to_string()])
+        .status();
+    let _ = top.wait();
+}
+
+/// A name is shown through the display-safety rule: a script named with
+/// control and bidi characters reaches the review escaped, not raw.
+#[tokio::test]
+async fn a_hostile_script_name_is_shown_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("c.sock");
+    let listener = listener(&sock);
+    let client = dir.path().join("ok\u{202e}yp.evil\x1b[31m.py");
+    std::fs::write(
+        &client,
+        "import socket, sys, time\ns = socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\ntime.sleep(30)\n",
+    )
+    .unwrap();
+    let mut child = Command::new(PYTHON)
+        .arg(&client)
+        .arg(&sock)
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("python3 starts");
+    let (_stream, peer) = tokio::time::timeout(Duration::from_secs(10), listener.accept())
+        .await
+        .expect("the client connects within 10 s")
+        .expect("admitted");
+    assert!(
+        peer.chain.links[0].name.contains('\u{202e}'),
+        "stored as read"
+    );
+    let shown = Requester::from(&peer);
+    let line = &shown.chain_line;
+    assert!(
+        !line.contains('\u{202e}') && !line.contains('\x1b'),
+        "{line}"
+    );
+    assert!(line.contains("yp.evil"), "{line}");
+    child.kill().ok();
+    let _ = child.wait();
+}
+
 #[tokio::test]
 async fn a_shell_that_starts_the_client_is_in_the_chain_with_this_test_above_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -49,7 +179,9 @@ async fn a_shell_that_starts_the_client_is_in_the_chain_with_this_test_above_it(
     let python = std::fs::canonicalize(PYTHON).unwrap();
     assert_eq!(links[0].exe.as_deref(), Some(python.as_path()));
     assert_eq!(links[1].pid, shell.id(), "then the shell that started it");
-    assert_eq!(links[1].name, "sh");
+    let sh = file_name(&std::fs::canonicalize("/bin/sh").unwrap());
+    assert_eq!(links[1].name, format!("{sh} -c"), "what runs, not `sh`");
+    assert_eq!(links[1].comm, "sh");
     assert_eq!(links[2].pid, std::process::id(), "then this test");
     assert_eq!(
         links[2].exe.as_deref(),
@@ -67,7 +199,7 @@ async fn a_shell_that_starts_the_client_is_in_the_chain_with_this_test_above_it(
 
     let shown = Requester::from(&peer);
     let expect = format!(
-        "{} ({}) ← sh ({}) ← ",
+        "{} ({}) ← {sh} -c ({}) ← ",
         links[0].name,
         links[0].pid,
         shell.id()

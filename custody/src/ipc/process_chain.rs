@@ -21,10 +21,20 @@
 //! includes pid 1 (init) or the kernel's threads, and it stops early where
 //! `/proc` cannot be read.
 //!
+//! A link's name: what the process runs, not what it calls itself. The
+//! kernel's `comm` is cut at 15 bytes (`parley-playgrou`) and set by the
+//! process, so the name is the file name of `/proc/PID/exe`; where that is
+//! an interpreter (`python3`, `bash`, `node`, …) the script it runs, from the
+//! command line, follows it (`python3 agent.py`). Where the executable
+//! cannot be read (another user's process: it needs ptrace rights) the
+//! command line's first word stands in; `comm` only where neither can be
+//! read, marked `…` when it may be cut. `comm` is kept beside it as read.
+//!
 //! Bounds: at most [`MAX_DEPTH`] links; each `/proc` file is read through a
-//! [`MAX_STAT_BYTES`] (stat) limit; an executable path longer than
-//! [`MAX_EXE_BYTES`] is dropped as unknown. So a hostile process tree costs
-//! custody a few dozen small reads per request at most.
+//! [`MAX_STAT_BYTES`] (stat) or [`MAX_CMDLINE_BYTES`] (command line) limit;
+//! an executable path longer than [`MAX_EXE_BYTES`] is dropped as unknown; a
+//! name is at most [`MAX_NAME_CHARS`] characters. So a hostile process tree
+//! costs custody a few dozen small reads per request at most.
 //!
 //! Linux only (`/proc`); elsewhere the chain is empty.
 
@@ -38,15 +48,52 @@ pub const MAX_DEPTH: usize = 12;
 pub const MAX_STAT_BYTES: u64 = 4096;
 /// An executable path longer than this is not kept (shown as unknown).
 pub const MAX_EXE_BYTES: usize = 1024;
+/// The most bytes read of one `/proc/PID/cmdline` (only its first words are
+/// used).
+pub const MAX_CMDLINE_BYTES: u64 = 4096;
+/// The most characters of a link's name (a longer one ends in `…`).
+pub const MAX_NAME_CHARS: usize = 96;
+
+/// Programs that run another file named on their command line: for them the
+/// script, not the interpreter, says what runs. Matched on the executable's
+/// file name with any version suffix (`python3.11`, `node18`) removed.
+const INTERPRETERS: &[&str] = &[
+    "python",
+    "pypy",
+    "bash",
+    "sh",
+    "dash",
+    "zsh",
+    "ksh",
+    "mksh",
+    "fish",
+    "node",
+    "nodejs",
+    "bun",
+    "deno",
+    "perl",
+    "ruby",
+    "php",
+    "lua",
+    "luajit",
+    "tclsh",
+    "wish",
+    "Rscript",
+    "osascript",
+];
 
 /// One process of the chain, as read from `/proc`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ProcessLink {
     /// Its pid.
     pub pid: u32,
-    /// The kernel's name for it (`comm`, at most 16 bytes, set by the
-    /// process itself), as read: not display-safe.
+    /// What it runs (see the module's doc): the executable's file name, with
+    /// the script for an interpreter (`python3 agent.py`); at most
+    /// [`MAX_NAME_CHARS`]. As read: not display-safe.
     pub name: String,
+    /// The kernel's name for it (`comm`, at most 15 bytes, set by the
+    /// process itself), as read: not display-safe.
+    pub comm: String,
     /// `/proc/PID/exe` when readable (another user's needs ptrace rights).
     pub exe: Option<PathBuf>,
     /// Start time in clock ticks after boot (`/proc/PID/stat` field 22): what
@@ -90,7 +137,7 @@ impl ProcessChain {
             if links.len() >= MAX_DEPTH || pid <= 1 {
                 break;
             }
-            let Some((name, before)) = os::stat(pid) else {
+            let Some((comm, before)) = os::stat(pid) else {
                 break;
             };
             // Kernel threads (children of kthreadd, pid 2) are no requester.
@@ -98,6 +145,7 @@ impl ProcessChain {
                 break;
             }
             let exe = os::exe(pid).filter(|e| e.as_os_str().len() <= MAX_EXE_BYTES);
+            let cmdline = os::cmdline(pid);
             let Some((_, after)) = os::stat(pid) else {
                 break;
             };
@@ -107,7 +155,8 @@ impl ProcessChain {
             let session_leader = before.sid == pid;
             links.push(ProcessLink {
                 pid,
-                name,
+                name: program_name(exe.as_deref(), &cmdline, &comm),
+                comm,
                 exe,
                 start: before.start,
                 session_leader,
@@ -153,6 +202,60 @@ impl ProcessChain {
     }
 }
 
+/// A link's name from what was read (the module's doc says why): `exe`'s
+/// file name, else the command line's first word, else `comm`; for an
+/// interpreter, its script (the first word after it that is no option)
+/// follows, or its `-c`/`-m`/`-e`.
+fn program_name(exe: Option<&std::path::Path>, cmdline: &[String], comm: &str) -> String {
+    let base = |s: &str| -> String {
+        s.rsplit('/')
+            .find(|p| !p.is_empty())
+            .unwrap_or(s)
+            .to_owned()
+    };
+    let program = match (exe, cmdline.first()) {
+        (Some(e), _) => base(&e.to_string_lossy()),
+        (None, Some(first)) if !first.is_empty() => base(first.split(' ').next().unwrap_or(first)),
+        // `comm` is cut at 15 bytes: say it may be.
+        _ if comm.len() >= 15 => format!("{comm}…"),
+        _ => comm.to_owned(),
+    };
+    let mut name = program.clone();
+    if is_interpreter(&program) {
+        let mut args = cmdline.iter().skip(1);
+        while let Some(arg) = args.next() {
+            match arg.as_str() {
+                // A module runs: name it.
+                "-m" => {
+                    name = format!("{program} -m {}", args.next().map_or("", |m| m.as_str()));
+                    break;
+                }
+                // The code itself follows on the command line.
+                "-c" | "-e" | "-E" | "--eval" | "-r" => {
+                    name = format!("{program} {arg}");
+                    break;
+                }
+                a if a.starts_with('-') => continue,
+                script => {
+                    name = format!("{program} {}", base(script));
+                    break;
+                }
+            }
+        }
+    }
+    if name.chars().count() > MAX_NAME_CHARS {
+        name = name.chars().take(MAX_NAME_CHARS - 1).chain(['…']).collect();
+    }
+    name
+}
+
+/// Whether `program` (a file name) is one of [`INTERPRETERS`], any version
+/// suffix aside (`python3.11`, `node18`).
+fn is_interpreter(program: &str) -> bool {
+    let stem = program.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    INTERPRETERS.contains(&stem)
+}
+
 /// Parses the text of `/proc/PID/stat`: `pid (comm) state ppid pgrp session
 /// … starttime …`. `comm` may hold spaces and parentheses, so it ends at the
 /// last `)`.
@@ -176,7 +279,7 @@ fn parse_stat(text: &str) -> Option<(String, Stat)> {
 
 #[cfg(target_os = "linux")]
 mod os {
-    use super::{parse_stat, Stat, MAX_STAT_BYTES};
+    use super::{parse_stat, Stat, MAX_CMDLINE_BYTES, MAX_STAT_BYTES};
     use std::io::Read;
     use std::path::PathBuf;
 
@@ -190,6 +293,34 @@ mod os {
     pub fn exe(pid: u32) -> Option<PathBuf> {
         std::fs::read_link(format!("/proc/{pid}/exe")).ok()
     }
+
+    /// The command line's words (empty for a zombie, a kernel thread, or
+    /// where it cannot be read); a word cut by the bound is dropped.
+    pub fn cmdline(pid: u32) -> Vec<String> {
+        let Ok(file) = std::fs::File::open(format!("/proc/{pid}/cmdline")) else {
+            return Vec::new();
+        };
+        let mut bytes = Vec::new();
+        if file
+            .take(MAX_CMDLINE_BYTES)
+            .read_to_end(&mut bytes)
+            .is_err()
+        {
+            return Vec::new();
+        }
+        let whole = bytes.last() == Some(&0);
+        let cut = !whole && bytes.len() as u64 >= MAX_CMDLINE_BYTES;
+        let mut words: Vec<String> = bytes
+            .split(|b| *b == 0)
+            .map(|w| String::from_utf8_lossy(w).into_owned())
+            .collect();
+        // After the last NUL: nothing when whole; a cut word at the bound;
+        // else a line the process rewrote without NULs (kept).
+        if whole || cut {
+            words.pop();
+        }
+        words
+    }
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -202,6 +333,9 @@ mod os {
     }
     pub fn exe(_pid: u32) -> Option<PathBuf> {
         None
+    }
+    pub fn cmdline(_pid: u32) -> Vec<String> {
+        Vec::new()
     }
 }
 
@@ -229,6 +363,63 @@ mod tests {
         );
         let zombie = text.replace(") S ", ") Z ");
         assert!(parse_stat(&zombie).unwrap().1.dead);
+    }
+
+    #[test]
+    fn a_name_is_what_runs_never_the_cut_comm() {
+        let words = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        let exe = |p: &str| Some(std::path::PathBuf::from(p));
+        let name = |e: Option<std::path::PathBuf>, c: &str, comm: &str| {
+            program_name(
+                e.as_deref(),
+                &if c.is_empty() { vec![] } else { words(c) },
+                comm,
+            )
+        };
+        assert_eq!(
+            name(
+                exe("/opt/x/parley-playground"),
+                "parley-playground demo",
+                "parley-playgrou"
+            ),
+            "parley-playground"
+        );
+        assert_eq!(
+            name(
+                exe("/usr/bin/python3.11"),
+                "python3 -u /home/a/agent.py --x",
+                "python3"
+            ),
+            "python3.11 agent.py"
+        );
+        assert_eq!(
+            name(exe("/usr/bin/bash"), "bash scripts/run.sh", "run.sh"),
+            "bash run.sh"
+        );
+        assert_eq!(name(exe("/usr/bin/dash"), "sh -c exit", "sh"), "dash -c");
+        assert_eq!(
+            name(exe("/usr/bin/python3"), "python3 -m http.server", "python3"),
+            "python3 -m http.server"
+        );
+        assert_eq!(name(exe("/usr/bin/node"), "node", "node"), "node", "a REPL");
+        assert_eq!(
+            name(exe("/usr/local/bin/claude"), "claude --flag x.py", "claude"),
+            "claude",
+            "no interpreter: no script"
+        );
+        // Another user's process: no exe, the command line's first word.
+        assert_eq!(
+            name(None, "/usr/lib/x/long-program-name run", "long-program-na"),
+            "long-program-name"
+        );
+        assert_eq!(name(None, "sshd: ann@pts/0", "sshd"), "sshd:");
+        // Nothing else readable: comm, marked where it may be cut.
+        assert_eq!(name(None, "", "long-program-na"), "long-program-na…");
+        assert_eq!(name(None, "", "sh"), "sh");
+        let long = format!("python3 {}", "a".repeat(500));
+        let n = name(exe("/usr/bin/python3"), &long, "python3");
+        assert_eq!(n.chars().count(), MAX_NAME_CHARS);
+        assert!(n.ends_with('…'));
     }
 
     #[cfg(target_os = "linux")]

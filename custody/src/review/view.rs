@@ -37,7 +37,8 @@ pub struct Requester {
 pub struct ChainLinkView {
     /// Its pid.
     pub pid: u32,
-    /// Its name as the kernel reports it (the process chose it).
+    /// What it runs ([`crate::ipc::process_chain::ProcessLink::name`]:
+    /// the executable, with its script for an interpreter), display-safe.
     pub name: String,
     /// Its executable path, when readable.
     pub exe: Option<String>,
