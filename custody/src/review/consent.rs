@@ -122,6 +122,10 @@ impl ReviewedConsent {
     ) {
         self.review.add_insight(unusual, activity);
     }
+    /// Sets why custody asks ([`Review::why`]).
+    pub fn set_why(&mut self, why: Option<super::WhyAsked>) {
+        self.review.why = why;
+    }
 }
 
 /// Checklist for a `consent` op (ARCHITECTURE.md 1–6).
@@ -353,6 +357,7 @@ fn review_request(
             || says_free_but_charges,
         unusual: Vec::new(),
         activity: None,
+        why: None,
     };
     Ok(ReviewedConsent {
         checked,

@@ -264,6 +264,7 @@ pub fn review_grant(
         needs_second_confirmation: false,
         unusual: Vec::new(),
         activity: None,
+        why: None,
     };
     Ok(ReviewedGrant {
         agent,

@@ -208,6 +208,10 @@ pub struct Review {
     pub unusual: Vec<crate::unusual::Unusual>,
     /// What this agent has done so far ([`crate::activity`]), when known.
     pub activity: Option<crate::activity::AgentActivity>,
+    /// Why custody asks (consent): which grant it issued to this agent the
+    /// proposal falls outside of, and by how much ([`super::why_asked()`]);
+    /// `None` until the engine has read the grants, and for a grant review.
+    pub why: Option<super::WhyAsked>,
 }
 
 impl Review {
