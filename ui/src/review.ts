@@ -518,6 +518,10 @@ function disarm() {
 }
 // The window's own focus, as the app reports it (the service hears the same).
 void onWindowFocus((f) => (f ? arm() : disarm()))
+// The document taking the focus back restarts the delay too (the safe
+// direction); the document losing it (Tab to the webview's chrome) is not
+// the window leaving the front, and disarms nothing.
+window.addEventListener('focus', arm)
 // A minimized or hidden window is not in front.
 document.addEventListener('visibilitychange', () => {
   if (document.visibilityState !== 'visible') disarm()
