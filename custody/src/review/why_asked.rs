@@ -216,7 +216,8 @@ pub fn why_asked(p: &Proposed, grants: &[IssuedGrant], now: i64) -> WhyAsked {
                 return WhyAsked::new(
                     "limit_exceeded",
                     format!(
-                        "the service finds this beyond your grant's limit: it {}",
+                        "your grant limits what this agent uses ({}); the service asks you, so \
+                         this is likely beyond that limit",
                         c.describe_with(crate::local_time::when)
                     ),
                 )
