@@ -257,21 +257,22 @@ function render(p: PendingView): void {
   guidance.hidden = true
   const retry = h('button', { class: 'btn btn-small', testid: 'step-up-retry', attrs: { type: 'button' } }, 'I started it: approve again')
   // Other requests waiting (any agent): a count and the way to them.
-  const queue = h('p', { class: 'queue', testid: 'queue' })
-  queue.hidden = true
+  // Its line keeps its height whether or not others wait: a request that
+  // arrives never moves Deny or Approve under the pointer.
+  const queue = h('p', { class: 'queue queue-none', testid: 'queue' })
   const drawQueue = async () => {
     if (closed) return
     try {
       const s = await api.status()
       const more = Math.max(0, s.pending - 1)
-      queue.hidden = more === 0
+      queue.classList.toggle('queue-none', more === 0)
       replace(
         queue,
         `${more} more waiting `,
         h('button', { class: 'btn btn-small', testid: 'queue-open', attrs: { type: 'button' }, on: { click: () => void api.openWindow('main').catch(() => {}) } }, 'Show all'),
       )
     } catch {
-      queue.hidden = true
+      queue.classList.add('queue-none')
     }
   }
   // Requests alike to this one (same agent, user, service and capability)

@@ -250,10 +250,19 @@ test('review: with no authentication agent, the review says what happened and wh
 
 test('review: other waiting requests are counted in the footer, with the way to them', async () => {
   const page = await open('review.html#q1', reviewFixtures(consent(), { status: status({ pending: 3 }) }), { label: 'review-q1' })
-  await page.locator(`${tid('queue')}:not([hidden])`).waitFor()
+  await page.locator(`${tid('queue')}:not(.queue-none)`).waitFor()
   assert.match(await text(page, 'queue'), /^2 more waiting/)
   await page.locator(tid('queue-open')).click()
   assert.deepEqual(await calls(page, 'open_window'), [{ kind: 'main', id: null, agent: null }])
+  // The footer keeps its height whether or not others wait: Approve never moves under the pointer.
+  const at = async () => (await page.locator(tid('approve')).boundingBox()).y
+  const before = await at()
+  await page.evaluate(() => {
+    window.__PARLEY_FIXTURES__.status.pending = 1
+    return window.__parleyEmit('pending-changed')
+  })
+  await page.locator(`${tid('queue')}.queue-none`).waitFor({ state: 'attached' })
+  assert.equal(await at(), before, 'Approve did not move')
   await page.close()
 })
 
