@@ -503,6 +503,9 @@ pub fn decisive(r: &Review, behind: usize) -> String {
         ReviewKind::Consent => {
             let _ = writeln!(s, "  service     {}", shown(&r.service));
             write_cost(&mut s, r, "  ");
+            if let Some(w) = &r.why {
+                let _ = writeln!(s, "  why asked   {}", shown(&w.words));
+            }
             let _ = writeln!(s, "  risk        {}", shown(&r.risk));
             let _ = writeln!(s, "  undo        {}", undo_line(r));
             let _ = writeln!(s, "  effects     {} (listed above)", r.effects.len());
@@ -576,6 +579,9 @@ pub fn render(r: &Review, closes_at: i64) -> String {
             let _ = writeln!(s, "service     {}", shown(&r.service));
             let _ = writeln!(s, "capability  {}", shown(&r.capability));
             write_cost(&mut s, r, "");
+            if let Some(w) = &r.why {
+                let _ = writeln!(s, "why asked   {}", shown(&w.words));
+            }
             let _ = writeln!(s, "risk        {}", shown(&r.risk));
             let _ = writeln!(s, "undo        {}", undo_line(r));
             let _ = writeln!(s, "effects ({}):", r.effects.len());
@@ -719,6 +725,7 @@ pub(crate) mod tests {
             unusual: vec![],
             activity: None,
             job: None,
+            why: None,
         }
     }
 
@@ -795,6 +802,24 @@ pub(crate) mod tests {
             text.contains("so far      this agent: 3 consents signed\n"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn the_prompt_says_why_custody_asks() {
+        let mut r = consent_review();
+        r.why = Some(crate::review::WhyAsked {
+            rule: "per_exceeded",
+            words: "Your grant allows 40.00 USD per order; this is 71.36 USD (31.36 USD over)"
+                .into(),
+        });
+        let full = render(&r, 0);
+        let d = decisive(&r, 0);
+        for text in [&full, &d] {
+            assert!(
+                text.contains("why asked   Your grant allows 40.00 USD per order; this is 71.36 USD (31.36 USD over)"),
+                "{text}"
+            );
+        }
     }
 
     #[test]

@@ -215,6 +215,8 @@ impl FromStr for OpenTarget {
 const MAIN_SIZE: (f64, f64) = (1100.0, 680.0);
 const REVIEW_SIZE: (f64, f64) = (620.0, 680.0);
 const GRANT_REQUEST_SIZE: (f64, f64) = (720.0, 680.0);
+/// The smallest inside size the pages are laid out for.
+const MIN_SIZE: (f64, f64) = (420.0, 360.0);
 
 fn front<R: Runtime>(w: &tauri::WebviewWindow<R>) {
     // The main window's own navigation: it is in front already, and asking
@@ -360,22 +362,65 @@ fn rect_of<R: Runtime>(w: &tauri::WebviewWindow<R>) -> Option<Rect> {
     })
 }
 
-/// Where a new request window goes (`None`: centred) and whether it may
-/// take the focus: not while another request window has it (the human is
-/// deciding there).
+/// Room a window manager's title bar and borders take around a window's
+/// inside (logical pixels): what [`fit`] keeps free of the work area.
+const DECORATION: (f64, f64) = (16.0, 48.0);
+
+/// A window's inside size on a work area `area`: the wanted `size`, never
+/// wider or taller than the area leaves once the decorations are counted,
+/// never below the minimum the pages are laid out for (a screen smaller than
+/// that still gets the minimum, placed at its corner).
+pub fn fit(size: (f64, f64), area: Rect) -> (f64, f64) {
+    let w = size.0.min(area.w - DECORATION.0).max(MIN_SIZE.0);
+    let h = size.1.min(area.h - DECORATION.1).max(MIN_SIZE.1);
+    (w, h)
+}
+
+/// The work area of the monitor new windows open on (the screen less its
+/// panels), in logical pixels: the monitor of a request window already
+/// open, else the primary one.
+fn work_area<R: Runtime>(app: &AppHandle<R>) -> Option<Rect> {
+    let monitor = app
+        .webview_windows()
+        .into_iter()
+        .filter(|(label, w)| is_request_window(label) && w.is_visible().unwrap_or(false))
+        .find_map(|(_, w)| w.current_monitor().ok().flatten())
+        .or_else(|| app.primary_monitor().ok().flatten())?;
+    let scale = monitor.scale_factor();
+    let area = monitor.work_area();
+    let pos = area.position.to_logical::<f64>(scale);
+    let dim = area.size.to_logical::<f64>(scale);
+    (dim.width > 0.0 && dim.height > 0.0).then_some(Rect {
+        x: pos.x,
+        y: pos.y,
+        w: dim.width,
+        h: dim.height,
+    })
+}
+
+/// `outer` (a window with its decorations) centred on `area`, its top-left
+/// corner inside it.
+fn centred(outer: (f64, f64), area: Rect) -> (f64, f64) {
+    (
+        area.x + ((area.w - outer.0) / 2.0).max(0.0),
+        area.y + ((area.h - outer.1) / 2.0).max(0.0),
+    )
+}
+
+/// Where a new request window goes on `area` and whether it may take the
+/// focus: not while another request window has it (the human is deciding
+/// there). Never exactly over another request window: beside the one in
+/// front, else beside the others ([`place`]); the first one centred.
 fn request_window_place<R: Runtime>(
     app: &AppHandle<R>,
-    size: (f64, f64),
-) -> (Option<(f64, f64)>, bool) {
+    outer: (f64, f64),
+    area: Rect,
+) -> ((f64, f64), bool) {
     let mut others = Vec::new();
     let mut focused = None;
-    let mut monitor = None;
     for (label, w) in app.webview_windows() {
         if !is_request_window(&label) || is_decided(&label) || !w.is_visible().unwrap_or(false) {
             continue;
-        }
-        if monitor.is_none() {
-            monitor = w.current_monitor().ok().flatten();
         }
         // A window still being made (or closing) has no size yet: it covers nothing.
         if let Some(r) = rect_of(&w).filter(|r| r.w > 0.0 && r.h > 0.0) {
@@ -385,32 +430,13 @@ fn request_window_place<R: Runtime>(
             others.push(r);
         }
     }
-    // With no request window in front (none, or none the human is in),
-    // nothing is being decided: it opens centred and focused, as every
-    // window does. (An unfocused window it covers takes no click as an
-    // approval: the click focuses it and starts its arming delay.)
-    let Some(focused) = focused else {
-        return (None, true);
-    };
-    // On Wayland a window can neither read its place on screen nor choose
-    // it: the compositor places it (and decides whether it takes the
-    // focus; unfocused, it is not counted in front, see bridge.rs).
-    if crate::webkit::on_wayland() {
-        return (None, false);
+    if others.is_empty() {
+        return (centred(outer, area), true);
     }
-    let Some(monitor) = monitor.or_else(|| app.primary_monitor().ok().flatten()) else {
-        return (None, false);
-    };
-    let scale = monitor.scale_factor();
-    let pos = monitor.position().to_logical::<f64>(scale);
-    let dim = monitor.size().to_logical::<f64>(scale);
-    let screen = Rect {
-        x: pos.x,
-        y: pos.y,
-        w: dim.width,
-        h: dim.height,
-    };
-    (Some(place(size, screen, &others, Some(focused))), false)
+    // With no request window in front, nothing is being decided: it takes
+    // the focus (an unfocused window it sits beside takes no click as an
+    // approval: the click focuses it and starts its arming delay).
+    (place(outer, area, &others, focused), focused.is_none())
 }
 
 fn build<R: Runtime>(
@@ -420,21 +446,35 @@ fn build<R: Runtime>(
     title: &str,
     size: (f64, f64),
 ) -> Result<tauri::WebviewWindow<R>, String> {
+    // Sized to the work area and placed inside it: a review's Deny and
+    // Approve sit in its footer, which is on screen only if the window is.
+    let area = work_area(app);
+    let size = area.map_or(size, |a| fit(size, a));
     let builder = WebviewWindowBuilder::new(app, label, WebviewUrl::App(page.into()))
         // Titles are fixed strings of ours here; a request's own title
         // (`request_title`) is set once custody has described it.
         .title(title)
         .inner_size(size.0, size.1)
-        .min_inner_size(420.0, 360.0);
-    let builder = if is_request_window(label) {
-        let (at, focus) = request_window_place(app, size);
-        let builder = match at {
-            Some((x, y)) => builder.position(x, y),
-            None => builder.center(),
-        };
-        builder.focused(focus)
-    } else {
-        builder.center().focused(true)
+        .min_inner_size(MIN_SIZE.0, MIN_SIZE.1);
+    let outer = (size.0 + DECORATION.0, size.1 + DECORATION.1);
+    let builder = match area {
+        Some(area) if is_request_window(label) => {
+            let ((x, y), focus) = request_window_place(app, outer, area);
+            // On Wayland a window can neither read its place on screen nor
+            // choose it: the compositor places it (and decides whether it
+            // takes the focus; unfocused, it is not counted in front, see
+            // bridge.rs).
+            if crate::webkit::on_wayland() {
+                builder.focused(focus)
+            } else {
+                builder.position(x, y).focused(focus)
+            }
+        }
+        Some(area) => {
+            let (x, y) = centred(outer, area);
+            builder.position(x, y).focused(true)
+        }
+        None => builder.center().focused(true),
     };
     builder
         .build()
@@ -701,6 +741,59 @@ mod tests {
             screen.x + (screen.w - REVIEW_SIZE.0) / 2.0,
             screen.y + (screen.h - REVIEW_SIZE.1) / 2.0,
         ))
+    }
+
+    #[test]
+    fn every_window_is_sized_to_the_work_area_and_placed_inside_it() {
+        // 1366×768 with a 28-px top panel, 1024×600 with a 32-px bottom one.
+        for area in [
+            Rect {
+                x: 0.0,
+                y: 28.0,
+                w: 1366.0,
+                h: 740.0,
+            },
+            Rect {
+                x: 0.0,
+                y: 0.0,
+                w: 1024.0,
+                h: 568.0,
+            },
+        ] {
+            for size in [MAIN_SIZE, REVIEW_SIZE, GRANT_REQUEST_SIZE] {
+                let (w, h) = fit(size, area);
+                let outer = (w + DECORATION.0, h + DECORATION.1);
+                let (x, y) = super::centred(outer, area);
+                assert!(
+                    x >= area.x && y >= area.y,
+                    "{size:?} at {x},{y} in {area:?}"
+                );
+                assert!(
+                    x + outer.0 <= area.x + area.w && y + outer.1 <= area.y + area.h,
+                    "{size:?} as {w}×{h} at {x},{y} overflows {area:?}"
+                );
+            }
+        }
+        assert_eq!(
+            fit(REVIEW_SIZE, SCREEN),
+            REVIEW_SIZE,
+            "room enough: as wanted"
+        );
+    }
+
+    #[test]
+    fn a_second_review_never_opens_exactly_over_the_first_even_unfocused() {
+        let area = Rect {
+            w: 1366.0,
+            h: 740.0,
+            ..SCREEN
+        };
+        let a = centred(area);
+        let b = at(place(REVIEW_SIZE, area, &[a], None));
+        assert!(
+            (b.x - a.x).abs() >= 40.0 || (b.y - a.y).abs() >= 40.0,
+            "{a:?} {b:?}"
+        );
     }
 
     #[test]

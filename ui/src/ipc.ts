@@ -6,6 +6,7 @@
 
 import { invoke } from '@tauri-apps/api/core'
 import { listen, type UnlistenFn } from '@tauri-apps/api/event'
+import { getCurrentWindow } from '@tauri-apps/api/window'
 import { DECIDE_WAIT_MS } from './custody-constants'
 
 export type ReviewKind = 'consent' | 'grant'
@@ -82,6 +83,9 @@ export interface Review {
   activity?: { words: string } | null
   /** A YEA job approval (job.ts): the tool, its input, the phrase to type. */
   job?: JobView
+  /** Why custody asks (consent): the grant it issued to this agent that the
+   *  proposal falls outside of, and by how much (custody/src/review/why_asked.rs). */
+  why?: { rule: string; words: string } | null
 }
 
 /** What a job review adds (custody's `review::JobView`); display-safe. */
@@ -431,6 +435,17 @@ export function errorText(e: unknown): string {
 export async function on<T>(event: string, f: (payload: T) => void): Promise<UnlistenFn> {
   try {
     return await listen<T>(event, (e) => f(e.payload))
+  } catch {
+    return () => {}
+  }
+}
+
+/** Calls `f` when this window gains (true) or loses (false) the focus, as
+ *  the app's window reports it: not the document's own focus, which Tab
+ *  moves out to the webview's chrome while the window stays in front. */
+export async function onWindowFocus(f: (focused: boolean) => void): Promise<UnlistenFn> {
+  try {
+    return await getCurrentWindow().onFocusChanged((e) => f(e.payload))
   } catch {
     return () => {}
   }

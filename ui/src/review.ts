@@ -1,10 +1,19 @@
 // The review window: one request, shown in ARCHITECTURE.md's order, from the
 // engine's review (built from the proposal itself, re-verified, display-safe).
 //
-// Deny is the default (focused; Esc denies). Approve is enabled only after
+// Laid out as a person decides: the amount, what (the service's words),
+// why custody asks (custody's own reading of the grants it issued), who
+// asks, then every detail; Deny, Approve and the status sit in a footer that
+// is always on screen (the body scrolls, the footer never). A second kind of
+// review plugs in as one more `Body` (see `bodies`).
+//
+// Deny is the default (focused; Esc denies, except while typing in a field). Approve is enabled only after
 // APPROVE_DELAY_MS since the window appeared or regained focus, and is
 // disabled while the window is not focused (anti-clickjacking; the backend
-// checks the same delay and the focus). Approve answers the pointer only
+// checks the same delay and the focus). Focus is the window's own, as the
+// app reports it (tauri://focus, tauri://blur: the same events the service
+// is told), so Tab moving within the page, or out to the browser chrome,
+// never disarms it; Tab cycles within the page. Approve answers the pointer only
 // (gesture.ts): Tab then Space or Enter never approves. A high-risk,
 // irreversible or cost-less-but-charging proposal needs a second, explicit
 // confirmation. "Deny and pause this agent for 1 hour" sits next to Deny:
@@ -12,7 +21,7 @@
 // refused without being shown.
 
 import './style.css'
-import { api, on, errorCode, errorText, type Gesture, type PendingView, type Review } from './ipc'
+import { api, on, onWindowFocus, errorCode, errorText, type Gesture, type PendingView, type Review } from './ipc'
 import { pointerOnly } from './gesture'
 import { h, replace, byId, row, say, setText } from './dom'
 import { when, span } from './format'
@@ -23,6 +32,8 @@ import { APPROVE_DELAY_MS } from './custody-constants'
 
 /** The delay before the second confirmation's button is enabled. */
 export const CONFIRM_DELAY_MS = 1000
+/** How long a decision's result stays on screen before the window closes. */
+export const CLOSE_AFTER_MS = 4000
 
 const app = byId('app')
 const id = decodeURIComponent(location.hash.replace(/^#/, ''))
@@ -59,6 +70,14 @@ function agent(r: Review): HTMLElement {
   const nameMsg = h('span', { class: 'muted', testid: 'agent-name-status' })
   const name = h('input', { testid: 'agent-name', attrs: { type: 'text', maxlength: '64', spellcheck: 'false', 'aria-label': 'Your name for this agent', placeholder: 'e.g. shopping bot' } }) as HTMLInputElement
   name.value = r.agent.label ?? ''
+  // Enter in the field saves the name (and only that: it decides nothing).
+  name.addEventListener('keydown', (ev) => {
+    if (ev.key === 'Enter') {
+      ev.preventDefault()
+      ev.stopPropagation()
+      void save()
+    }
+  })
   const save = async () => {
     const label = name.value.trim()
     try {
@@ -97,97 +116,135 @@ function principal(r: Review): HTMLElement {
   )
 }
 
-function render(p: PendingView): void {
-  const r = p.review
-  const consent = r.kind === 'consent'
-  document.title = consent
-    ? `Approve ${r.cost} at ${r.service}? — Parley Custody`
-    : `Grant for ${r.service || 'every service'}? — Parley Custody`
+/** The agent's name as the review shows it: the human's name for it, else
+ *  its four words (the same wherever this key appears). */
+function agentName(r: Review): string {
+  return r.agent.label || r.agent.phrase || r.agent.short
+}
 
-  const job = jobPart(r)
+/** What a kind of review shows above its details, and its details. */
+interface Body {
+  title: string
+  kind: string
+  headline: string
+  top: (HTMLElement | null)[]
+  details: (HTMLElement | null)[]
+}
+
+function consentBody(r: Review): Body {
   const facts = h('dl', { class: 'facts' })
-  if (consent) {
-    facts.append(
-      ...row('Service', h('span', { class: 'ident' }, r.service), 'service'),
-      ...row('Capability', h('span', { class: 'ident' }, r.capability), 'capability'),
-      ...(r.dialect === 'yea1'
-        ? // YEA: what the commit uses, every measure on its own line (money as money).
-          row(
-            'Uses',
-            r.uses.length
-              ? h('ul', { class: 'uses' }, ...r.uses.map((u) => h('li', { testid: 'use', class: u.money ? 'use-money' : 'use-count' }, u.words)))
-              : r.cost,
-            'cost',
-            'cost',
-          )
-        : row('Cost', r.cost, 'cost', r.cost_money === null && r.cost !== 'free' ? 'cost cost-unstated' : 'cost')),
-      ...row('Risk', h('span', { class: `badge risk-${/^(low|medium|high)$/.test(r.risk) ? r.risk : 'high'}` }, r.risk), 'risk'),
-      ...row(
-        'Undo',
-        r.irreversible
-          ? h('strong', { class: 'irreversible' }, 'IRREVERSIBLE — cannot be undone')
-          : `can be undone within ${r.undo}`,
-        'undo',
-      ),
-    )
-  } else {
-    facts.append(
-      ...row('Services', h('span', { class: 'ident' }, r.service || '(every service)'), 'service'),
-      ...row('In words', r.preview, 'preview', 'preview'),
-      ...row('Grant ends', when(r.expires), 'grant-exp'),
-      // Issue 30: revoking is an extension; say what it cannot do.
-      ...row('Revoking', 'You can revoke it in the audit log, but services that do not check revocations still accept it until it ends.', 'revoke-limit'),
-    )
+  facts.append(
+    ...row('Service', h('span', { class: 'ident' }, r.service), 'service'),
+    ...row('Capability', h('span', { class: 'ident' }, r.capability), 'capability'),
+    ...(r.dialect === 'yea1'
+      ? // YEA: what the commit uses, every measure on its own line (money as money).
+        row(
+          'Uses',
+          r.uses.length
+            ? h('ul', { class: 'uses' }, ...r.uses.map((u) => h('li', { testid: 'use', class: u.money ? 'use-money' : 'use-count' }, u.words)))
+            : r.cost,
+          'cost',
+          'cost',
+        )
+      : row('Cost', r.cost, 'cost', r.cost_money === null && r.cost !== 'free' ? 'cost cost-unstated' : 'cost')),
+    ...row('Risk', h('span', { class: `badge risk-${/^(low|medium|high)$/.test(r.risk) ? r.risk : 'high'}` }, r.risk), 'risk'),
+    ...row(
+      'Undo',
+      r.irreversible ? h('strong', { class: 'irreversible' }, 'IRREVERSIBLE — cannot be undone') : `can be undone within ${r.undo}`,
+      'undo',
+    ),
+    ...row('Signed with', principal(r), 'principal'),
+  )
+  const effects = h(
+    'section',
+    { class: 'effects' },
+    h('h2', { testid: 'effect-count' }, `What it does — every effect (${r.effects.length} effect${r.effects.length === 1 ? '' : 's'})`),
+    r.effects.length
+      ? h('ol', { testid: 'effects' }, ...r.effects.map((e) => h('li', { class: opSymbolClass(e.op) }, e.line)))
+      : h('p', { testid: 'effects', class: 'muted' }, 'The proposal lists no effects.'),
+  )
+  return {
+    // A job's "service" is its server's key: the headline names the tool.
+    title: r.job ? `Run ${r.job.tool} for ${r.cost}? — Parley Custody` : `Approve ${r.cost} at ${r.service}? — Parley Custody`,
+    kind: r.job ? `The job server ${agentName(r)} asks you to approve a plan` : `${agentName(r)} asks for your consent`,
+    headline: r.job ? `${r.job.tool}: ${r.cost}` : `${r.cost} at ${r.service}`,
+    top: [theirWords(r, 'What the service says it is (its words, not checked)'), why(r)],
+    details: [facts, effects, h('p', { class: 'hash' }, 'Proposal hash ', h('code', { testid: 'hash', title: r.hash }, `${r.hash_short}…`))],
   }
-  facts.append(...row('Signed with', principal(r), 'principal'))
+}
 
-  const effects = consent
-    ? h(
-        'section',
-        { class: 'effects' },
-        h('h2', { testid: 'effect-count' }, `What it does — every effect (${r.effects.length} effect${r.effects.length === 1 ? '' : 's'})`),
-        r.effects.length
-          ? h('ol', { testid: 'effects' }, ...r.effects.map((e) => h('li', { class: opSymbolClass(e.op) }, e.line)))
-          : h('p', { testid: 'effects', class: 'muted' }, 'The proposal lists no effects.'),
-      )
-    : h(
-        'section',
-        { class: 'effects' },
-        h('h2', null, 'Exactly what would be signed'),
-        h(
-          'ol',
-          { testid: 'caveats' },
-          ...r.caveats.map((c) => h('li', null, h('span', null, c.words), h('code', { class: 'json' }, JSON.stringify(c.json)))),
-        ),
-      )
+function grantBody(r: Review): Body {
+  const facts = h('dl', { class: 'facts' })
+  facts.append(
+    ...row('Services', h('span', { class: 'ident' }, r.service || '(every service)'), 'service'),
+    ...row('In words', r.preview, 'preview', 'preview'),
+    ...row('Grant ends', when(r.expires), 'grant-exp'),
+    // Issue 30: revoking is an extension; say what it cannot do.
+    ...row('Revoking', 'You can revoke it in the audit log, but services that do not check revocations still accept it until it ends.', 'revoke-limit'),
+    ...row('Signed with', principal(r), 'principal'),
+  )
+  const caveats = h(
+    'section',
+    { class: 'effects' },
+    h('h2', null, 'Exactly what would be signed'),
+    h('ol', { testid: 'caveats' }, ...r.caveats.map((c) => h('li', null, h('span', null, c.words), h('code', { class: 'json' }, JSON.stringify(c.json))))),
+  )
+  return {
+    title: `Grant for ${r.service || 'every service'}? — Parley Custody`,
+    kind: 'An agent asks for a grant',
+    // A subject: "shopping bot may ask for offers…", never a bare "may…".
+    headline: `${agentName(r)} ${r.preview}`,
+    top: [theirWords(r, 'The agent’s reason (its words, not checked)')],
+    details: [facts, caveats],
+  }
+}
 
-  const countdown = h('p', { class: 'countdown', testid: 'countdown' })
-  const their = r.their_words
+/** Every kind of review, by `Review.kind`. */
+const bodies: Record<string, (r: Review) => Body> = { consent: consentBody, grant: grantBody }
+
+function theirWords(r: Review, heading: string): HTMLElement | null {
+  return r.their_words
     ? h(
         'section',
         { class: 'their-words' },
-        h('h2', null, consent ? 'The service’s own summary (its words, not checked)' : 'The agent’s reason (its words, not checked)'),
+        h('h2', null, heading),
         h('blockquote', { testid: 'summary' }, r.their_words),
         r.summary_differs ? h('p', { class: 'warn' }, 'This differs from the summary in the proposal itself.') : null,
       )
     : null
-  const hash = consent
-    ? h('p', { class: 'hash' }, 'Proposal hash ', h('code', { testid: 'hash', title: r.hash }, `${r.hash_short}…`))
-    : null
-  const warnings = r.warnings.length
-    ? h('ul', { class: 'warnings', testid: 'warnings' }, ...r.warnings.map((w) => h('li', null, w)))
-    : null
+}
+
+/** Why custody asks, in its own words (computed by the service). */
+function why(r: Review): HTMLElement | null {
+  return r.why ? h('section', { class: 'why' }, h('h2', null, 'Why custody asks you'), h('p', { testid: 'why', attrs: { 'data-rule': r.why.rule } }, r.why.words)) : null
+}
+
+/** The next element Tab reaches, cycling within the page. */
+function tabbables(): HTMLElement[] {
+  return [...document.querySelectorAll<HTMLElement>('button, input, select, textarea, summary, a[href], [tabindex]')].filter(
+    (el) => el.tabIndex >= 0 && !(el as HTMLButtonElement).disabled && el.getClientRects().length > 0,
+  )
+}
+
+function render(p: PendingView): void {
+  const r = p.review
+  const consent = r.kind === 'consent'
+  const body = (bodies[r.kind] ?? grantBody)(r)
+  // A YEA job plan (job.ts): its tool, input and the phrase to type.
+  const job = jobPart(r)
+  document.title = body.title
+
+  const countdown = h('p', { class: 'countdown', testid: 'countdown' })
+  const warnings = r.warnings.length ? h('ul', { class: 'warnings', testid: 'warnings' }, ...r.warnings.map((w) => h('li', null, w))) : null
   // Whether the OS asks for the password after Approve, said before the human decides.
   const stepUp = h('p', { class: p.step_up.required ? 'step-up' : 'step-up step-up-off', testid: 'step-up' }, p.step_up.words)
 
   const deny = h('button', { id: 'deny', class: 'btn btn-default', testid: 'deny', attrs: { type: 'button', autofocus: '' } }, 'Deny')
-  const denyPause = h('button', { class: 'btn', testid: 'deny-pause', attrs: { type: 'button', title: 'Deny this request; the agent’s requests are refused without being shown for 1 hour (resume it in the audit view)' } }, 'Deny and pause this agent for 1 hour')
+  const denyPause = h('button', { class: 'btn', testid: 'deny-pause', attrs: { type: 'button', title: 'Deny this request; the agent’s requests are refused without being shown for 1 hour (resume it in the audit view)' } }, 'Deny and pause agent 1 h')
   const approve = h('button', { id: 'approve', class: 'btn btn-approve', testid: 'approve', attrs: { type: 'button', title: 'Click, or press and hold, with the pointer' } }, consent ? 'Approve' : 'Approve as requested')
   approve.disabled = true
   const hint = h('span', { class: 'hint', testid: 'approve-hint' })
-  const edit = consent
-    ? null
-    : h('button', { class: 'btn', testid: 'edit-grant', attrs: { type: 'button' } }, 'Edit in grant form…')
+  const edit = consent ? null : h('button', { class: 'btn', testid: 'edit-grant', attrs: { type: 'button' } }, 'Edit in grant form…')
   const reason = h('input', { id: 'reason', attrs: { type: 'text', maxlength: '200', placeholder: 'Reason for the agent (optional)', 'aria-label': 'Reason for denying' } })
 
   const confirmYes = h('button', { class: 'btn btn-approve', testid: 'confirm-approve', attrs: { type: 'button' } }, consent ? `Yes, approve ${r.cost}` : 'Yes, approve')
@@ -195,15 +252,35 @@ function render(p: PendingView): void {
   const confirm = h(
     'div',
     { class: 'confirm', testid: 'confirm' },
-    h('p', null, r.irreversible && r.risk === 'high'
-      ? 'This is HIGH RISK and cannot be undone.'
-      : r.irreversible ? 'This cannot be undone.' : 'This is HIGH RISK.'),
-    h('p', null, 'Approve it anyway?'),
+    h('p', null, r.irreversible && r.risk === 'high' ? 'This is HIGH RISK and cannot be undone.' : r.irreversible ? 'This cannot be undone.' : 'This is HIGH RISK.', ' Approve it anyway?'),
     h('div', { class: 'actions' }, confirmNo, confirmYes),
   )
   confirm.hidden = true
   const status = h('p', { class: 'msg', testid: 'status', attrs: { role: 'status' } })
   status.hidden = true
+  // When the OS could not ask for the password: what happened and what to do.
+  const guidance = h('div', { class: 'msg msg-warn guidance', testid: 'step-up-guidance', attrs: { role: 'alert' } })
+  guidance.hidden = true
+  const retry = h('button', { class: 'btn btn-small', testid: 'step-up-retry', attrs: { type: 'button' } }, 'I started it: approve again')
+  // Other requests waiting (any agent): a count and the way to them.
+  // Its line keeps its height whether or not others wait: a request that
+  // arrives never moves Deny or Approve under the pointer.
+  const queue = h('p', { class: 'queue queue-none', testid: 'queue' })
+  const drawQueue = async () => {
+    if (closed) return
+    try {
+      const s = await api.status()
+      const more = Math.max(0, s.pending - 1)
+      queue.classList.toggle('queue-none', more === 0)
+      replace(
+        queue,
+        `${more} more waiting `,
+        h('button', { class: 'btn btn-small', testid: 'queue-open', attrs: { type: 'button' }, on: { click: () => void api.openWindow('main').catch(() => {}) } }, 'Show all'),
+      )
+    } catch {
+      queue.classList.add('queue-none')
+    }
+  }
   // Requests alike to this one (same agent, user, service and capability)
   // waiting now: listed here, deniable together; each is approved only in
   // its own review.
@@ -245,35 +322,39 @@ function render(p: PendingView): void {
     )
   }
 
+  const footer = h(
+    'footer',
+    { class: 'review-foot', testid: 'footer' },
+    guidance,
+    status,
+    h('div', { class: 'actions' }, deny, denyPause, edit, approve),
+    confirm,
+    h('div', { class: 'foot-line' }, hint, queue),
+  )
   replace(
     app,
-    h(
-      'header',
-      { class: 'review-head' },
-      h('div', { class: 'kind' }, consent ? 'An agent asks for your consent' : 'An agent asks for a grant'),
-      h('h1', { testid: 'headline' }, consent ? `${r.cost} at ${r.service}` : r.preview),
-    ),
+    h('header', { class: 'review-head' }, h('div', { class: 'kind', testid: 'kind' }, body.kind), h('h1', { testid: 'headline' }, body.headline)),
+    ...body.top,
     warnings,
     job?.section ?? null,
-    facts,
-    effects,
-    countdown,
     h('section', { class: 'requested' }, h('h2', null, 'Asked by'), who(r), agent(r)),
-    their,
-    hash,
+    ...body.details,
+    countdown,
     stepUp,
-    h('div', { class: 'actions' }, deny, denyPause, edit, approve, hint),
     h('div', { class: 'reason' }, reason),
-    confirm,
-    status,
     alike,
+    footer,
   )
   // Deny has the focus, but the review opens at its top: the headline and
   // the facts first (focusing the button must not scroll the page to it).
   deny.focus({ preventScroll: true })
   window.scrollTo(0, 0)
   void drawAlike()
-  void on('pending-changed', () => void drawAlike())
+  void drawQueue()
+  void on('pending-changed', () => {
+    void drawAlike()
+    void drawQueue()
+  })
 
   const setBusy = (b: boolean) => {
     busy = b
@@ -282,9 +363,13 @@ function render(p: PendingView): void {
   const finish = (text: string, kind: 'ok' | 'warn' | 'error' | 'info') => {
     closed = true
     confirm.hidden = true
+    guidance.hidden = true
     say(status, kind, text)
     update()
   }
+  // The decision stays on screen long enough to read before the window closes.
+  const closeSoon = () => setTimeout(() => void api.windowClose().catch(() => {}), CLOSE_AFTER_MS)
+  let cannotAsk = false
 
   async function decide(approveIt: boolean, confirmed: boolean, gesture: Gesture | null = null) {
     if (closed || busy) return
@@ -298,10 +383,19 @@ function render(p: PendingView): void {
     try {
       const d = await api.reviewDecide(p.id, approveIt, confirmed, approveIt ? gesture : null, approveIt ? null : reason.value || null, typed)
       finish(d.message, d.outcome === 'approved' || d.outcome === 'issued' ? 'ok' : 'info')
-      setTimeout(() => void api.windowClose().catch(() => {}), 1500)
+      closeSoon()
     } catch (e) {
       const msg = errorText(e)
       if (errorCode(e) === 'gone') finish(msg, 'warn')
+      else if (errorCode(e) === 'not_authenticated' && approveIt) {
+        // The OS could not ask: say so and what to do; Approve stays off
+        // until the human says the agent runs.
+        cannotAsk = true
+        status.hidden = true
+        replace(guidance, h('p', null, msg), h('div', { class: 'actions' }, retry))
+        guidance.hidden = false
+        confirm.hidden = true
+      }
       // Another approval's OS prompt is open: this request still waits.
       else say(status, errorCode(e) === 'busy' ? 'warn' : 'error', msg)
       if (approveIt) armedAt = performance.now()
@@ -309,6 +403,12 @@ function render(p: PendingView): void {
       setBusy(false)
     }
   }
+  retry.addEventListener('click', () => {
+    cannotAsk = false
+    guidance.hidden = true
+    armedAt = performance.now()
+    update()
+  })
 
   async function denyAndPause() {
     if (closed || busy) return
@@ -316,7 +416,7 @@ function render(p: PendingView): void {
     try {
       const d = await api.reviewDenyAndPause(p.id)
       finish(d.message, 'info')
-      setTimeout(() => void api.windowClose().catch(() => {}), 4000)
+      closeSoon()
     } catch (e) {
       const msg = errorText(e)
       if (errorCode(e) === 'gone') finish(msg, 'warn')
@@ -333,7 +433,7 @@ function render(p: PendingView): void {
       const d = await api.reviewDenyAlike(p.id, reason.value || null)
       alike.hidden = true
       finish(d.message, 'info')
-      setTimeout(() => void api.windowClose().catch(() => {}), 4000)
+      closeSoon()
     } catch (e) {
       const msg = errorText(e)
       if (errorCode(e) === 'gone') finish(msg, 'warn')
@@ -360,9 +460,22 @@ function render(p: PendingView): void {
   pointerOnly(confirmYes, () => !confirmYes.disabled && !closed && !busy, (gesture) => void decide(true, true, gesture))
   edit?.addEventListener('click', () => void api.openWindow('grant', p.id).catch((e) => say(status, 'error', errorText(e))))
   document.addEventListener('keydown', (ev) => {
+    const typing = ev.target instanceof HTMLInputElement || ev.target instanceof HTMLTextAreaElement || ev.target instanceof HTMLSelectElement
     if (ev.key === 'Escape') {
       ev.preventDefault()
-      void decide(false, false)
+      // Esc while typing leaves the field; it never denies from there.
+      if (typing) (ev.target as HTMLElement).blur()
+      else void decide(false, false)
+    } else if (ev.key === 'Tab') {
+      // Tab cycles within the page: focus never leaves it for the webview's chrome.
+      const list = tabbables()
+      if (!list.length) return
+      const at = list.indexOf(document.activeElement as HTMLElement)
+      const next = ev.shiftKey ? (at <= 0 ? list.length - 1 : at - 1) : at === list.length - 1 || at < 0 ? 0 : at + 1
+      if ((ev.shiftKey && at <= 0) || (!ev.shiftKey && (at === list.length - 1 || at < 0))) {
+        ev.preventDefault()
+        list[next].focus()
+      }
     }
   })
 
@@ -373,9 +486,10 @@ function render(p: PendingView): void {
     if (!closed && secsLeft <= 0) {
       finish('Expired: the request closed itself. Nothing was signed.', 'warn')
     }
-    approve.disabled = closed || busy || !focused || left > 0 || !confirm.hidden
+    approve.disabled = closed || busy || !focused || left > 0 || !confirm.hidden || cannotAsk
     approve.dataset.state = approve.disabled ? 'waiting' : 'ready'
     if (closed) hint.textContent = ''
+    else if (cannotAsk) hint.textContent = 'Approve is off until an authentication agent runs.'
     else if (!focused) hint.textContent = 'Approve is off while this window is not in front.'
     else if (left > 0) hint.textContent = `Approve in ${(left / 1000).toFixed(1)} s`
     else hint.textContent = 'Click, or press and hold, with the pointer: the keyboard cannot approve.'
@@ -385,13 +499,14 @@ function render(p: PendingView): void {
     denyPause.disabled = closed || busy
     denyAlike.disabled = closed || busy
     confirmNo.disabled = closed || busy
+    retry.disabled = closed || busy
     if (edit) edit.disabled = closed || busy
     reason.disabled = closed
     setText(
       countdown,
       closed
         ? 'This request is closed.'
-        : `Closes in ${span(secsLeft)} (at ${when(p.closes_at)}); it closes itself then, and nothing is signed.`,
+        : `Closes in ${span(secsLeft)} (at ${when(p.closes_at)}); it closes itself then, and nothing is signed. Closing this window does not deny it: it stays waiting, in home and the tray.`,
     )
   }
   onRearm = () => update()
@@ -415,9 +530,16 @@ function disarm() {
   focused = false
   onRearm()
 }
+// The window's own focus, as the app reports it (the service hears the same).
+void onWindowFocus((f) => (f ? arm() : disarm()))
+// The document taking the focus back restarts the delay too (the safe
+// direction); the document losing it (Tab to the webview's chrome) is not
+// the window leaving the front, and disarms nothing.
 window.addEventListener('focus', arm)
-window.addEventListener('blur', disarm)
-document.addEventListener('visibilitychange', () => (document.visibilityState === 'visible' ? arm() : disarm()))
+// A minimized or hidden window is not in front.
+document.addEventListener('visibilitychange', () => {
+  if (document.visibilityState !== 'visible') disarm()
+})
 
 async function main() {
   if (!/^q\d{1,22}$/.test(id)) {

@@ -134,6 +134,145 @@ test('review: a long grant review opens at its top, in a window that fits 768 px
   await page.close()
 })
 
+// The review window's inside on a 1366×768 screen with a panel, and on a 1024×600 one
+// (src-tauri/src/windows.rs: the window is sized to the work area, less the title bar).
+const SCREENS = [{ name: '1366×768', width: 620, height: 680 }, { name: '1024×600', width: 620, height: 520 }]
+
+test('review: on 1366×768 and 1024×600 the footer (Deny, Approve, the status) is on screen without scrolling, however long the review', async () => {
+  const p = consent({ review: { why: { rule: 'per_exceeded', words: 'Your grant allows 40.00 USD per order; this is 71.36 USD (31.36 USD over); custody approved 0.00 of its 100.00 USD since it was issued' } } })
+  p.review.effects = Array.from({ length: 30 }, (_, i) => ({ op: 'other', line: `· effect ${i}` }))
+  for (const screen of SCREENS) {
+    const page = await open('review.html#q1', reviewFixtures(p), { label: 'review-q1', width: screen.width, height: screen.height })
+    await page.locator(tid('approve')).waitFor()
+    const inView = async () =>
+      page.evaluate(() =>
+        ['deny', 'approve', 'approve-hint', 'footer'].map((id) => {
+          const r = document.querySelector(`[data-testid="${id}"]`).getBoundingClientRect()
+          return { id, ok: r.top >= 0 && r.bottom <= window.innerHeight + 0.5 && r.height > 0 }
+        }),
+      )
+    assert.equal(await page.evaluate(() => window.scrollY), 0, `${screen.name}: opened at the top`)
+    assert.deepEqual((await inView()).filter((x) => !x.ok), [], `${screen.name}: the footer is on screen at the top`)
+    // The amount, and why custody asks, are above the fold too.
+    for (const id of ['headline', 'why']) {
+      const box = await page.locator(tid(id)).boundingBox()
+      assert.ok(box && box.y >= 0 && box.y + box.height <= screen.height - 80, `${screen.name}: ${id} above the footer (${JSON.stringify(box)})`)
+    }
+    await page.evaluate(() => window.scrollTo(0, document.body.scrollHeight))
+    assert.deepEqual((await inView()).filter((x) => !x.ok), [], `${screen.name}: and at the bottom`)
+    // The result of a decision shows in the footer.
+    await enabled(page, 'approve')
+    await page.locator(tid('approve')).click()
+    const status = page.locator(`${tid('footer')} ${tid('status')}.msg-ok`)
+    await status.waitFor()
+    const box = await status.boundingBox()
+    assert.ok(box.y >= 0 && box.y + box.height <= screen.height + 0.5, `${screen.name}: the result is on screen`)
+    if (process.env.UPDATE_SCREENSHOTS && screen.name === '1024×600') {
+      await page.evaluate(() => window.scrollTo(0, 0))
+      await page.screenshot({ path: join(here, '..', '..', 'docs', 'screenshots', 'review-approved-1024x600.png') })
+    }
+    assert.deepEqual(page.problems, [])
+    await page.close()
+  }
+})
+
+test('review: says why custody asks, in its words, right after what the service says it is', async () => {
+  const words = 'Your grant allows 40.00 USD per order; this is 71.36 USD (31.36 USD over); custody approved 0.00 of its 100.00 USD since it was issued'
+  const p = consent({ review: { why: { rule: 'per_exceeded', words } } })
+  const page = await open('review.html#q1', reviewFixtures(p), { label: 'review-q1', width: 620, height: 680 })
+  await page.locator(tid('why')).waitFor()
+  assert.equal(await text(page, 'why'), words)
+  const order = await page.evaluate(() => ['headline', 'summary', 'why', 'requester', 'service'].map((i) => document.querySelector(`[data-testid="${i}"]`)).every((el, k, a) => k === 0 || a[k - 1].compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING))
+  assert.ok(order, 'amount, what, why, who, then the details')
+  assert.match(await text(page, 'kind'), /^cactus orbit lemon frost asks for your consent$/)
+  if (process.env.UPDATE_SCREENSHOTS) await page.screenshot({ path: join(here, '..', '..', 'docs', 'screenshots', 'review-consent.png') })
+  await page.close()
+})
+
+test('review: Esc while typing in a field does not deny; Enter in the name field saves the name', async () => {
+  const p = consent()
+  const page = await open('review.html#q1', reviewFixtures(p, { agent_label_set: null }), { label: 'review-q1' })
+  await page.locator(tid('agent-naming')).locator('summary').click()
+  await page.locator(tid('agent-name')).fill('shopping bot')
+  await page.keyboard.press('Escape')
+  await page.locator(tid('agent-name')).focus()
+  await page.keyboard.press('Enter')
+  await page.waitForFunction(() => /Saved/.test(document.querySelector('[data-testid="agent-name-status"]').textContent))
+  assert.deepEqual(await calls(page, 'agent_label_set'), [{ agent: p.review.agent.key, label: 'shopping bot' }])
+  await page.locator('#reason').fill('too dear')
+  await page.keyboard.press('Escape')
+  await page.waitForTimeout(200)
+  assert.deepEqual(await calls(page, 'review_decide'), [], 'Esc in a field, and Enter in the name field, decide nothing')
+  // Outside a field, Esc still denies.
+  await page.locator(tid('headline')).click()
+  await page.keyboard.press('Escape')
+  await page.locator(`${tid('status')}:not([hidden])`).waitFor()
+  assert.equal((await calls(page, 'review_decide'))[0].approve, false)
+  await page.close()
+})
+
+test('review: Tab cycles within the page and never disarms Approve', async () => {
+  const page = await open('review.html#q1', reviewFixtures(consent()), { label: 'review-q1' })
+  await enabled(page, 'approve')
+  for (let i = 0; i < 30; i++) {
+    await page.keyboard.press(i % 7 === 6 ? 'Shift+Tab' : 'Tab')
+    const where = await page.evaluate(() => ({ inPage: document.activeElement !== document.body && document.hasFocus(), id: document.activeElement?.dataset.testid ?? document.activeElement?.id ?? document.activeElement?.tagName }))
+    assert.ok(where.inPage, `Tab ${i} stays in the page (${where.id})`)
+    assert.notEqual(where.id, 'approve')
+    assert.equal(await page.locator(tid('approve')).isDisabled(), false, `Approve stays armed after Tab ${i}`)
+  }
+  // A document blur (focus moving to the webview's chrome) is not the window losing focus.
+  await page.evaluate(() => window.dispatchEvent(new Event('blur')))
+  assert.equal(await page.locator(tid('approve')).isDisabled(), false)
+  assert.doesNotMatch(await text(page, 'approve-hint'), /not in front/)
+  await page.close()
+})
+
+test('review: with no authentication agent, the review says what happened and what to do, and Approve waits', async () => {
+  const message = 'Custody could not ask for your password: no authentication agent is running in this session. Nothing was signed, and the request still waits. Start your desktop’s authentication agent (for example lxpolkit) and approve again, or decide at a terminal.'
+  const page = await open('review.html#q1', reviewFixtures(consent(), { review_decide: { __error: { code: 'not_authenticated', message } } }), { label: 'review-q1', width: 620, height: 520 })
+  await enabled(page, 'approve')
+  await page.locator(tid('approve')).click()
+  const guidance = page.locator(tid('step-up-guidance'))
+  await guidance.waitFor()
+  assert.match(await guidance.innerText(), /^Custody could not ask for your password: no authentication agent/)
+  const box = await guidance.boundingBox()
+  assert.ok(box.y >= 0 && box.y + box.height <= 520, 'the guidance is on screen, in the footer')
+  assert.equal(await page.locator(tid('approve')).isDisabled(), true, 'Approve does not sit live')
+  assert.match(await text(page, 'approve-hint'), /authentication agent/)
+  assert.equal(await page.locator(`${tid('status')}.msg-error`).count(), 0, 'no red error')
+  if (process.env.UPDATE_SCREENSHOTS) await page.screenshot({ path: join(here, '..', '..', 'docs', 'screenshots', 'review-no-auth-agent.png') })
+  await page.locator(tid('step-up-retry')).click()
+  assert.equal(await guidance.isHidden(), true)
+  await enabled(page, 'approve')
+  await page.close()
+})
+
+test('review: other waiting requests are counted in the footer, with the way to them', async () => {
+  const page = await open('review.html#q1', reviewFixtures(consent(), { status: status({ pending: 3 }) }), { label: 'review-q1' })
+  await page.locator(`${tid('queue')}:not(.queue-none)`).waitFor()
+  assert.match(await text(page, 'queue'), /^2 more waiting/)
+  await page.locator(tid('queue-open')).click()
+  assert.deepEqual(await calls(page, 'open_window'), [{ kind: 'main', id: null, agent: null }])
+  // The footer keeps its height whether or not others wait: Approve never moves under the pointer.
+  const at = async () => (await page.locator(tid('approve')).boundingBox()).y
+  const before = await at()
+  await page.evaluate(() => {
+    window.__PARLEY_FIXTURES__.status.pending = 1
+    return window.__parleyEmit('pending-changed')
+  })
+  await page.locator(`${tid('queue')}.queue-none`).waitFor({ state: 'attached' })
+  assert.equal(await at(), before, 'Approve did not move')
+  await page.close()
+})
+
+test('review: a grant request\u2019s heading has a subject', async () => {
+  const page = await open('review.html#q7', reviewFixtures(grantRequest()), { label: 'review-q7' })
+  await page.locator(tid('headline')).waitFor()
+  assert.match(await text(page, 'headline'), /^cactus orbit lemon frost may /)
+  await page.close()
+})
+
 test('review: every field, in the order the architecture asks', async () => {
   const p = consent()
   const page = await open('review.html#q1', reviewFixtures(p), { label: 'review-q1' })
@@ -154,12 +293,13 @@ test('review: every field, in the order the architecture asks', async () => {
   assert.equal(await text(page, 'agent-new'), 'never granted to before')
   assert.equal(await text(page, 'agent-phrase'), 'cactus orbit lemon frost')
   assert.equal(await text(page, 'summary'), 'Order 3 items')
-  assert.match(await page.locator('.their-words h2').innerText(), /service’s own summary \(its words/)
+  assert.match(await page.locator('.their-words h2').innerText(), /What the service says it is \(its words, not checked\)/)
   assert.equal(await text(page, 'hash'), `${HASH.slice(0, 12)}…`)
   assert.match(await text(page, 'step-up'), /asks for your password \(OS authentication\) before anything is signed/)
-  // The order: service, capability, cost, risk, undo, effects, countdown, requester, agent, summary, hash,
-  // then whether the OS will ask for the password, right above the buttons.
-  const order = ['service', 'capability', 'cost', 'risk', 'undo', 'effects', 'countdown', 'requester', 'agent-key', 'summary', 'hash', 'step-up', 'deny', 'approve']
+  // The order a person decides in: the amount, what (the service's words), who asks, then every
+  // detail (service, capability, cost, risk, undo, effects, hash), the countdown, whether the OS
+  // will ask for the password, and the footer's buttons.
+  const order = ['headline', 'summary', 'requester', 'agent-key', 'service', 'capability', 'cost', 'risk', 'undo', 'effects', 'hash', 'countdown', 'step-up', 'deny', 'approve']
   const positions = await page.evaluate((ids) => ids.map((i) => document.querySelector(`[data-testid="${i}"]`)), order)
   assert.equal(positions.length, order.length)
   const sorted = await page.evaluate((ids) => {
@@ -222,15 +362,17 @@ test('review: Approve waits for the delay, and again after the window regains fo
   const enabledAt = await (await page.waitForFunction(() => !document.querySelector('[data-testid="approve"]').disabled && performance.now())).jsonValue()
   assert.ok(enabledAt >= APPROVE_DELAY_MS, `enabled only after the delay (${enabledAt} ms after the page started)`)
   assert.ok(Date.now() - t0 < 10_000)
-  // Losing focus disables it; regaining focus restarts the delay.
-  await page.evaluate(() => window.dispatchEvent(new Event('blur')))
+  // Losing the window's focus (as the app reports it) disables it; regaining it restarts the delay.
+  await page.evaluate(() => window.__parleyEmit('tauri://blur'))
+  await page.waitForFunction(() => document.querySelector('[data-testid="approve"]').disabled)
   assert.equal(await approve.isDisabled(), true, 'off while not focused')
   assert.match(await text(page, 'approve-hint'), /not in front/)
   await page.waitForTimeout(APPROVE_DELAY_MS + 100)
   assert.equal(await approve.isDisabled(), true, 'still off without focus')
-  const focusedAt = await page.evaluate(() => {
-    window.dispatchEvent(new Event('focus'))
-    return performance.now()
+  const focusedAt = await page.evaluate(async () => {
+    const t = performance.now()
+    await window.__parleyEmit('tauri://focus')
+    return t
   })
   assert.equal(await approve.isDisabled(), true, 'off right after focus returns')
   const reEnabledAt = await (await page.waitForFunction(() => !document.querySelector('[data-testid="approve"]').disabled && performance.now())).jsonValue()
@@ -239,8 +381,11 @@ test('review: Approve waits for the delay, and again after the window regains fo
   await page.locator(`${tid('status')}.msg-ok`).waitFor()
   assert.deepEqual(await calls(page, 'review_decide'), [{ id: 'q1', approve: true, confirmed: false, gesture: 'click', reason: null }])
   assert.equal(await approve.isDisabled(), true, 'decided once')
-  await page.waitForTimeout(1700)
-  assert.equal((await calls(page, 'window_close')).length, 1, 'the window closes after the decision')
+  // The result stays in the footer long enough to read, then the window closes.
+  await page.waitForTimeout(2500)
+  assert.equal((await calls(page, 'window_close')).length, 0, 'the result is still on screen')
+  assert.ok(await page.locator(`${tid('footer')} ${tid('status')}.msg-ok`).isVisible())
+  await page.waitForFunction(() => window.__parleyCalls.some(([c]) => c === 'window_close'), null, { timeout: 4000 })
   await page.close()
 })
 
@@ -923,7 +1068,7 @@ test('review: "Deny and pause this agent for 1 hour" sits next to Deny, is never
   const page = await open('review.html#q1', reviewFixtures(consent(), { review_deny_and_pause: { outcome: 'denied', message } }), { label: 'review-q1' })
   await page.locator(tid('approve')).waitFor()
   const button = page.locator(tid('deny-pause'))
-  assert.equal(await button.innerText(), 'Deny and pause this agent for 1 hour')
+  assert.equal(await button.innerText(), 'Deny and pause agent 1 h')
   // Right after Deny, before Approve; Deny keeps the focus, and Enter denies without pausing.
   const order = await page.evaluate(() => [...document.querySelectorAll('.actions button')].map((b) => b.dataset.testid))
   assert.deepEqual(order.slice(0, 2), ['deny', 'deny-pause'])

@@ -97,6 +97,28 @@ impl Audit {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// The grants issued to `agent` (newest first, at most
+    /// [`MAX_LIVE_GRANTS`]), live or not: when each was issued, when it ends
+    /// and its caveats (JSON text), for "why custody asks"
+    /// ([`crate::review::why_asked()`]).
+    pub fn grants_issued_to(&self, agent: &str) -> Result<Vec<(i64, i64, String)>, AuditError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT at, expires, caveats FROM events WHERE kind = ?1 AND agent = ?2 \
+             AND expires IS NOT NULL AND caveats IS NOT NULL ORDER BY seq DESC LIMIT ?3",
+        )?;
+        let rows = stmt.query_map(
+            params![EventKind::GrantIssued.as_str(), agent, MAX_LIVE_GRANTS],
+            |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            },
+        )?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     /// Every service id the human approved a consent at or named in a grant
     /// (a grant's `svc` list is stored comma-joined and is split here), at
     /// most [`MAX_SERVICES`] rows.

@@ -167,10 +167,13 @@ pub fn check(label: &str, call: &str, args: &serde_json::Value) -> Result<Window
             if call.starts_with("review_") && id != Some(own.as_str()) {
                 return Err("A review window acts on its own request only.".into());
             }
-            if call == "open_window"
-                && (str_arg("kind") != Some("grant") || id != Some(own.as_str()))
-            {
-                return Err("A review window opens only the grant form of its own request.".into());
+            // Home lists every request waiting: the review's "N more
+            // waiting" goes there; it decides nothing itself.
+            let grant_of_own = str_arg("kind") == Some("grant") && id == Some(own.as_str());
+            if call == "open_window" && !grant_of_own && str_arg("kind") != Some("main") {
+                return Err(
+                    "A review window opens only the grant form of its own request, or home.".into(),
+                );
             }
         }
         WindowKind::GrantRequest(own)
@@ -346,6 +349,7 @@ mod tests {
         )
         .is_err());
         assert!(check("review-q3", "open_window", &json!({"kind": "settings"})).is_err());
+        assert!(check("review-q3", "open_window", &json!({"kind": "main"})).is_ok());
         assert!(check("review-q3", "key_delete", &json!({})).is_err());
     }
 

@@ -282,13 +282,20 @@ impl Engine {
                 let unusual = crate::unusual::assess(&subject, &facts);
                 let activity =
                     crate::activity::AgentActivity::of_agent(&audit, &subject.agent, now)?;
-                Ok((unusual, activity))
+                let why = match &*reviewed {
+                    Reviewed::Consent(c) => Some(why_asked(&audit, c, now)?),
+                    Reviewed::Grant(_) => None,
+                };
+                Ok((unusual, activity, why))
             })
         };
         drop(audit);
         match gathered {
-            Ok((unusual, activity)) => match reviewed {
-                Reviewed::Consent(c) => c.add_insight(unusual, Some(activity)),
+            Ok((unusual, activity, why)) => match reviewed {
+                Reviewed::Consent(c) => {
+                    c.add_insight(unusual, Some(activity));
+                    c.set_why(why);
+                }
                 Reviewed::Grant(g) => g.add_insight(unusual, Some(activity)),
             },
             Err(e) => tracing::error!("the audit log could not be read for the review: {e}"),
@@ -306,6 +313,47 @@ impl Engine {
         }
         r
     }
+}
+
+/// Why custody asks about consent `c`: the grants it issued to the agent,
+/// read from the log, compared with the proposal ([`review::why_asked()`]).
+fn why_asked(
+    audit: &crate::audit::Audit,
+    c: &review::ReviewedConsent,
+    now: i64,
+) -> Result<review::WhyAsked, crate::audit::AuditError> {
+    let agent = c.agent().to_string();
+    let mut grants = Vec::new();
+    for (issued_at, expires, text) in audit.grants_issued_to(&agent)? {
+        let Ok(Value::Array(list)) = serde_json::from_str::<Value>(&text) else {
+            continue;
+        };
+        let counted = audit
+            .spent_by_agent(&agent, issued_at)?
+            .into_iter()
+            .map(|t| parley_core::money::Money {
+                amount: t.amount,
+                currency: t.currency,
+            })
+            .collect();
+        grants.push(review::IssuedGrant {
+            caveats: list
+                .iter()
+                .map(parley_core::caveat::Caveat::parse)
+                .collect(),
+            issued_at,
+            expires,
+            counted,
+        });
+    }
+    let p = c.checked().proposal();
+    let asked = review::Proposed {
+        service: &c.checked().request().service,
+        capability: &c.checked().request().capability,
+        cost: c.review().cost_money.as_ref(),
+        risk: p.risk,
+    };
+    Ok(review::why_asked(&asked, &grants, now))
 }
 
 pub(super) fn unreachable_op() -> Result<Reviewed, Rejection> {

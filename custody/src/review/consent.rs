@@ -134,6 +134,10 @@ impl ReviewedConsent {
     ) {
         self.review.add_insight(unusual, activity);
     }
+    /// Sets why custody asks ([`Review::why`]).
+    pub fn set_why(&mut self, why: Option<super::WhyAsked>) {
+        self.review.why = why;
+    }
 }
 
 /// Checklist for a `consent` op (ARCHITECTURE.md 1–6).
@@ -384,6 +388,7 @@ pub(super) fn reviewed_from_checked(
         unusual: Vec::new(),
         activity: None,
         job: None,
+        why: None,
     };
     Ok(ReviewedConsent {
         checked,

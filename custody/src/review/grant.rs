@@ -263,6 +263,7 @@ pub fn review_grant(
         unusual: Vec::new(),
         activity: None,
         job: None,
+        why: None,
     };
     Ok(ReviewedGrant {
         agent,

@@ -19,6 +19,8 @@
 //! * `grant.rs`: the grant checklist ([`review_grant`], [`ReviewedGrant`]).
 //! * `form.rs`: the human's grant form ([`FormGrant`], [`check_form`]).
 //! * `preview.rs`: the grant in one sentence ([`preview()`]).
+//! * `why_asked.rs`: why custody asks about a consent, from the grants it
+//!   issued to the agent ([`why_asked()`]).
 //! * `test_support.rs`: what the unit tests share (tests only).
 
 mod consent;
@@ -30,6 +32,7 @@ mod preview;
 #[cfg(test)]
 pub(crate) mod test_support;
 mod view;
+mod why_asked;
 
 pub use consent::{
     money_in_uses, review_code, review_code_in, review_consent, review_consent_in, MoneySpent,
@@ -43,6 +46,7 @@ pub use preview::preview;
 pub use view::{
     AgentView, CaveatView, ChainLinkView, EffectView, Requester, Review, ReviewKind, UseView,
 };
+pub use why_asked::{why_asked, IssuedGrant, Proposed, WhyAsked};
 
 use parley_core::consent::ConsentError;
 use parley_core::PublicKey;

@@ -216,6 +216,10 @@ pub struct Review {
     /// phrase to type. `agent` is then the job server's key.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub job: Option<super::job::JobView>,
+    /// Why custody asks (consent): which grant it issued to this agent the
+    /// proposal falls outside of, and by how much ([`super::why_asked()`]);
+    /// `None` until the engine has read the grants, and for a grant review.
+    pub why: Option<super::WhyAsked>,
 }
 
 impl Review {

@@ -105,6 +105,12 @@ test('consent: the review shows the real effects; Approve signs exactly that pro
   assert.equal(await wd.text(tid('agent-key')), `${agentPub.slice(0, 18)}…`)
   assert.equal(await wd.text(tid('hash')), `${p.hash.slice(0, 12)}…`)
   assert.equal(await wd.text(tid('summary')), 'Order 3 items')
+  // Why custody asks, in custody's words: it gave this agent no grant yet.
+  assert.equal(await wd.text(tid('why')), 'No grant of yours covers this: custody never gave this agent a grant for shop.example')
+  // The window sits inside the screen's work area, its footer (Deny, Approve) on screen without scrolling.
+  const fit = await wd.exec(`const a = document.querySelector('[data-testid="approve"]').getBoundingClientRect(); return { x: window.screenX, y: window.screenY, w: window.outerWidth, h: window.outerHeight, ax: screen.availLeft ?? 0, ay: screen.availTop ?? 0, aw: screen.availWidth, ah: screen.availHeight, bottom: a.bottom, inner: window.innerHeight, scrolled: window.scrollY }`)
+  assert.ok(fit.x >= fit.ax && fit.y >= fit.ay && fit.x + fit.w <= fit.ax + fit.aw && fit.y + fit.h <= fit.ay + fit.ah, `the review window inside the work area: ${JSON.stringify(fit)}`)
+  assert.ok(fit.scrolled === 0 && fit.bottom <= fit.inner, `Approve on screen at the top: ${JSON.stringify(fit)}`)
   // Other windows cannot decide: the home window has no permission for it at all.
   await wd.switchTo(main)
   const refused = await invoke('review_decide', { id, approve: true, confirmed: true, reason: null })

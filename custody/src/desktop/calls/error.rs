@@ -73,10 +73,42 @@ impl From<DecideError> for CallError {
             DecideError::NotPending => ErrorCode::Gone,
             // Another decision's OS prompt is open; this request still waits.
             DecideError::StepUp(crate::stepup::StepUpError::Busy) => ErrorCode::Busy,
+            // The OS could not ask for the password at all: the review says
+            // what happened and what to do, in the human's words.
+            DecideError::StepUp(ref s @ crate::stepup::StepUpError::NoAgent)
+            | DecideError::StepUp(ref s @ crate::stepup::StepUpError::Unavailable(_))
+            | DecideError::StepUp(ref s @ crate::stepup::StepUpError::NotInstalled) => {
+                return CallError::new(ErrorCode::NotAuthenticated, cannot_ask(s));
+            }
             _ => ErrorCode::Refused,
         };
         CallError::new(code, e.to_string())
     }
+}
+
+/// What the review says when the OS could not ask for the password: what
+/// happened, that nothing was signed and the request still waits, and what
+/// the human can do (sentence case, whole sentences).
+pub fn cannot_ask(e: &crate::stepup::StepUpError) -> String {
+    use crate::stepup::StepUpError;
+    let what = match e {
+        StepUpError::NoAgent => {
+            "Custody could not ask for your password: no authentication agent is running in \
+             this session."
+                .to_string()
+        }
+        StepUpError::NotInstalled => "Custody could not ask for your password: its polkit \
+             actions are not installed (reinstall Parley Custody)."
+            .to_string(),
+        other => format!("Custody could not ask for your password: {other}."),
+    };
+    format!(
+        "{what} Nothing was signed, and the request still waits. Start your desktop's \
+         authentication agent (for example polkit-gnome-authentication-agent-1, lxpolkit or \
+         polkit-kde-authentication-agent-1) and approve again, or decide at a terminal: quit \
+         the app and run parley-custodyd --approver terminal, which asks for your password \
+         there."
+    )
 }
 
 /// A pause (or deny-and-pause) the engine could not carry out, coded as
@@ -151,6 +183,28 @@ mod tests {
             CallError::from(DecideError::NotAGrant).code,
             ErrorCode::Refused
         );
+    }
+
+    #[test]
+    fn no_authentication_agent_says_what_happened_and_what_to_do() {
+        let e = CallError::from(DecideError::StepUp(crate::stepup::StepUpError::NoAgent));
+        assert_eq!(e.code, ErrorCode::NotAuthenticated);
+        assert!(
+            e.message
+                .starts_with("Custody could not ask for your password: no authentication agent"),
+            "{}",
+            e.message
+        );
+        for what in [
+            "Nothing was signed",
+            "still waits",
+            "lxpolkit",
+            "--approver terminal",
+        ] {
+            assert!(e.message.contains(what), "{what}: {}", e.message);
+        }
+        let busy = CallError::from(DecideError::StepUp(crate::stepup::StepUpError::Busy));
+        assert_eq!(busy.code, ErrorCode::Busy);
     }
 
     #[test]
