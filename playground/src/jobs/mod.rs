@@ -14,14 +14,20 @@
 //!
 //! * [`policy`]: the policy decision from a signed policy grant.
 //! * [`approval_code`]: the approval code and the line for the person.
-//! * [`store`]: the file store (consume once, the ledger, receipts).
+//! * [`form`]: the in-chat approval form and the check of its answer.
+//! * [`request_state`]: the signed state that goes round the client.
+//! * [`undo`]: undo of a receipt within its window.
+//! * [`store`]: the file store (consume once, the ledger, receipts, undo claims).
 //! * [`server`]: the refund desk's two job tools and the call flow.
 //! * [`mcp`]: the server on the official MCP SDK (`rmcp`, stdio), and the
 //!   scripted client.
 
 pub mod approval_code;
 pub mod command;
+pub mod form;
 pub mod mcp;
 pub mod policy;
+pub mod request_state;
 pub mod server;
 pub mod store;
+pub mod undo;

@@ -147,6 +147,55 @@ impl FileStore {
         }
     }
 
+    /// `claimUndo`: true only for the first claim of a receipt id that is
+    /// not undone yet (atomic: the claim file is created exclusively), so
+    /// two undo calls never both revert. Ids outside the format are never
+    /// claimed: they never reach a path.
+    pub fn claim_undo(&self, id: &str) -> Result<bool, StoreError> {
+        if !is_id(id, "r_") {
+            return Ok(false);
+        }
+        let dir = self.dir(&["undo"])?;
+        if dir.join(format!("{id}.done")).exists() {
+            return Ok(false);
+        }
+        let path = dir.join(format!("{id}.claim"));
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+        {
+            Ok(mut f) => {
+                f.write_all(b"*").map_err(io_err(&path))?;
+                Ok(true)
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+            Err(e) => Err(io_err(&path)(e)),
+        }
+    }
+
+    /// `markUndone`: the receipt was reverted; it stays claimed for good.
+    pub fn mark_undone(&self, id: &str) -> Result<(), StoreError> {
+        if !is_id(id, "r_") {
+            return Ok(());
+        }
+        let dir = self.dir(&["undo"])?;
+        Self::write_file(&dir.join(format!("{id}.done")), b"")
+    }
+
+    /// `releaseUndo`: the revert failed, so the receipt may be tried again.
+    pub fn release_undo(&self, id: &str) -> Result<(), StoreError> {
+        if !is_id(id, "r_") {
+            return Ok(());
+        }
+        let path = self.root.join("undo").join(format!("{id}.claim"));
+        match fs::remove_file(&path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(io_err(&path)(e)),
+            _ => Ok(()),
+        }
+    }
+
     /// `getConsent`: the `pg1.` consent `parley approve` stored for a plan hash.
     pub fn get_consent(&self, plan_hash: &str) -> Result<Option<String>, StoreError> {
         use parley_custody_client::yea_store::{read_consent, StoreError as E};
