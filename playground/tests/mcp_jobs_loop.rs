@@ -142,3 +142,99 @@ fn within_policy_runs_a_refund_asks_the_consent_runs_once_and_a_replay_is_refuse
         2
     );
 }
+
+/// The person at an MCP client that can show forms: answers each form with
+/// the next of `answers` (`None`: decline) and keeps what it was shown.
+struct PersonAtTheForm {
+    answers: std::sync::Mutex<Vec<Option<&'static str>>>,
+    shown: std::sync::Mutex<Vec<String>>,
+}
+
+impl rmcp::ClientHandler for PersonAtTheForm {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        rmcp::model::ClientConfig::new(
+            rmcp::model::ClientCapabilities::builder()
+                .enable_elicitation()
+                .build(),
+            rmcp::model::Implementation::default(),
+        )
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        use rmcp::model::{ElicitResult, ElicitationAction};
+        let v = serde_json::to_value(&request).unwrap();
+        self.shown
+            .lock()
+            .unwrap()
+            .push(v["message"].as_str().unwrap_or("").to_string());
+        let next = self.answers.lock().unwrap().remove(0);
+        Ok(match next {
+            Some(typed) => ElicitResult::new(ElicitationAction::Accept)
+                .with_content(serde_json::json!({"confirm": typed})),
+            None => ElicitResult::new(ElicitationAction::Decline),
+        })
+    }
+}
+
+/// A client that can ask gets the in-chat approval form instead of a code:
+/// a wrong phrase asks again, the order typed runs the refund once, and a
+/// decline runs nothing.
+#[tokio::test]
+async fn a_client_that_can_ask_shows_the_form_and_runs_only_on_the_typed_phrase() {
+    use parley_playground::jobs::mcp::JobsMcp;
+    use parley_playground::jobs::server::{JobServer, Setup};
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::ServiceExt;
+    let dir = tempfile::tempdir().unwrap();
+    let server = JobServer::new(Setup {
+        key: key(3),
+        principal: key(1).public(),
+        policy_grant: None,
+        tightening: parley_playground::jobs::policy::read_tightening(&serde_json::json!({})),
+        store: parley_playground::jobs::store::FileStore::new(dir.path()),
+        clock: std::sync::Arc::new(parley_playground::clock::SystemClock),
+    });
+    let (client_end, server_end) = tokio::io::duplex(64 * 1024);
+    let serving = tokio::spawn(async move {
+        if let Ok(running) = JobsMcp::new(server).serve(server_end).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let person = PersonAtTheForm {
+        answers: std::sync::Mutex::new(vec![Some("approve"), Some(" a-1001 "), None]),
+        shown: std::sync::Mutex::new(Vec::new()),
+    };
+    let client = person.serve(client_end).await.unwrap();
+    let args = serde_json::json!({"order": "A-1001", "amount": "30.00"});
+    let call =
+        || CallToolRequestParams::new("refund").with_arguments(args.as_object().unwrap().clone());
+    let ran = client.call_tool(call()).await.unwrap();
+    let s = ran.structured_content.clone().unwrap();
+    assert_eq!(s["outcome"], "ran", "{s}");
+    assert_eq!(
+        s["receipt"]["authorizedBy"], "the person's answer in the chat",
+        "{s}"
+    );
+    let shown = client.service().shown.lock().unwrap().clone();
+    assert_eq!(shown.len(), 2, "{shown:?}");
+    assert!(shown[0].starts_with("Approval needed: "), "{}", shown[0]);
+    assert!(
+        shown[0].contains("to approve, type: A-1001"),
+        "{}",
+        shown[0]
+    );
+    assert!(
+        shown[1].starts_with("Approval needed: type \"A-1001\" exactly to approve."),
+        "{}",
+        shown[1]
+    );
+    let declined = client.call_tool(call()).await.unwrap();
+    let s = declined.structured_content.clone().unwrap();
+    assert_eq!(s["outcome"], "refused", "{s}");
+    assert_eq!(s["why"], "not approved; nothing ran", "{s}");
+    serving.abort();
+}

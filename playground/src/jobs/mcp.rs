@@ -1,12 +1,16 @@
 //! The job server on the official MCP SDK (`rmcp`, stdio transport), and
 //! the scripted MCP client that drives it over the child's stdio.
 
+use super::form::{approval_form, judge, Answer, Verdict};
+use super::request_state::{input_hash, RequestState, STATE_SECS};
 use super::server::{JobServer, Outcome, TOOLS};
+use super::store::new_id;
+use rmcp::model::ElicitRequestParams;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
     InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, Tool,
 };
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{ElicitationMode, Peer, RequestContext, RoleServer};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ServerHandler, ServiceExt};
 use serde_json::{json, Map, Value};
@@ -80,10 +84,97 @@ fn result_of(outcome: &Outcome) -> CallToolResult {
     result
 }
 
+impl JobsMcp {
+    /// Asks the person in the chat with the approval form (§3, §5), up to
+    /// three rounds. `None`: no form can be offered (all plans denied or
+    /// out of band) or the client failed to ask, so the approval codes
+    /// stand (§6).
+    async fn ask_in_chat(
+        &self,
+        peer: &Peer<RoleServer>,
+        tool: &str,
+        input: &Value,
+        mut why: String,
+    ) -> Option<Outcome> {
+        let server = &self.server;
+        let input_hash = input_hash(input)?;
+        let mut round = 1;
+        loop {
+            let plans = match server.asked_plans(tool, input) {
+                Ok(p) => p,
+                Err(why) => return Some(Outcome::Refused { why }),
+            };
+            let policy = server.ask_policy();
+            let form = approval_form(&plans, &why, &policy)?;
+            let state = RequestState {
+                tool: tool.to_string(),
+                input_hash: input_hash.clone(),
+                sub: String::new(),
+                plans: form.offered.clone(),
+                round,
+                nonce: new_id("n_"),
+                exp: server.now() + STATE_SECS,
+            };
+            let params: ElicitRequestParams = serde_json::from_value(json!({
+                "mode": "form", "message": form.message, "requestedSchema": form.requested_schema,
+            }))
+            .map_err(|e| eprintln!("mcp-jobs: the form is not an MCP form: {e}"))
+            .ok()?;
+            let result = peer
+                .create_elicitation(params)
+                .await
+                .map_err(|e| eprintln!("mcp-jobs: the client could not ask: {e}"))
+                .ok()?;
+            // Each answer consumes its round's nonce, whatever it says (§5 step 2).
+            match server.consume_once(&state.nonce, state.exp) {
+                Ok(true) => {}
+                Ok(false) => {
+                    return Some(Outcome::Refused {
+                        why: "this approval was already answered".into(),
+                    })
+                }
+                Err(e) => return Some(Outcome::Refused { why: e.to_string() }),
+            }
+            let answer = Answer::from_value(&serde_json::to_value(&result).unwrap_or(Value::Null));
+            let plans = match server.asked_plans(tool, input) {
+                Ok(p) => p,
+                Err(why) => return Some(Outcome::Refused { why }),
+            };
+            match judge(&state, &answer, &plans, &policy) {
+                Verdict::Run { plan } => {
+                    let (server, tool, input) =
+                        (Arc::clone(server), tool.to_string(), input.clone());
+                    return tokio::task::spawn_blocking(move || {
+                        server.run_approved(&tool, &input, &plan)
+                    })
+                    .await
+                    .ok();
+                }
+                Verdict::NotApproved => {
+                    return Some(Outcome::Refused {
+                        why: "not approved; nothing ran".into(),
+                    })
+                }
+                Verdict::AskAgain {
+                    why: again,
+                    round: next,
+                } => {
+                    why = again;
+                    round = next;
+                }
+                Verdict::Refuse { why } | Verdict::Denied { why } => {
+                    return Some(Outcome::Refused { why })
+                }
+                Verdict::OutOfBand { .. } => return None,
+            }
+        }
+    }
+}
+
 impl ServerHandler for JobsMcp {
     fn get_info(&self) -> InitializeResult {
         InitializeResult::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
-            "A refund desk with YEA job tools. A call outside the person's policy returns an approval code: ask the user to run `yea approve <code>` (or `parley approve <code>` with Parley Custody), then call again.",
+            "A refund desk with YEA job tools. A call outside the person's policy asks the person in the chat when the client can show forms; otherwise it returns an approval code: ask the user to run `yea approve <code>` (or `parley approve <code>` with Parley Custody), then call again.",
         )
     }
 
@@ -102,14 +193,32 @@ impl ServerHandler for JobsMcp {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let tool = request.name.to_string();
         let input = Value::Object(request.arguments.unwrap_or_default());
         let server = Arc::clone(&self.server);
-        let outcome = tokio::task::spawn_blocking(move || server.call(&tool, &input))
+        let (t, i) = (tool.clone(), input.clone());
+        let outcome = tokio::task::spawn_blocking(move || server.call(&t, &i))
             .await
             .map_err(|e| ErrorData::internal_error(format!("the job call failed: {e}"), None))?;
+        let outcome = match outcome {
+            Outcome::NeedsApproval { ref why, .. }
+                if context
+                    .peer
+                    .supported_elicitation_modes()
+                    .contains(&ElicitationMode::Form) =>
+            {
+                match self
+                    .ask_in_chat(&context.peer, &tool, &input, why.clone())
+                    .await
+                {
+                    Some(asked) => asked,
+                    None => outcome,
+                }
+            }
+            other => other,
+        };
         Ok(result_of(&outcome).into())
     }
 }

@@ -3,8 +3,10 @@
 //! scripted MCP client that calls it over the child's stdio.
 //!
 //! Within the person's signed policy a plan runs and the call returns a
-//! receipt; outside it the call returns an approval code and the line "ask
-//! the user to run `yea approve <code>`". The person runs `parley approve
+//! receipt. Outside it, a client that can show forms gets the in-chat
+//! approval form (the person types the plan's phrase); any other client,
+//! or a plan that needs approval outside the chat, gets an approval code
+//! and the line "ask the user to run `yea approve <code>`". The person runs `parley approve
 //! <code>` with Parley Custody, which reviews the plan, asks for the typed
 //! phrase, signs the consent with the principal key and writes it into the
 //! store; the same call again then runs once.

@@ -9,12 +9,14 @@
 //!   always asks (decision 7): the agent gets an approval code.
 
 use super::approval_code;
+use super::form::{AskPolicy, AskedPlan};
 use super::policy::{decide, Candidate, Decision, Policy};
 use super::store::{new_id, FileStore, StoreError};
 use crate::clock::Clock;
 use parley_core::job::{check_job_consent, plan_of, JobPlan};
 use parley_core::quantity::Exact;
 use parley_core::{PublicKey, SecretKey};
+use parley_custody_client::phrase::phrase_for;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -201,6 +203,57 @@ impl JobServer {
         let plan = plan_of(tool, None, input, &plan).map_err(|e| e.to_string())?;
         // The phrase the person types: the order, which the plan hash covers.
         Ok(vec![(plan, revert, (*order_key).to_string())])
+    }
+
+    /// The plans of `tool` for `input` as the in-chat form shows them,
+    /// each phrase checked typeable first (§3: no form for a phrase no one
+    /// could be sure of typing).
+    pub fn asked_plans(&self, tool: &str, input: &Value) -> Result<Vec<AskedPlan>, String> {
+        self.plans(tool, input)?
+            .into_iter()
+            .map(|(plan, _, phrase)| {
+                phrase_for(&phrase).map_err(|e| format!("the tool's phrase is refused: {e}"))?;
+                Ok(AskedPlan { plan, phrase })
+            })
+            .collect()
+    }
+
+    /// What the policy says about asking in the chat.
+    pub fn ask_policy(&self) -> AskPolicy {
+        AskPolicy {
+            deny: self.deny.clone(),
+            out_of_band: self.out_of_band,
+        }
+    }
+
+    /// Runs the plan with hash `hash` of `tool` for `input`, which the
+    /// person approved in the chat: the plans are recomputed, so only a
+    /// plan the hash still names runs, and never a denied tool's.
+    pub fn run_approved(&self, tool: &str, input: &Value, hash: &str) -> Outcome {
+        let _one_at_a_time = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        if self.deny.iter().any(|d| d == tool) {
+            return refused(format!("your policy never allows {tool}"));
+        }
+        let hashed = match self.plans(tool, input) {
+            Ok(p) => p,
+            Err(why) => return refused(why),
+        };
+        match hashed.iter().find(|(p, ..)| p.hash == hash) {
+            Some((plan, ..)) => {
+                self.apply(plan, "the person's answer in the chat", self.clock.now())
+            }
+            None => refused("the plans changed; nothing ran".into()),
+        }
+    }
+
+    /// Now, on the server's clock.
+    pub fn now(&self) -> i64 {
+        self.clock.now()
+    }
+
+    /// `consumeOnce` on the server's store (a form's nonce).
+    pub fn consume_once(&self, id: &str, exp: i64) -> Result<bool, StoreError> {
+        self.store.consume_once(id, exp)
     }
 
     /// Runs one job call: a stored consent, else the policy, else a code.
