@@ -182,9 +182,10 @@ impl rmcp::ClientHandler for PersonAtTheForm {
 
 /// A client that can ask gets the in-chat approval form instead of a code:
 /// a wrong phrase asks again, the order typed runs the refund once, and a
-/// decline runs nothing.
+/// decline runs nothing. Then undo: never for the refund, once for store
+/// credit, and an id outside the format is not found.
 #[tokio::test]
-async fn a_client_that_can_ask_shows_the_form_and_runs_only_on_the_typed_phrase() {
+async fn a_client_that_can_ask_shows_the_form_and_runs_only_on_the_typed_phrase_then_undo() {
     use parley_playground::jobs::mcp::JobsMcp;
     use parley_playground::jobs::server::{JobServer, Setup};
     use rmcp::model::CallToolRequestParams;
@@ -205,7 +206,12 @@ async fn a_client_that_can_ask_shows_the_form_and_runs_only_on_the_typed_phrase(
         }
     });
     let person = PersonAtTheForm {
-        answers: std::sync::Mutex::new(vec![Some("approve"), Some(" a-1001 "), None]),
+        answers: std::sync::Mutex::new(vec![
+            Some("approve"),
+            Some(" a-1001 "),
+            None,
+            Some("A-1001"),
+        ]),
         shown: std::sync::Mutex::new(Vec::new()),
     };
     let client = person.serve(client_end).await.unwrap();
@@ -236,5 +242,58 @@ async fn a_client_that_can_ask_shows_the_form_and_runs_only_on_the_typed_phrase(
     let s = declined.structured_content.clone().unwrap();
     assert_eq!(s["outcome"], "refused", "{s}");
     assert_eq!(s["why"], "not approved; nothing ran", "{s}");
+
+    // Undo (§7): a refund can never be undone; store credit can, once.
+    let undo = |id: &str| {
+        CallToolRequestParams::new("undo").with_arguments(
+            serde_json::json!({"receipt": id})
+                .as_object()
+                .unwrap()
+                .clone(),
+        )
+    };
+    let refund_id = ran.structured_content.as_ref().unwrap()["receipt"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let s = client
+        .call_tool(undo(&refund_id))
+        .await
+        .unwrap()
+        .structured_content
+        .unwrap();
+    assert_eq!(s["why"], "this job can never be undone", "{s}");
+    let credit = client
+        .call_tool(
+            CallToolRequestParams::new("store_credit")
+                .with_arguments(args.as_object().unwrap().clone()),
+        )
+        .await
+        .unwrap()
+        .structured_content
+        .unwrap();
+    assert_eq!(credit["outcome"], "ran", "{credit}");
+    let credit_id = credit["receipt"]["id"].as_str().unwrap();
+    let s = client
+        .call_tool(undo(credit_id))
+        .await
+        .unwrap()
+        .structured_content
+        .unwrap();
+    assert_eq!(s["outcome"], "undone", "{s}");
+    let s = client
+        .call_tool(undo(credit_id))
+        .await
+        .unwrap()
+        .structured_content
+        .unwrap();
+    assert_eq!(s["why"], "this job was already undone", "{s}");
+    let s = client
+        .call_tool(undo("../receipts/x"))
+        .await
+        .unwrap()
+        .structured_content
+        .unwrap();
+    assert_eq!(s["why"], "no such receipt", "{s}");
     serving.abort();
 }

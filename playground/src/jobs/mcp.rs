@@ -62,6 +62,21 @@ fn input_schema() -> Arc<Map<String, Value>> {
     }
 }
 
+/// The undo tool's name.
+pub const UNDO_TOOL: &str = "undo";
+
+fn undo_schema() -> Arc<Map<String, Value>> {
+    match json!({
+        "type": "object",
+        "properties": {"receipt": {"type": "string", "description": "the receipt id, e.g. r_…"}},
+        "required": ["receipt"],
+        "additionalProperties": false
+    }) {
+        Value::Object(m) => Arc::new(m),
+        _ => Arc::new(Map::new()),
+    }
+}
+
 /// The outcome as MCP: text for the model, the same facts as structured content.
 fn result_of(outcome: &Outcome) -> CallToolResult {
     let structured = match outcome {
@@ -74,10 +89,11 @@ fn result_of(outcome: &Outcome) -> CallToolResult {
             })).collect::<Vec<_>>(),
         }),
         Outcome::Refused { why } => json!({"outcome": "refused", "why": why}),
+        Outcome::Undone { id } => json!({"outcome": "undone", "receipt": id}),
     };
     let content = vec![ContentBlock::text(outcome.text())];
     let mut result = match outcome {
-        Outcome::Ran { .. } => CallToolResult::success(content),
+        Outcome::Ran { .. } | Outcome::Undone { .. } => CallToolResult::success(content),
         _ => CallToolResult::error(content),
     };
     result.structured_content = Some(structured);
@@ -183,10 +199,15 @@ impl ServerHandler for JobsMcp {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let tools = TOOLS
+        let mut tools: Vec<Tool> = TOOLS
             .iter()
             .map(|(name, description)| Tool::new(*name, *description, input_schema()))
             .collect();
+        tools.push(Tool::new(
+            UNDO_TOOL,
+            "Undo a job by its receipt id, within the receipt's undo window, once (no approval needed: it restores what the person approved changing). Input: {receipt}.",
+            undo_schema(),
+        ));
         Ok(ListToolsResult::with_all_items(tools))
     }
 
@@ -198,6 +219,13 @@ impl ServerHandler for JobsMcp {
         let tool = request.name.to_string();
         let input = Value::Object(request.arguments.unwrap_or_default());
         let server = Arc::clone(&self.server);
+        if tool == UNDO_TOOL {
+            let server = Arc::clone(&self.server);
+            let outcome = tokio::task::spawn_blocking(move || server.undo(&input))
+                .await
+                .map_err(|e| ErrorData::internal_error(format!("the undo failed: {e}"), None))?;
+            return Ok(result_of(&outcome).into());
+        }
         let (t, i) = (tool.clone(), input.clone());
         let outcome = tokio::task::spawn_blocking(move || server.call(&t, &i))
             .await

@@ -53,6 +53,11 @@ pub enum Outcome {
         /// Why, in words.
         why: String,
     },
+    /// A receipt was undone.
+    Undone {
+        /// The receipt's id.
+        id: String,
+    },
 }
 
 impl Outcome {
@@ -76,6 +81,7 @@ impl Outcome {
                 s
             }
             Outcome::Refused { why } => format!("REFUSED: {why}"),
+            Outcome::Undone { id } => format!("UNDONE: {id}"),
         }
     }
 }
@@ -243,6 +249,22 @@ impl JobServer {
                 self.apply(plan, "the person's answer in the chat", self.clock.now())
             }
             None => refused("the plans changed; nothing ran".into()),
+        }
+    }
+
+    /// `undo {receipt}` (§7): reverts one of this server's receipts within
+    /// its window, once. The desk's revert, like its apply, only records:
+    /// the receipt is marked undone in the store.
+    pub fn undo(&self, input: &Value) -> Outcome {
+        let Some(id) = input.get("receipt").and_then(Value::as_str) else {
+            return refused("undo takes {receipt}: a receipt id, e.g. \"r_…\"".into());
+        };
+        let service = self.service_id().to_string();
+        let now = self.clock.now();
+        match super::undo::undo(&self.store, &service, id, "", now, |_| Ok(())) {
+            Ok(super::undo::Undo::Undone) => Outcome::Undone { id: id.to_string() },
+            Ok(super::undo::Undo::Refused { why }) => refused(why),
+            Err(e) => refused(e.to_string()),
         }
     }
 
