@@ -21,6 +21,9 @@ import { when, TIME_FIELD_ATTRS } from './format'
 import { APPROVE_DELAY_MS } from './custody-constants'
 import { mainNav, showView } from './nav'
 
+/** How long an issued request's result stays on screen before its window closes. */
+const CLOSE_AFTER_MS = 4000
+
 const app = byId('app')
 const params = new URLSearchParams(location.hash.replace(/^#/, ''))
 const requestId = params.get('request')
@@ -174,7 +177,7 @@ async function main() {
     app.querySelector<HTMLElement>('.field-error:not([hidden])')?.closest('.field')?.querySelector<HTMLElement>('input, select')?.focus()
   })
   const issue = h('button', { class: 'btn btn-approve', testid: 'issue', attrs: { type: 'button' } }, req ? 'Issue and send to the agent' : 'Issue grant')
-  const cancel = h('button', { class: 'btn btn-default', testid: 'cancel', attrs: { type: 'button' } }, 'Cancel')
+  const cancel = h('button', { class: 'btn btn-default', testid: 'cancel', attrs: { type: 'button' } }, req ? 'Back to the review' : 'Cancel')
   const status = h('p', { class: 'msg', testid: 'status', attrs: { role: 'status' } })
   status.hidden = true
   const result = h('section', { class: 'result', testid: 'result' })
@@ -400,8 +403,15 @@ async function main() {
   }
   custom.addEventListener('focus', pickCustom)
   custom.addEventListener('input', pickCustom)
-  // A request's form is its own window; the own form goes back home.
-  cancel.addEventListener('click', () => void (req ? api.windowClose() : showView('home')).catch((e) => say(status, 'error', errorText(e))))
+  // A request's form shares its review's window: back goes to the review
+  // (closed once issued); the own form goes back home.
+  const back = (): Promise<void> => {
+    if (!req) return showView('home')
+    if (issued) return api.windowClose()
+    location.assign(`review.html#${encodeURIComponent(req.id)}`)
+    return Promise.resolve()
+  }
+  cancel.addEventListener('click', () => void back().catch((e) => say(status, 'error', errorText(e))))
   pointerOnly(issue, () => !issue.disabled, async (gesture: Gesture) => {
     const s = shown
     if (issued) return
@@ -431,6 +441,8 @@ async function main() {
         await api.agentLabelSet(agent.value.trim(), wanted || null).catch((e) => say(status, 'warn', `Label not saved: ${errorText(e)}`))
       }
       showResult(r)
+      // The request is answered: its window closes after the result was read.
+      if (req) setTimeout(() => void api.windowClose().catch(() => {}), CLOSE_AFTER_MS)
     } catch (e) {
       say(status, 'error', errorText(e))
       armedAt = performance.now()
