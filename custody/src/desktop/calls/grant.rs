@@ -223,6 +223,7 @@ pub async fn grant_issue(
         })?;
         return match outcome {
             Outcome::Issued(_, signed) => {
+                state.notifier.approved(state, &p);
                 // Answered: its window (which showed this form) says so,
                 // then closes by itself; any other review of it closes now.
                 if window.label() != review_label(&id) {
