@@ -1,6 +1,7 @@
 // The grant form: a time-boxed grant for an agent key, as exact caveats,
 // with custody's plain-language sentence of them. Issued to the agent that asked for it (a
-// pending grant request, in that request's own window `grant-<id>`) or, with
+// pending grant request, in that request's own window `review-<id>`, which
+// moves from its review to this form and back) or, with
 // no request, shown once for the human to copy (a view of the main window).
 //
 // Before Issue, custody previews the form's caveats (grant_preview): the exact
