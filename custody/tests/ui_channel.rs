@@ -447,7 +447,8 @@ fn a_window_decides_only_its_own_request_in_front_after_the_delay_with_the_point
     let yes = |gesture: Value| json!({"id": "q1", "approve": true, "confirmed": false, "gesture": gesture});
     for (window, args, why) in [
         ("main", yes(json!("click")), "may not do that"),
-        ("grant-q1", yes(json!("click")), "may not do that"),
+        // One window per request: a separate grant form window is none of ours.
+        ("grant-q1", yes(json!("click")), "not one of"),
         ("settings", yes(json!("click")), "not one of"),
         ("review-q2", yes(json!("click")), "its own request"),
         ("review-q1", yes(Value::Null), "keyboard alone"),
@@ -469,6 +470,14 @@ fn a_window_decides_only_its_own_request_in_front_after_the_delay_with_the_point
         .call("main", "grant_issue", json!({"request": "q1"}))
         .unwrap_err();
     assert!(e.contains("its own grant form"), "{e}");
+    // A request's window shows its grant form too, for its own request only.
+    let e = ui
+        .call("review-q2", "grant_issue", json!({"request": "q1"}))
+        .unwrap_err();
+    assert!(
+        e.starts_with("not_permitted: ") && e.contains("that request only"),
+        "{e}"
+    );
     // In the back, it cannot approve; back in front, it waits the delay again.
     ui.note("review-q1", "blurred");
     let e = ui

@@ -1,10 +1,13 @@
 //! The app's windows: which ones exist, their labels, pages and sizes, and
 //! opening or focusing them. Home, the human's own grant form, audit and
-//! settings are views (pages) of one main window; a request's review and its
-//! grant form are windows of their own, because the custody service decides
-//! what each window may call by its label (a review window can decide its
-//! own request and nothing else), so labels are built here only from
-//! checked ids.
+//! settings are views (pages) of one main window; each request has one
+//! window of its own, `review-<id>`, showing its review or (for a grant
+//! request) the grant form that answers it, because the custody service
+//! decides what each window may call by its label (a request's window can
+//! act on its own request and nothing else), so labels are built here only
+//! from checked ids. Opening a request's grant form while its window is open
+//! brings that window to the front; the page moves to the form and back by
+//! itself (Edit in grant form…, Back to the review).
 //!
 //! | window | label | page |
 //! |---|---|---|
@@ -13,7 +16,7 @@
 //! | main: audit view | `main` | `audit.html` |
 //! | main: settings | `main` | `settings.html` |
 //! | one per request | `review-<id>` | `review.html#<id>` |
-//! | the grant form of a grant request | `grant-<id>` | `grant.html#request=<id>` |
+//! | the same request's grant form | `review-<id>` | `grant.html#request=<id>` |
 
 use std::str::FromStr;
 use tauri::{AppHandle, Manager, Runtime, WebviewUrl, WebviewWindowBuilder};
@@ -49,7 +52,8 @@ pub fn plausible_agent_key(key: &str) -> bool {
 pub enum GrantFor {
     /// The human's own form (a view of `main`).
     New,
-    /// A pending grant request (its own window `grant-<id>`, `#request=<id>`).
+    /// A pending grant request (in its request's window `review-<id>`,
+    /// `#request=<id>`: the review and its form share one window).
     Request(String),
     /// The human's own form with an agent key filled in (`main`, `#agent=<key>`).
     Agent(String),
@@ -135,8 +139,9 @@ impl OpenTarget {
     /// The label of the window this target opens.
     pub fn label(&self) -> String {
         match self {
-            OpenTarget::Grant(GrantFor::Request(id)) => format!("grant-{id}"),
-            OpenTarget::Review(id) => review_label(id),
+            // One window per request: its grant form is shown in its
+            // review's window (which is only brought to the front when open).
+            OpenTarget::Grant(GrantFor::Request(id)) | OpenTarget::Review(id) => review_label(id),
             OpenTarget::Home | OpenTarget::Grant(_) | OpenTarget::Audit | OpenTarget::Settings => {
                 "main".into()
             }
@@ -344,9 +349,9 @@ fn is_decided(label: &str) -> bool {
     DECIDED.lock().is_ok_and(|d| d.iter().any(|l| l == label))
 }
 
-/// Whether `label` is a request's window (a review or a grant request's form).
+/// Whether `label` is a request's window (its review or its grant form).
 fn is_request_window(label: &str) -> bool {
-    label.starts_with("review-") || label.starts_with("grant-")
+    label.starts_with("review-")
 }
 
 /// A window's place and size in logical pixels (outer: with decorations).
@@ -661,9 +666,10 @@ mod tests {
         ] {
             assert_eq!(view.label(), "main", "{view:?} is a view of main");
         }
+        // One window per request: its grant form is its review's window.
         assert_eq!(
             OpenTarget::Grant(GrantFor::Request("q3".into())).label(),
-            "grant-q3"
+            "review-q3"
         );
         assert_eq!(OpenTarget::Review("q3".into()).label(), "review-q3");
         // Every label matches exactly one capability's `windows`.
@@ -676,7 +682,7 @@ mod tests {
                 patterns.push(w.as_str().unwrap().to_string());
             }
         }
-        for label in ["main", "grant-q3", "review-q3"] {
+        for label in ["main", "review-q3"] {
             let n = patterns
                 .iter()
                 .filter(|p| match p.strip_suffix('*') {
@@ -686,7 +692,7 @@ mod tests {
                 .count();
             assert_eq!(n, 1, "{label} in {patterns:?}");
         }
-        for gone in ["grant", "audit", "settings"] {
+        for gone in ["grant", "audit", "settings", "grant-*"] {
             assert!(
                 !patterns.iter().any(|p| p == gone),
                 "{gone} is a view of main, not a window"

@@ -1,6 +1,7 @@
 // The grant form: a time-boxed grant for an agent key, as exact caveats,
 // with custody's plain-language sentence of them. Issued to the agent that asked for it (a
-// pending grant request, in that request's own window `grant-<id>`) or, with
+// pending grant request, in that request's own window `review-<id>`, which
+// moves from its review to this form and back) or, with
 // no request, shown once for the human to copy (a view of the main window).
 //
 // Before Issue, custody previews the form's caveats (grant_preview): the exact
@@ -20,6 +21,9 @@ import { when, TIME_FIELD_ATTRS } from './format'
 // custody's own APPROVE_DELAY, generated into custody-constants.ts.
 import { APPROVE_DELAY_MS } from './custody-constants'
 import { mainNav, showView } from './nav'
+
+/** How long an issued request's result stays on screen before its window closes. */
+const CLOSE_AFTER_MS = 4000
 
 const app = byId('app')
 const params = new URLSearchParams(location.hash.replace(/^#/, ''))
@@ -174,7 +178,7 @@ async function main() {
     app.querySelector<HTMLElement>('.field-error:not([hidden])')?.closest('.field')?.querySelector<HTMLElement>('input, select')?.focus()
   })
   const issue = h('button', { class: 'btn btn-approve', testid: 'issue', attrs: { type: 'button' } }, req ? 'Issue and send to the agent' : 'Issue grant')
-  const cancel = h('button', { class: 'btn btn-default', testid: 'cancel', attrs: { type: 'button' } }, 'Cancel')
+  const cancel = h('button', { class: 'btn btn-default', testid: 'cancel', attrs: { type: 'button' } }, req ? 'Back to the review' : 'Cancel')
   const status = h('p', { class: 'msg', testid: 'status', attrs: { role: 'status' } })
   status.hidden = true
   const result = h('section', { class: 'result', testid: 'result' })
@@ -400,8 +404,15 @@ async function main() {
   }
   custom.addEventListener('focus', pickCustom)
   custom.addEventListener('input', pickCustom)
-  // A request's form is its own window; the own form goes back home.
-  cancel.addEventListener('click', () => void (req ? api.windowClose() : showView('home')).catch((e) => say(status, 'error', errorText(e))))
+  // A request's form shares its review's window: back goes to the review
+  // (closed once issued); the own form goes back home.
+  const back = (): Promise<void> => {
+    if (!req) return showView('home')
+    if (issued) return api.windowClose()
+    location.assign(`review.html#${encodeURIComponent(req.id)}`)
+    return Promise.resolve()
+  }
+  cancel.addEventListener('click', () => void back().catch((e) => say(status, 'error', errorText(e))))
   pointerOnly(issue, () => !issue.disabled, async (gesture: Gesture) => {
     const s = shown
     if (issued) return
@@ -431,6 +442,8 @@ async function main() {
         await api.agentLabelSet(agent.value.trim(), wanted || null).catch((e) => say(status, 'warn', `Label not saved: ${errorText(e)}`))
       }
       showResult(r)
+      // The request is answered: its window closes after the result was read.
+      if (req) setTimeout(() => void api.windowClose().catch(() => {}), CLOSE_AFTER_MS)
     } catch (e) {
       say(status, 'error', errorText(e))
       armedAt = performance.now()

@@ -458,7 +458,10 @@ function render(p: PendingView): void {
     void decide(true, false, gesture)
   })
   pointerOnly(confirmYes, () => !confirmYes.disabled && !closed && !busy, (gesture) => void decide(true, true, gesture))
-  edit?.addEventListener('click', () => void api.openWindow('grant', p.id).catch((e) => say(status, 'error', errorText(e))))
+  // The form that answers this request opens in this same window (one
+  // window per request; custody lets review-<id> answer <id> only), and
+  // comes back here with "Back to the review".
+  edit?.addEventListener('click', () => location.assign(`grant.html#request=${encodeURIComponent(p.id)}`))
   document.addEventListener('keydown', (ev) => {
     const typing = ev.target instanceof HTMLInputElement || ev.target instanceof HTMLTextAreaElement || ev.target instanceof HTMLSelectElement
     if (ev.key === 'Escape') {

@@ -542,8 +542,9 @@ test('review: a withdrawn or expired request closes; a missing one says so', asy
   await page.close()
 })
 
-test('review: a grant request shows the exact caveats and opens the grant form', async () => {
-  const page = await open('review.html#q7', reviewFixtures(grantRequest()), { label: 'review-q7' })
+test('review: a grant request shows the exact caveats and opens the grant form in the same window, and back', async () => {
+  const req = grantRequest()
+  const page = await open('review.html#q7', reviewFixtures(req, grantFixtures({ grant_context: { ...grantFixtures().grant_context, request: req } })), { label: 'review-q7' })
   await page.locator(tid('approve')).waitFor()
   assert.match(await text(page, 'preview'), /^may ASK, INTENT, COMMIT at shop\.example/)
   const items = await page.locator(`${tid('caveats')} li`).allInnerTexts()
@@ -552,8 +553,24 @@ test('review: a grant request shows the exact caveats and opens the grant form',
   assert.match(await page.locator('.their-words h2').innerText(), /agent’s reason/)
   assert.equal(await text(page, 'summary'), 'weekly groceries')
   assert.match(await text(page, 'warnings'), /splitting/)
+  // One window per request: the form replaces the review in this window
+  // (no second window is asked for), answering this request only.
   await page.locator(tid('edit-grant')).click()
-  assert.deepEqual(await calls(page, 'open_window'), [{ kind: 'grant', id: 'q7', agent: null }])
+  await page.locator(tid('request-banner')).waitFor()
+  assert.match(page.url(), /\/grant\.html#request=q7$/)
+  assert.deepEqual(await calls(page, 'open_window'), [])
+  await page.waitForFunction(() => window.__parleyCalls.some(([c]) => c === 'grant_context'))
+  assert.deepEqual(await calls(page, 'grant_context'), [{ request: 'q7' }])
+  assert.equal(await text(page, 'cancel'), 'Back to the review')
+  assert.equal(await page.locator(tid('open-home')).count(), 0, 'a request’s form is not the main window')
+  // Back: the same window shows the review again, nothing decided.
+  await page.locator(tid('cancel')).click()
+  await page.locator(tid('approve')).waitFor()
+  assert.match(page.url(), /\/review\.html#q7$/)
+  assert.match(await text(page, 'headline'), /may ASK, INTENT, COMMIT/)
+  assert.deepEqual(await calls(page, 'window_close'), [])
+  assert.deepEqual(await calls(page, 'review_decide'), [])
+  assert.deepEqual(page.problems, [])
   await page.close()
 })
 
@@ -831,7 +848,7 @@ test('grant form: YEA measured limits become each/total caveats, in words, never
 test('grant form: a YEA grant request fills its measured limits, and one it cannot hold is kept verbatim', async () => {
   const odd = { total: { of: 'spend', max: 5, scale: 3, unit: 'USD' } }
   const req = grantRequest({ caveats: [{ svc: ['shop.example'] }, { verbs: ['ASK', 'COMMIT'] }, { each: { of: 'spend', max: 3000, scale: 2, unit: 'USD' } }, { total: { of: 'emails', max: 3 } }, odd, { exp: now() + 3600 }] })
-  const page = await open('grant.html#request=q7', grantFixtures({ grant_context: { ...grantFixtures().grant_context, request: req } }), { label: 'grant-q7', width: 760, height: 1000 })
+  const page = await open('grant.html#request=q7', grantFixtures({ grant_context: { ...grantFixtures().grant_context, request: req } }), { label: 'review-q7', width: 760, height: 1000 })
   await page.locator(tid('request-banner')).waitFor()
   const rows = await page.locator(tid('measure')).evaluateAll((els) => els.map((e) => [...e.querySelectorAll('select, input')].map((i) => i.value)))
   assert.deepEqual(rows, [['each', '30.00', 'USD', 'spend'], ['total', '3', '', 'emails']])
@@ -851,7 +868,7 @@ test('grant form: answering a request keeps its agent and every requested condit
   const page = await open('grant.html#request=q7', grantFixtures({
     grant_context: { ...grantFixtures().grant_context, request: req },
     grant_issue: { sent_to_agent: true, token: null, caveats: [], caveat_words: ['x'], preview: 'may …', warnings: [] },
-  }), { label: 'grant-q7', width: 760, height: 1000 })
+  }), { label: 'review-q7', width: 760, height: 1000 })
   await page.locator(tid('request-banner')).waitFor()
   assert.equal(await page.locator('#agent').inputValue(), AGENT)
   assert.equal(await page.locator('#agent').getAttribute('readonly'), '')
@@ -874,7 +891,7 @@ test('grant form: answering a request keeps its agent and every requested condit
 })
 
 test('grant form: a request decided elsewhere cannot be issued from the form any more', async () => {
-  const page = await open('grant.html#request=q7', grantFixtures({ grant_context: { ...grantFixtures().grant_context, request: grantRequest() } }), { label: 'grant-q7', width: 760, height: 1000 })
+  const page = await open('grant.html#request=q7', grantFixtures({ grant_context: { ...grantFixtures().grant_context, request: grantRequest() } }), { label: 'review-q7', width: 760, height: 1000 })
   await page.locator(tid('request-banner')).waitFor()
   await page.locator('#spend').fill('100')
   await enabled(page, 'issue')
@@ -892,7 +909,7 @@ test('grant form: a widening edit is shown, must be confirmed, and is sent back 
     grant_context: { ...grantFixtures().grant_context, request: req },
     grant_preview: { __echo: true, value: preview({ principal_label: 'household' }) },
     grant_issue: { sent_to_agent: true, token: null, caveats: [], caveat_words: ['x'], preview: 'may …', warnings: [] },
-  }), { label: 'grant-q7', width: 760, height: 1000 })
+  }), { label: 'review-q7', width: 760, height: 1000 })
   await page.locator(tid('request-banner')).waitFor()
   await enabled(page, 'issue')
   assert.equal(await page.locator(tid('widenings')).isHidden(), true, 'as requested: nothing widens')
@@ -933,7 +950,7 @@ test('grant form: filling it from a request never widens it (empty lists, spaces
   const exp = now() + 3600
   const odd = [{ svc: ['shop example'] }, { can: [] }, { per: { max: 4000, currency: 'usd' } }]
   const req = grantRequest({ caveats: [...odd, { verbs: ['ASK'] }, { exp }] })
-  const page = await open('grant.html#request=q7', grantFixtures({ grant_context: { ...grantFixtures().grant_context, request: req } }), { label: 'grant-q7', width: 760, height: 1000 })
+  const page = await open('grant.html#request=q7', grantFixtures({ grant_context: { ...grantFixtures().grant_context, request: req } }), { label: 'review-q7', width: 760, height: 1000 })
   await page.locator(tid('request-banner')).waitFor()
   assert.equal(await page.locator('#services').inputValue(), '', 'a service id with a space is not split into two')
   assert.equal(await page.locator('#capabilities').inputValue(), '')
@@ -1421,19 +1438,20 @@ test('main window: home, the own grant form, audit and settings are its views, o
   }
 })
 
-test('grant form: Cancel goes back home in the main window, and closes a request’s own form', async () => {
+test('grant form: Cancel goes back home in the main window; a request’s form goes back to its review', async () => {
   const own = await open('grant.html', grantFixtures({ open_window: null, window_close: null }), { label: 'main', width: 1100, height: 680 })
   await own.locator(tid('cancel')).click()
   await own.waitForFunction(() => window.__parleyCalls.some(([c]) => c === 'open_window'))
   assert.deepEqual(await calls(own, 'open_window'), [{ kind: 'main', id: null, agent: null }])
   assert.deepEqual(await calls(own, 'window_close'), [], 'the main window stays open')
   await own.close()
-  const req = await open('grant.html#request=q7', grantFixtures({ grant_context: { ...grantFixtures().grant_context, request: grantRequest() }, open_window: null, window_close: null }), { label: 'grant-q7', width: 720, height: 680 })
+  const req = await open('grant.html#request=q7', grantFixtures({ grant_context: { ...grantFixtures().grant_context, request: grantRequest() }, open_window: null, window_close: null }), { label: 'review-q7', width: 720, height: 680 })
   await req.locator(tid('request-banner')).waitFor()
   assert.equal(await req.locator(tid('open-home')).count(), 0, 'a request’s form is not the main window')
   await req.locator(tid('cancel')).click()
-  await req.waitForFunction(() => window.__parleyCalls.some(([c]) => c === 'window_close'))
+  await req.waitForURL(/\/review\.html#q7$/)
   assert.deepEqual(await calls(req, 'open_window'), [])
+  assert.deepEqual(await calls(req, 'window_close'), [], 'not closed: the review is shown again')
   await req.close()
 })
 

@@ -34,7 +34,7 @@
 
 use super::calls::{self, CallError, Caller, ErrorCode, WindowAgents};
 use super::events::UiEvent;
-use super::permissions::{Note, Windows};
+use super::permissions::{Note, WindowKind, Windows};
 use super::service::Desktop;
 use super::ui_process::UI_SOCKET_ENV;
 use crate::display;
@@ -442,7 +442,13 @@ async fn connection<S: AsyncRead + AsyncWrite>(stream: S, desktop: Arc<Desktop>)
                     }
                 };
                 match parse(v) {
-                    Ok(FromUi::Note { window, note }) => windows.note(&window, note),
+                    Ok(FromUi::Note { window, note }) => {
+                        windows.note(&window, note);
+                        // A review closed mid-request is never silent (notify.rs).
+                        if let (Note::Closed, Some(WindowKind::Review(id))) = (note, WindowKind::of(&window)) {
+                            desktop.notifier.window_closed(&desktop, &id);
+                        }
+                    }
                     Ok(FromUi::Call { id, window, call, args }) => {
                         let Ok(permit) = running.clone().try_acquire_owned() else {
                             let busy = json!({"id": id, "err": CallError::new(ErrorCode::Busy, "custody is still busy with this window's earlier requests; try again")});

@@ -29,6 +29,12 @@ const SHOW_TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_LIFETIME: Duration = Duration::from_secs(600);
 /// Notifications waiting for a click at once; more are shown but not tracked.
 const MAX_TRACKED: usize = 32;
+/// How long after a review window closes custody looks whether its
+/// request still waits (a decision closes its window too; closes this
+/// close together are told once).
+const STILL_WAITING_AFTER: Duration = Duration::from_millis(1500);
+/// How long a notification that only tells (after Approve) stays.
+const TELL_LIFETIME: Duration = Duration::from_secs(8);
 /// The notification's category hint: vendor-specific (`x-` prefix, as the
 /// freedesktop notification spec asks), since no standard one means "a
 /// request waits for your decision" (`im.received` is a chat message).
@@ -48,6 +54,8 @@ pub struct Notifier {
     state: AtomicU8,
     reason: Mutex<Option<String>>,
     open: Mutex<HashMap<String, oneshot::Sender<()>>>,
+    /// Requests whose review window closed, not yet told about.
+    closed: Mutex<Vec<String>>,
 }
 
 /// Whether notifications work, for the home window.
@@ -138,6 +146,58 @@ pub fn notification(p: &PendingView, icon: &str, lifetime: Duration) -> notify_r
         .action("review", "Review…")
         .timeout(notify_rust::Timeout::Milliseconds(
             lifetime.as_millis().min(u32::MAX as u128) as u32,
+        ));
+    #[cfg(all(unix, not(target_os = "macos")))]
+    n.urgency(notify_rust::Urgency::Normal)
+        .hint(notify_rust::Hint::Category(CATEGORY.into()));
+    n
+}
+
+/// What was approved, for the notification that follows Approve (the
+/// review window closes a moment after; this stays): "Approved 58.30 USD at
+/// shop.example for “shopper”". Every part comes from the review (display-
+/// safe already; [`body_text`] catches the rest).
+pub fn approved_sentence(p: &PendingView) -> String {
+    let r = &p.review;
+    let who = format!("“{}”", r.agent.name);
+    match r.kind {
+        ReviewKind::Consent if r.cost_money.is_some() => {
+            format!("Approved {} at {} for {who}", r.cost, r.service)
+        }
+        ReviewKind::Consent => format!("Approved {} at {} for {who}", r.capability, r.service),
+        ReviewKind::Grant if r.service.is_empty() => {
+            format!("Issued a grant at every service to {who}")
+        }
+        ReviewKind::Grant => format!("Issued a grant at {} to {who}", r.service),
+    }
+}
+
+/// Why nothing happened after a review window was closed: the request
+/// still waits, and where it is. `None` when none still waits.
+pub fn still_waiting_sentence(waiting: &[PendingView]) -> Option<String> {
+    match waiting {
+        [] => None,
+        [p] => Some(format!(
+            "{} — closing its window did not deny it; open it from the tray or home",
+            sentence(p)
+        )),
+        many => Some(format!(
+            "{} requests — closing their windows did not deny them; open them from the tray or home",
+            many.len()
+        )),
+    }
+}
+
+/// A notification that only tells (no action): the same app name,
+/// category, urgency and icon as a request's, gone after [`TELL_LIFETIME`].
+pub fn telling(summary: &str, body: &str, icon: &str) -> notify_rust::Notification {
+    let mut n = notify_rust::Notification::new();
+    n.appname("Parley Custody")
+        .summary(summary)
+        .body(&body_text(body))
+        .icon(icon)
+        .timeout(notify_rust::Timeout::Milliseconds(
+            TELL_LIFETIME.as_millis() as u32,
         ));
     #[cfg(all(unix, not(target_os = "macos")))]
     n.urgency(notify_rust::Urgency::Normal)
@@ -257,6 +317,69 @@ impl Notifier {
         d.opener.open(OpenTarget::Review(id.to_string()));
     }
 
+    /// Tells the human what was just approved (`p`, as it was reviewed).
+    /// Returns at once.
+    pub fn approved(&self, d: &Desktop, p: &PendingView) {
+        self.tell(d, "Approved", approved_sentence(p));
+    }
+
+    /// Shows a notification that only tells, or with no notification
+    /// service, the same words in the tray (its tooltip and menu).
+    fn tell(&self, d: &Desktop, summary: &str, body: String) {
+        if self.unavailable() {
+            if let Some(t) = d.tray.get() {
+                let text = if body.starts_with(summary) {
+                    body
+                } else {
+                    format!("{summary}: {body}")
+                };
+                t.tell(crate::display::safe(&text));
+            }
+            return;
+        }
+        let n = telling(summary, &body, icon());
+        tokio::spawn(async move {
+            if let Ok(Err(e)) = tokio::time::timeout(SHOW_TIMEOUT, n.show_async()).await {
+                tracing::debug!("a notification was not shown: {e}");
+            }
+        });
+    }
+
+    /// Request `id`'s review window was closed. If the request still waits
+    /// a moment later, the human is told so, never silently: closes within
+    /// [`STILL_WAITING_AFTER`] of each other make one notification, so
+    /// closing many windows tells once.
+    pub fn window_closed(self: &Arc<Self>, d: &Arc<Desktop>, id: &str) {
+        let Ok(mut closed) = self.closed.lock() else {
+            return;
+        };
+        let first = closed.is_empty();
+        if closed.len() < MAX_TRACKED && !closed.iter().any(|c| c == id) {
+            closed.push(id.to_string());
+        }
+        drop(closed);
+        if !first {
+            return;
+        }
+        let (me, d) = (self.clone(), d.clone());
+        tokio::spawn(async move {
+            tokio::time::sleep(STILL_WAITING_AFTER).await;
+            let ids = me
+                .closed
+                .lock()
+                .map(|mut c| std::mem::take(&mut *c))
+                .unwrap_or_default();
+            let waiting: Vec<PendingView> = d
+                .pending_labelled()
+                .into_iter()
+                .filter(|p| ids.contains(&p.id))
+                .collect();
+            if let Some(body) = still_waiting_sentence(&waiting) {
+                me.tell(&d, "Still waiting", body);
+            }
+        });
+    }
+
     /// The request left the queue: close its notification.
     pub fn withdrawn(&self, id: &str) {
         if let Some(tx) = self.open.lock().ok().and_then(|mut o| o.remove(id)) {
@@ -312,6 +435,40 @@ mod tests {
             .hints
             .iter()
             .any(|h| matches!(h, notify_rust::Hint::Category(c) if c.starts_with("im."))));
+        // After Approve: what was approved, for whom, as a normal request's.
+        let told = telling("Approved", &approved_sentence(&p), "file:///icon.png");
+        assert_eq!(told.summary, "Approved");
+        assert!(
+            told.body.starts_with("Approved ")
+                && told.body.ends_with(" for “cactus orbit lemon frost”"),
+            "{}",
+            told.body
+        );
+        assert!(told.actions.is_empty(), "it only tells");
+        assert_eq!(told.icon, "file:///icon.png");
+        assert!(told
+            .hints
+            .contains(&notify_rust::Hint::Category(CATEGORY.into())));
+        p.review.service = "shop<b>\u{202e}".into();
+        let told = telling("Approved", &approved_sentence(&p), "x");
+        assert!(
+            !told.body.contains("<b>") && !told.body.contains('\u{202e}'),
+            "{}",
+            told.body
+        );
+        // A closed review: the request still waits, and says where; many at once are one line.
+        let one = still_waiting_sentence(std::slice::from_ref(&p)).unwrap();
+        assert!(
+            one.starts_with("“cactus orbit lemon frost” asks you to approve"),
+            "{one}"
+        );
+        assert!(one.ends_with("open it from the tray or home"), "{one}");
+        let many = vec![p.clone(); 20];
+        assert_eq!(
+            still_waiting_sentence(&many).unwrap(),
+            "20 requests — closing their windows did not deny them; open them from the tray or home"
+        );
+        assert_eq!(still_waiting_sentence(&[]), None);
         // The human's name for the agent wins over its words.
         p.review.agent.name = "shopper".into();
         let n = notification(&p, "x", Duration::from_secs(60));

@@ -42,18 +42,14 @@ pub fn review_label(id: &str) -> String {
     format!("review-{id}")
 }
 
-/// Whether `label` is a grant form: the main window (whose views include
-/// the human's own grant form) or `grant-<id>`, the form that answers
-/// request `id`.
+/// Whether `label` may show a grant form: the main window (whose views
+/// include the human's own grant form) or `review-<id>`, whose grant
+/// request's form is shown in that same window (one window per request).
 pub fn is_grant_form(label: &str) -> bool {
-    label == "main" || grant_request_of(label).is_some()
-}
-
-/// The request a `grant-<id>` window answers.
-fn grant_request_of(label: &str) -> Option<&str> {
-    label
-        .strip_prefix("grant-")
-        .filter(|id| valid_request_id(id))
+    matches!(
+        WindowKind::of(label),
+        Some(WindowKind::Main | WindowKind::Review(_))
+    )
 }
 
 /// The kind of window a label names.
@@ -64,21 +60,20 @@ pub enum WindowKind {
     /// its views may do, the window may do (a page of ours in it is as
     /// trusted as another page of ours in it).
     Main,
-    /// A review window, with its request id.
+    /// A request's window (`review-<id>`), with its request id: its review,
+    /// and for a grant request the grant form that answers it (the same
+    /// window moves between the two pages; there is no second window).
     Review(String),
-    /// The grant form that answers request `id` (`grant-<id>`).
-    GrantRequest(String),
 }
 
 impl WindowKind {
     /// What `label` is; `None` for a label no window of ours has (the old
-    /// `grant`, `audit` and `settings` windows are views of `main` now).
+    /// `grant`, `audit` and `settings` windows are views of `main` now, and
+    /// a request's grant form is shown in its `review-<id>` window, so a
+    /// `grant-<id>` window is refused).
     pub fn of(label: &str) -> Option<WindowKind> {
         if label == "main" {
             return Some(WindowKind::Main);
-        }
-        if let Some(id) = grant_request_of(label) {
-            return Some(WindowKind::GrantRequest(id.to_string()));
         }
         label
             .strip_prefix("review-")
@@ -132,11 +127,7 @@ impl WindowKind {
                 "review_deny_and_pause",
                 "review_alike",
                 "review_deny_alike",
-                "agent_label_set",
-                "open_window",
-            ],
-            WindowKind::GrantRequest(_) => &[
-                "status",
+                // the grant form of its own grant request, in this window
                 "grant_context",
                 "grant_preview",
                 "grant_issue",
@@ -148,10 +139,11 @@ impl WindowKind {
 }
 
 /// Refuses a call `label` may not make. `args` are checked where the table
-/// depends on them: a review window acts on its own request only, and may
-/// open only the grant form of that request; a request's grant form answers
-/// that request only, and the main window's own form answers none (it
-/// issues a grant for the human to copy).
+/// depends on them: a request's window acts on its own request only (its
+/// review, and its grant form answers that request only, never a grant for
+/// the human to copy), and may open only the grant form of that request or
+/// home; the main window's own form answers no request (it issues a grant
+/// for the human to copy).
 pub fn check(label: &str, call: &str, args: &serde_json::Value) -> Result<WindowKind, String> {
     let Some(kind) = WindowKind::of(label) else {
         return Err("This window is not one of Parley Custody's.".into());
@@ -167,6 +159,10 @@ pub fn check(label: &str, call: &str, args: &serde_json::Value) -> Result<Window
             if call.starts_with("review_") && id != Some(own.as_str()) {
                 return Err("A review window acts on its own request only.".into());
             }
+            if call.starts_with("grant_") && request.and_then(|v| v.as_str()) != Some(own.as_str())
+            {
+                return Err("A request's grant form answers that request only.".into());
+            }
             // Home lists every request waiting: the review's "N more
             // waiting" goes there; it decides nothing itself.
             let grant_of_own = str_arg("kind") == Some("grant") && id == Some(own.as_str());
@@ -175,12 +171,6 @@ pub fn check(label: &str, call: &str, args: &serde_json::Value) -> Result<Window
                     "A review window opens only the grant form of its own request, or home.".into(),
                 );
             }
-        }
-        WindowKind::GrantRequest(own)
-            if call.starts_with("grant_")
-                && request.and_then(|v| v.as_str()) != Some(own.as_str()) =>
-        {
-            return Err("A request's grant form answers that request only.".into());
         }
         WindowKind::Main if call.starts_with("grant_") && request.is_some() => {
             return Err(
@@ -299,8 +289,10 @@ mod tests {
         ] {
             assert!(!valid_request_id(bad), "{bad}");
         }
-        assert!(is_grant_form("main") && is_grant_form("grant-q3"));
-        for gone in ["grant", "audit", "settings", "grant-", "grant-x", "grants"] {
+        assert!(is_grant_form("main") && is_grant_form("review-q3"));
+        for gone in [
+            "grant", "audit", "settings", "grant-", "grant-x", "grants", "grant-q3",
+        ] {
             assert!(!is_grant_form(gone), "{gone}");
             assert_eq!(WindowKind::of(gone), None, "{gone} is a view of main now");
         }
@@ -321,10 +313,12 @@ mod tests {
         assert!(check("main", "grant_issue", &none).is_ok());
         assert!(check("main", "audit_query", &none).is_ok());
         assert!(check("main", "key_delete", &none).is_ok());
-        assert!(check("grant-q2", "grant_issue", &json!({"request": "q2"})).is_ok());
-        assert!(check("grant-q2", "key_delete", &none).is_err());
-        assert!(check("grant-q2", "audit_export", &none).is_err());
-        assert!(check("review-q2", "grant_issue", &json!({"request": "q2"})).is_err());
+        // One window per request: a grant form of its own is no window of ours.
+        assert!(check("grant-q2", "grant_issue", &json!({"request": "q2"})).is_err());
+        assert!(check("grant-q2", "status", &none).is_err());
+        assert!(check("review-q2", "grant_issue", &json!({"request": "q2"})).is_ok());
+        assert!(check("review-q2", "key_delete", &none).is_err());
+        assert!(check("review-q2", "audit_export", &none).is_err());
         assert!(check("audit", "status", &none).is_err());
         assert!(check("nowhere", "status", &none).is_err());
         assert!(check("main", "no_such_call", &none).is_err());
@@ -354,12 +348,17 @@ mod tests {
     }
 
     #[test]
-    fn a_grant_request_is_answered_only_in_its_own_form() {
+    fn a_grant_request_is_answered_only_in_its_own_window() {
         for call in ["grant_context", "grant_preview", "grant_issue"] {
-            assert!(check("grant-q5", call, &json!({"request": "q5"})).is_ok());
-            assert!(check("grant-q5", call, &json!({"request": "q6"})).is_err());
-            assert!(check("grant-q5", call, &json!({})).is_err(), "no request");
-            assert!(check("grant-q5", call, &json!({"request": null})).is_err());
+            assert!(check("review-q5", call, &json!({"request": "q5"})).is_ok());
+            assert!(check("review-q5", call, &json!({"request": "q6"})).is_err());
+            assert!(check("review-q5", call, &json!({})).is_err(), "no request");
+            assert!(
+                check("review-q5", call, &json!({"request": null})).is_err(),
+                "a request's window issues no grant for the human to copy"
+            );
+            assert!(check("review-q5", call, &json!({"request": 5})).is_err());
+            assert!(check("grant-q5", call, &json!({"request": "q5"})).is_err());
             assert!(check("main", call, &json!({"request": "q5"})).is_err());
             assert!(check("main", call, &json!({"request": null})).is_ok());
             assert!(check("main", call, &json!({})).is_ok());

@@ -151,6 +151,9 @@ struct Item {
     online: Arc<AtomicBool>,
     /// Custody is frozen ("Stop all agents"): title, tooltip and menu say so.
     frozen: bool,
+    /// What custody last told the human with no notification service
+    /// ("Approved …", "Still waiting: …"), display-safe, for a minute.
+    told: Option<String>,
 }
 
 impl Item {
@@ -265,11 +268,17 @@ impl ksni::Tray for Item {
     fn tool_tip(&self) -> ksni::ToolTip {
         ksni::ToolTip {
             title: "Parley Custody".into(),
-            description: match (self.frozen, self.count) {
-                (true, _) => "Frozen: all agents stopped, every request refused unseen".into(),
-                (false, 0) => "No pending requests".into(),
-                (false, 1) => "1 pending request".into(),
-                (false, n) => format!("{n} pending requests"),
+            description: {
+                let state = match (self.frozen, self.count) {
+                    (true, _) => "Frozen: all agents stopped, every request refused unseen".into(),
+                    (false, 0) => "No pending requests".into(),
+                    (false, 1) => "1 pending request".into(),
+                    (false, n) => format!("{n} pending requests"),
+                };
+                match &self.told {
+                    Some(t) => format!("{}\n{state}", display::menu_label(t)),
+                    None => state,
+                }
             },
             ..Default::default()
         }
@@ -285,7 +294,11 @@ impl ksni::Tray for Item {
             1 => "1 pending request".to_string(),
             n => format!("{n} pending requests"),
         };
-        let mut menu = vec![item(header, false, |_| {}), MenuItem::Separator];
+        let mut menu = vec![item(header, false, |_| {})];
+        if let Some(t) = &self.told {
+            menu.push(item(menu_text(t), false, |_| {}));
+        }
+        menu.push(MenuItem::Separator);
         if self.frozen {
             menu.push(item("FROZEN: all agents stopped".into(), false, |_| {}));
             menu.push(item(
@@ -392,6 +405,7 @@ impl Tray {
             lines: Vec::new(),
             online: online.clone(),
             frozen: false,
+            told: None,
         };
         let handle = match make().spawn().await {
             Ok(h) => h,
@@ -422,6 +436,24 @@ impl Tray {
         let handle = self.handle.clone();
         self.rt.spawn(async move {
             handle.update(move |m| m.frozen = frozen).await;
+        });
+    }
+
+    /// Says `text` (display-safe) in the tooltip and at the top of the
+    /// menu for a minute: the tray's word when there are no notifications.
+    pub fn tell(&self, text: String) {
+        let handle = self.handle.clone();
+        self.rt.spawn(async move {
+            let shown = text.clone();
+            handle.update(move |m| m.told = Some(shown)).await;
+            tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+            handle
+                .update(move |m| {
+                    if m.told.as_deref() == Some(text.as_str()) {
+                        m.told = None;
+                    }
+                })
+                .await;
         });
     }
 
@@ -508,9 +540,20 @@ mod tests {
             lines: Vec::new(),
             online: Arc::new(AtomicBool::new(true)),
             frozen: false,
+            told: None,
         };
         assert!(labels(&m).iter().any(|l| l.starts_with("Stop all agents")));
         assert_eq!(ksni::Tray::title(&m), "Parley Custody");
+        // With no notifications, what custody tells shows here.
+        m.told = Some("Approved 58.30 USD at shop.example for “shopper”".into());
+        assert_eq!(
+            labels(&m)[1],
+            "Approved 58.30 USD at shop.example for “shopper”"
+        );
+        assert!(ksni::Tray::tool_tip(&m)
+            .description
+            .starts_with("Approved 58.30 USD"));
+        m.told = None;
         m.frozen = true;
         let l = labels(&m);
         assert!(l.iter().any(|l| l == "FROZEN: all agents stopped"), "{l:?}");

@@ -14,7 +14,7 @@ import { mkdirSync, readFileSync, existsSync } from 'node:fs'
 import { join, dirname } from 'node:path'
 import { Agent, agentKey, proposal, consentRequest } from './agent.mjs'
 import { trayCount, trayProp } from './tray.mjs'
-import { PARLEY, SOCKET, SHOTS, tid, sleep, wd, main, startApp, createKey, verify, opened, openNewestReview, openGrantForm, armed, closeByButton, invoke, notified } from './session.mjs'
+import { PARLEY, SOCKET, SHOTS, tid, sleep, wd, main, startApp, createKey, verify, opened, openReview, openNewestReview, openGrantForm, armed, closeByButton, invoke, notified } from './session.mjs'
 
 let principal
 let agent
@@ -122,6 +122,8 @@ test('consent: the review shows the real effects; Approve signs exactly that pro
 
   const fin = await agent.final('c1')
   assert.equal(fin.kind, 'APPROVED', JSON.stringify(fin))
+  // After Approve a notification says what was approved, for whom (it stays; the window closes).
+  await wd.until(() => new RegExp(`Approved 71\\.36 USD at shop\\.example for “${said[1]}”`).test(notified()), 'the approval notification', 20_000)
   const token = fin.grant
   const ok = verify(token, principal, ['--svc', 'shop.example', '--verb', 'COMMIT', '--cap', 'shop.order', '--hash', p.hash, '--cost', '71.36USD', '--risk', 'medium'])
   assert.equal(ok.code, 0, ok.out)
@@ -153,7 +155,14 @@ test('deny: an irreversible, high-risk proposal is denied with a reason; nothing
   })
   agent.send(consentRequest('c2', { proposal: p, principal, agent: agentPub }))
   await agent.pending('c2')
-  await openNewestReview()
+  const id = await openNewestReview()
+  // Closing the review mid-request denies nothing, and is never silent.
+  await wd.exec(`window.__TAURI_INTERNALS__.invoke('window_close'); return true`).catch(() => {})
+  await wd.until(async () => (await wd.handles()).length === 1, 'the review window closed')
+  await wd.until(() => notified().includes('2500.00 USD at shop.example — closing its window did not deny it; open it from the tray or home'), 'the still-waiting notification', 20_000)
+  assert.match(notified(), /string "Still waiting"/)
+  assert.ok(!agent.frames.some((f) => f.re === 'c2' && f.kind !== 'PENDING'), 'the request still waits')
+  await openReview(id)
   assert.equal(await wd.text(tid('cost')), '2500.00 USD')
   assert.equal(await wd.text(tid('risk')), 'high')
   assert.equal(await wd.text(tid('undo')), 'IRREVERSIBLE — cannot be undone')
@@ -179,6 +188,16 @@ test('grant request: the human narrows it in the form; the agent receives exactl
   await openNewestReview()
   assert.match(await wd.text(tid('preview')), /at shop\.example/)
   assert.match(await wd.text(tid('warnings')), /splitting/)
+  await openGrantForm()
+  // Back to the review, in the same window, and to the form again; asking
+  // for the form from elsewhere brings this window forward, opening none.
+  await wd.click(tid('cancel'))
+  await wd.until(async () => /review\.html#q\d+$/.test(await wd.url()), 'the review again in its window')
+  await wd.$(tid('approve'))
+  const windows = (await wd.handles()).length
+  assert.equal(await invoke('open_window', { kind: 'grant', id: [...opened].at(-1), agent: null }), 'accepted')
+  await sleep(500)
+  assert.equal((await wd.handles()).length, windows, 'this request’s one window, brought forward')
   await openGrantForm()
   assert.equal(await wd.prop('#agent', 'value'), agentPub)
   assert.equal(await wd.prop('#services', 'value'), 'shop.example')

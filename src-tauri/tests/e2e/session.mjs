@@ -5,6 +5,7 @@
 // would, `parley verify`). scripts/test-app.sh sets the environment: one
 // session a file, so one app, one driver and one home window a process.
 
+import assert from 'node:assert/strict'
 import { execFileSync, spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
@@ -98,11 +99,16 @@ export async function openNewestReview(timeout = 15_000) {
   return id
 }
 
-/** From the review window of a grant request, opens it in the grant form (to narrow, or widen, it). */
+/** From the review window of a grant request, opens it in the grant form
+ *  (to narrow, or widen, it): in the same window, never a second one. */
 export async function openGrantForm() {
+  const before = (await wd.handles()).length
+  const here = await wd.handle()
   await wd.click(tid('edit-grant'))
-  await wd.switchToWindow(/grant\.html#request=q\d+$/)
+  await wd.until(async () => /grant\.html#request=q\d+$/.test(await wd.url()), 'the review window showing the grant form')
   await wd.$(tid('request-banner'))
+  assert.equal(await wd.handle(), here, 'the form is in the review’s own window')
+  assert.equal((await wd.handles()).length, before, 'no second window for the same request')
 }
 
 /** Waits until button `id` in the current window is enabled (armed after its delay). */

@@ -202,14 +202,14 @@ pub(super) async fn known_agents(state: &Desktop) -> R<Vec<KnownAgent>> {
 }
 
 /// Whether `window` may name `agent`: the main window any agent (its
-/// audit view lists them all); a request's window (`review-<id>`,
-/// `grant-<id>`) only the agent of its own request, as custody served it
+/// audit view lists them all); a request's window (`review-<id>`, its
+/// review or its grant form) only the agent of its own request, as custody served it
 /// while the request waited, so a window shown for one request cannot
 /// rename another agent to look like one the human trusts.
 fn may_label(state: &Desktop, window: &Caller, agent: &str) -> R<()> {
     match WindowKind::of(window.label()) {
         Some(WindowKind::Main) => return Ok(()),
-        Some(WindowKind::Review(_) | WindowKind::GrantRequest(_)) => {}
+        Some(WindowKind::Review(_)) => {}
         None => {
             return Err(CallError::new(
                 ErrorCode::NotPermitted,

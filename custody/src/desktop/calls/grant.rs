@@ -223,8 +223,12 @@ pub async fn grant_issue(
         })?;
         return match outcome {
             Outcome::Issued(_, signed) => {
-                // Answered here: its review window has nothing left to say.
-                state.hub.send(UiEvent::Close(review_label(&id)));
+                state.notifier.approved(state, &p);
+                // Answered: its window (which showed this form) says so,
+                // then closes by itself; any other review of it closes now.
+                if window.label() != review_label(&id) {
+                    state.hub.send(UiEvent::Close(review_label(&id)));
+                }
                 let (caveat_words, preview) = views::caveat_list_words(&signed);
                 Ok(IssuedView {
                     sent_to_agent: true,

@@ -116,8 +116,7 @@ impl Caller {
     /// custody (and remembered); after, as remembered. `None` for the main
     /// window, or a request this window was never served while it waited.
     fn request_agent(&self, state: &Desktop) -> Option<String> {
-        let (WindowKind::Review(id) | WindowKind::GrantRequest(id)) = WindowKind::of(&self.label)?
-        else {
+        let WindowKind::Review(id) = WindowKind::of(&self.label)? else {
             return None;
         };
         match pending(state, &id) {

@@ -188,7 +188,7 @@ pub async fn review_decide(
     running: Option<Decision>,
 ) -> R<DecisionView> {
     request_id(&id)?;
-    pending(state, &id)?;
+    let reviewed = pending(state, &id)?;
     let own = window.label() == review_label(&id);
     let verdict = if approve {
         if !own {
@@ -226,6 +226,10 @@ pub async fn review_decide(
     let outcome = timed("the decision", work)
         .await?
         .map_err(|e| refuse!("the decision failed: {e}"))??;
+    if matches!(outcome, Outcome::Approved(_) | Outcome::Issued(..)) {
+        // The window closes a moment after; the notification stays.
+        state.notifier.approved(state, &reviewed);
+    }
     Ok(match outcome {
         Outcome::Approved(_) => DecisionView {
             outcome: "approved",
