@@ -345,6 +345,12 @@ function render(p: PendingView): void {
     alike,
     footer,
   )
+  // The footer stays on screen over the end of the page: whatever is
+  // scrolled into view (a field Tab reaches, a control the human goes to)
+  // stops above it, never under it.
+  const padBottom = () => (document.documentElement.style.scrollPaddingBottom = `${footer.offsetHeight + 8}px`)
+  padBottom()
+  new ResizeObserver(padBottom).observe(footer)
   // Deny has the focus, but the review opens at its top: the headline and
   // the facts first (focusing the button must not scroll the page to it).
   deny.focus({ preventScroll: true })

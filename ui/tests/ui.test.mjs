@@ -138,6 +138,23 @@ test('review: a long grant review opens at its top, in a window that fits 768 px
 // (src-tauri/src/windows.rs: the window is sized to the work area, less the title bar).
 const SCREENS = [{ name: '1366×768', width: 620, height: 680 }, { name: '1024×600', width: 620, height: 520 }]
 
+test('review: a control scrolled into view (the name field, its Save) stops above the footer, never under it', async () => {
+  const p = consent()
+  p.review.effects = Array.from({ length: 30 }, (_, i) => ({ op: 'other', line: `· effect ${i}` }))
+  const page = await open('review.html#q1', reviewFixtures(p), { label: 'review-q1', width: 620, height: 520 })
+  await page.locator(tid('approve')).waitFor()
+  await page.evaluate(() => (document.querySelector('[data-testid="agent-naming"]').open = true))
+  for (const id of ['agent-name', 'agent-name-save']) {
+    await page.evaluate(() => window.scrollTo(0, 0))
+    // As WebDriver and keyboard focus scroll: to the element's end.
+    await page.evaluate((id) => document.querySelector(`[data-testid="${id}"]`).scrollIntoView({ block: 'end' }), id)
+    const [el, foot] = await page.evaluate((id) => [document.querySelector(`[data-testid="${id}"]`), document.querySelector('[data-testid="footer"]')].map((e) => e.getBoundingClientRect().toJSON()), id)
+    assert.ok(el.bottom <= foot.top + 0.5, `${id} ends at ${el.bottom}, the footer starts at ${foot.top}`)
+  }
+  assert.deepEqual(page.problems, [])
+  await page.close()
+})
+
 test('review: on 1366×768 and 1024×600 the footer (Deny, Approve, the status) is on screen without scrolling, however long the review', async () => {
   const p = consent({ review: { why: { rule: 'per_exceeded', words: 'Your grant allows 40.00 USD per order; this is 71.36 USD (31.36 USD over); custody approved 0.00 of its 100.00 USD since it was issued' } } })
   p.review.effects = Array.from({ length: 30 }, (_, i) => ({ op: 'other', line: `· effect ${i}` }))

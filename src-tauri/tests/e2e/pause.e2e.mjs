@@ -111,7 +111,7 @@ test('alike: three orders from the agent at one service are listed in one review
 test('deny and pause: the agent is told, and its next request is refused unseen', async () => {
   await ask('c4', proposal(PARLEY, { id: 'p_4', amount: 700 }))
   const button = await wd.text(tid('deny-pause'))
-  assert.equal(button, 'Deny and pause this agent for 1 hour')
+  assert.equal(button, 'Deny and pause agent 1 h')
   assert.equal(await wd.exec(`return document.activeElement.dataset.testid`), 'deny', 'Deny stays the default')
   await wd.screenshot(join(SHOTS, 'review-deny-and-pause.png'))
   // Each window may call only what it needs: a review cannot pause agents at
