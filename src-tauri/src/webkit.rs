@@ -270,17 +270,14 @@ pub fn confirm() -> Result<(), SandboxError> {
         return Err(SandboxError::NotFound);
     }
     for pid in found {
-        for name in ["user", "mnt", "net"] {
-            if name == "user" && root {
-                continue;
+        if let Err(e) = check_one(me, pid, root) {
+            // A web process that ended between the listing and the reading
+            // (a closed window's) holds nothing: what could not be read of
+            // it fails closed only while it still runs.
+            if running(pid) {
+                return Err(e);
             }
-            let theirs = ns(pid, name);
-            if theirs.is_none() || theirs == ns(me, name) {
-                return Err(SandboxError::Escaped { pid, ns: name });
-            }
-        }
-        if has_session_bus(pid) {
-            return Err(SandboxError::SessionBus { pid });
+            tracing::debug!(pid, "a web process ended while its sandbox was read");
         }
     }
     if root {
@@ -294,6 +291,34 @@ pub fn confirm() -> Result<(), SandboxError> {
         });
     }
     Ok(())
+}
+
+/// One web process: namespaces of its own, and no session bus.
+fn check_one(me: u32, pid: u32, root: bool) -> Result<(), SandboxError> {
+    for name in ["user", "mnt", "net"] {
+        if name == "user" && root {
+            continue;
+        }
+        let theirs = ns(pid, name);
+        if theirs.is_none() || theirs == ns(me, name) {
+            return Err(SandboxError::Escaped { pid, ns: name });
+        }
+    }
+    if has_session_bus(pid) {
+        return Err(SandboxError::SessionBus { pid });
+    }
+    Ok(())
+}
+
+/// Whether `pid` still runs: it exists and is not a zombie (whose
+/// namespaces and environment can no longer be read).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rfind(')')
+            .and_then(|close| stat.get(close + 1..))
+            .and_then(|rest| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X")
+    })
 }
 
 fn is_root() -> bool {
@@ -425,6 +450,20 @@ mod tests {
         );
         assert_eq!(program(b"bwrap\0--args\x0027\0"), "bwrap");
         assert_eq!(program(b""), "");
+    }
+
+    #[test]
+    fn a_process_that_ended_is_not_running_and_this_one_is() {
+        assert!(super::running(std::process::id()));
+        let mut child = std::process::Command::new("true")
+            .spawn()
+            .expect("spawn true");
+        let pid = child.id();
+        // Exited but not yet reaped: a zombie, whose namespaces cannot be read.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(!super::running(pid), "a zombie is not running");
+        child.wait().expect("reap");
+        assert!(!super::running(pid), "a reaped process is gone");
     }
 
     #[test]
