@@ -70,15 +70,9 @@ impl<A: App> Service<A> {
             .fix("ask your principal for a grant (for example `parley grant`) and send it in `grants` with a `proof`"));
         }
         let target = Target::Commit { hash: &rec.hash };
-        let presented = auth::presented(
-            req,
-            &self.info.id,
-            &target,
-            now,
-            &self.trusted,
-            &self.revocations(),
-        )?
-        .ok_or_else(|| ParleyError::unauthorized("COMMIT needs a proof of possession"))?;
+        let presented = self
+            .presented(req, &target, now)?
+            .ok_or_else(|| ParleyError::unauthorized("COMMIT needs a proof of possession"))?;
         self.check_holder(&rec, &presented.key)?;
 
         let mut committed = rec.committed.lock().await;

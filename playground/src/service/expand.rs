@@ -8,7 +8,7 @@
 
 use super::error::ParleyError;
 use super::request::{Request, Verb};
-use super::{auth, App, Service};
+use super::{App, Service};
 use parley_core::lens;
 use parley_core::proof::Target;
 use serde_json::{json, Value};
@@ -29,14 +29,7 @@ impl<A: App> Service<A> {
             .fix("send the original request again"));
         }
         let target = Target::Expand { handle };
-        let presented = auth::presented(
-            req,
-            &self.info.id,
-            &target,
-            now,
-            &self.trusted,
-            &self.revocations(),
-        )?;
+        let presented = self.presented(req, &target, now)?;
         if let Some(bound) = &rec.key {
             match &presented {
                 None => {

@@ -2,7 +2,7 @@
 //! with `auto` (§4.3.1) the first proposal is committed in the same round
 //! trip when a grant authorizes its COMMIT outright and it is undoable.
 
-use super::auth::{self, Presented};
+use super::auth::Presented;
 use super::commit::CommitAuth;
 use super::error::ParleyError;
 use super::request::{Request, Verb};
@@ -57,14 +57,7 @@ impl<A: App> Service<A> {
         } else {
             Target::Intent { capability: &cap }
         };
-        let presented = auth::presented(
-            req,
-            &self.info.id,
-            &target,
-            now,
-            &self.trusted,
-            &self.revocations(),
-        )?;
+        let presented = self.presented(req, &target, now)?;
         let principal = self.authorize_read(presented.as_ref(), Verb::Intent, &cap, now)?;
 
         // §4.3.1 replay memory: one answer per (proof.key, frame id).

@@ -130,6 +130,25 @@ impl<A: App> Service<A> {
         self
     }
 
+    /// The grant and proof `req` presents for `target`, checked against this
+    /// service's id, the principals it trusts and the revocations it holds
+    /// now ([`auth::presented`]); `None` when it presents neither.
+    fn presented(
+        &self,
+        req: &Request,
+        target: &Target<'_>,
+        now: i64,
+    ) -> Result<Option<Presented>, ParleyError> {
+        auth::presented(
+            req,
+            &self.info.id,
+            target,
+            now,
+            &self.trusted,
+            &self.revocations(),
+        )
+    }
+
     /// The valid statements in the revocations directory (at most
     /// [`MAX_REVOCATION_FILES`] `.json` files; one that does not parse or
     /// verify is skipped and logged).
@@ -238,14 +257,7 @@ impl<A: App> Service<A> {
         let target = Target::Ask {
             capability: &cap.name,
         };
-        let presented = auth::presented(
-            req,
-            &self.info.id,
-            &target,
-            now,
-            &self.trusted,
-            &self.revocations(),
-        )?;
+        let presented = self.presented(req, &target, now)?;
         let principal = self.authorize_read(presented.as_ref(), Verb::Ask, &cap.name, now)?;
         let data = self.app.ask(
             &cap.name,

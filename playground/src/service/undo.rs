@@ -5,7 +5,7 @@
 //! undone receipt answers its original reversal again with `"replay": true`;
 //! a closed window (or an irreversible receipt) is `expired`.
 
-use super::auth::{self, Outcome};
+use super::auth::Outcome;
 use super::error::ParleyError;
 use super::request::{Request, Verb};
 use super::{App, Service};
@@ -27,15 +27,9 @@ impl<A: App> Service<A> {
         }
         let now = self.clock.now();
         let target = Target::Undo { receipt: &rec.id };
-        let presented = auth::presented(
-            req,
-            &self.info.id,
-            &target,
-            now,
-            &self.trusted,
-            &self.revocations(),
-        )?
-        .ok_or_else(|| ParleyError::unauthorized("UNDO needs a proof of possession"))?;
+        let presented = self
+            .presented(req, &target, now)?
+            .ok_or_else(|| ParleyError::unauthorized("UNDO needs a proof of possession"))?;
         let ctx = self.context(Verb::Undo, &rec.capability, now);
         let outcome = presented.evaluate(&ctx, Some(&rec.principal));
         if let Some(e) = outcome.refusal("UNDO") {
