@@ -3,78 +3,10 @@
 // with the Tauri IPC mocked (tests/mock.ts over @tauri-apps/api/mocks).
 // Run: npm run build && npm test   (scripts/test-app.sh does both).
 
-import { test, before, after } from 'node:test'
+import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import http from 'node:http'
-import { readFile, readdir } from 'node:fs/promises'
-import { readFileSync } from 'node:fs'
-import { join, extname, dirname } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { chromium } from 'playwright-core'
+import { open, calls, tid, text } from './pages.mjs'
 import { consent, status, event, now, AGENT } from './fixtures.mjs'
-
-const here = dirname(fileURLToPath(import.meta.url))
-const dist = join(here, '..', 'dist')
-const mock = join(here, 'dist', 'mock.js')
-const CSP = JSON.parse(readFileSync(join(here, '..', '..', 'src-tauri', 'tauri.conf.json'), 'utf8')).app.security.csp
-const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.css': 'text/css' }
-
-let server
-let base
-let browser
-
-before(async () => {
-  server = http.createServer(async (req, res) => {
-    const path = decodeURIComponent(new URL(req.url, 'http://x').pathname)
-    if (path.includes('..')) return void res.writeHead(400).end()
-    if (path === '/favicon.ico') return void res.writeHead(204).end()
-    try {
-      const body = await readFile(join(dist, path === '/' ? 'index.html' : path))
-      res.writeHead(200, { 'content-type': TYPES[extname(path)] ?? 'application/octet-stream', 'content-security-policy': CSP })
-      res.end(body)
-    } catch {
-      res.writeHead(404).end()
-    }
-  })
-  await new Promise((r) => server.listen(0, '127.0.0.1', r))
-  base = `http://127.0.0.1:${server.address().port}`
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  })
-})
-
-after(async () => {
-  await browser?.close()
-  server?.close()
-})
-
-/** Opens a page with fixtures; collects errors, CSP violations and dialogs. */
-async function open(file, fixtures, { label = 'main', width = 620, height = 820 } = {}) {
-  const page = await browser.newPage({ viewport: { width, height } })
-  const problems = []
-  page.on('pageerror', (e) => problems.push(`pageerror: ${e}`))
-  page.on('console', (m) => {
-    if (m.type() === 'error' || /Content Security Policy/i.test(m.text())) problems.push(`console: ${m.text()}`)
-  })
-  page.on('dialog', (d) => {
-    problems.push(`dialog: ${d.message()}`)
-    void d.dismiss()
-  })
-  await page.addInitScript(({ f, l }) => {
-    window.__PARLEY_FIXTURES__ = f
-    window.__PARLEY_WINDOW__ = l
-  }, { f: fixtures, l: label })
-  await page.addInitScript({ path: mock })
-  await page.goto(`${base}/${file}`)
-  page.problems = problems
-  return page
-}
-
-const calls = (page, cmd) => page.evaluate((c) => window.__parleyCalls.filter(([x]) => x === c).map(([, a]) => a), cmd)
-const tid = (id) => `[data-testid="${id}"]`
-const text = (page, id) => page.locator(tid(id)).first().innerText()
-
 
 test('audit: the Details column wraps at 900 px instead of hiding behind a scrollbar; lists read "a, b"; a used consent is not live', async () => {
   const view = {
