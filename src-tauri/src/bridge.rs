@@ -104,20 +104,16 @@ fn page_event(e: &Event) -> Option<(&'static str, Option<&str>)> {
 
 /// What a window of ours that is now on screen (`focused`: whether it has
 /// the focus) means to the service, which counts `shown` as in front from
-/// now on. On Wayland the compositor alone decides which window is in
-/// front, and says so with a focus event (keyboard focus): a window it has
-/// not given the focus is `blurred` until it does (weston without a seat
-/// gives none, and every window counted as in front at once). Under X11,
-/// unchanged: shown is in front.
+/// now on. A window is in front only with the focus, on X11 as on Wayland:
+/// a review window opened beside the one being decided (unfocused, so that
+/// a click meant for the first never lands in it) is `blurred` until the
+/// window system gives it the focus and says so with a focus event. (On
+/// Wayland the compositor alone decides; weston without a seat gives none.)
 fn shown(focused: bool) -> Note {
-    shown_on(crate::webkit::on_wayland(), focused)
-}
-
-fn shown_on(wayland: bool, focused: bool) -> Note {
-    if wayland && !focused {
-        Note::Blurred
-    } else {
+    if focused {
         Note::Shown
+    } else {
+        Note::Blurred
     }
 }
 
@@ -307,11 +303,9 @@ mod tests {
     }
 
     #[test]
-    fn on_wayland_a_window_is_in_front_only_with_the_focus() {
-        assert_eq!(shown_on(false, false), Note::Shown, "X11: as before");
-        assert_eq!(shown_on(false, true), Note::Shown);
-        assert_eq!(shown_on(true, true), Note::Shown);
-        assert_eq!(shown_on(true, false), Note::Blurred);
+    fn a_window_is_in_front_only_with_the_focus() {
+        assert_eq!(shown(true), Note::Shown);
+        assert_eq!(shown(false), Note::Blurred, "opened beside, unfocused");
     }
 
     #[test]

@@ -195,8 +195,13 @@ test('a_second_review_window_opens_beside_the_first_unfocused_and_titled_after_i
   // B is not where A is, and covers none of A.
   const apart = (r, s) => r.x + r.width <= s.x || s.x + s.width <= r.x || r.y + r.height <= s.y || s.y + s.height <= r.y
   assert.ok(apart(first.win, second), `B ${JSON.stringify(second)} beside A ${JSON.stringify(first.win)}`)
+  // B never had the focus: for custody it is not in front, however long it
+  // has been on screen (past the arming delay), so an approval from it is
+  // refused by the service itself, not only by B's page.
+  await sleep(2000)
+  const fromB = await invoke('review_decide', { id: 'q2', approve: true, confirmed: false, gesture: 'click', reason: null })
+  assert.match(fromB, /in front and focused/, fromB)
   // A kept the focus: its Approve is still armed (a blur disarms it) ...
-  await sleep(1000)
   await wd.switchTo(a)
   assert.equal(await wd.prop(tid('approve'), 'disabled'), false, "A's Approve is still armed")
   const again = await approveOnScreen()
