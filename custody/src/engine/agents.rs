@@ -70,12 +70,24 @@ impl Engine {
         lock(&self.inner.audit)
             .pause_agent(&key, until, reason, now)
             .map_err(|e| PauseError::Audit(e.to_string()))?;
+        let told = format!("the human paused this agent: {reason}");
+        Ok(self.deny_pending(|r| r.agent.key == key, &told))
+    }
+
+    /// Denies every pending request whose review `which` picks and that is
+    /// not being decided (a decision under way is left to finish: it checks
+    /// again before it signs), telling each agent `told`; returns their ids.
+    pub(super) fn deny_pending(
+        &self,
+        which: impl Fn(&crate::review::Review) -> bool,
+        told: &str,
+    ) -> Vec<String> {
         let pending: Vec<(String, EventKind)> = {
             let st = lock(&self.inner.state);
             st.queue
                 .pending()
                 .iter()
-                .filter(|e| e.item.reviewed.review().agent.key == key)
+                .filter(|e| which(e.item.reviewed.review()))
                 .filter(|e| !st.deciding.contains(&e.id))
                 .map(|e| {
                     let kind = match e.item.reviewed {
@@ -86,11 +98,10 @@ impl Engine {
                 })
                 .collect()
         };
-        let told = format!("the human paused this agent: {reason}");
         for (id, kind) in &pending {
-            self.close(id, Outcome::Denied(Some(told.clone())), *kind, None);
+            self.close(id, Outcome::Denied(Some(told.to_string())), *kind, None);
         }
-        Ok(pending.into_iter().map(|(id, _)| id).collect())
+        pending.into_iter().map(|(id, _)| id).collect()
     }
 
     /// "Deny and pause": denies pending request `id` and pauses its agent

@@ -69,25 +69,7 @@ impl Engine {
     /// Denies every pending request not being decided (a decision under
     /// way refuses to sign while frozen and is denied on the next look).
     fn deny_all_pending(&self) -> Vec<String> {
-        let pending: Vec<(String, EventKind)> = {
-            let st = lock(&self.inner.state);
-            st.queue
-                .pending()
-                .iter()
-                .filter(|e| !st.deciding.contains(&e.id))
-                .map(|e| {
-                    let kind = match e.item.reviewed {
-                        Reviewed::Consent(_) => EventKind::ConsentDenied,
-                        Reviewed::Grant(_) => EventKind::GrantDenied,
-                    };
-                    (e.id.clone(), kind)
-                })
-                .collect()
-        };
-        for (id, kind) in &pending {
-            self.close(id, Outcome::Denied(Some(DENIED_FROZEN.into())), *kind, None);
-        }
-        pending.into_iter().map(|(id, _)| id).collect()
+        self.deny_pending(|_| true, DENIED_FROZEN)
     }
 
     /// Ends the freeze, its `custody_unfrozen` row saying how the OS
