@@ -7,65 +7,27 @@
 
 mod support;
 
-use parley_core::proposal::proposal_hash;
-use parley_core::{PublicKey, SecretKey};
 use parley_custody::approver::{Gesture, Verdict, Yes};
 use parley_custody::audit::{Audit, EventKind, Query};
 use parley_custody::engine::{unix_now, DecideError};
 use parley_custody::ipc::peer::PeerInfo;
-use parley_custody::protocol::Request;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use support::custody::{next_reply, no_step_up, Keys, Options, TestCustody};
-use support::rt;
+use support::requests::{order_request, seeded_agent as agent};
+use support::{parley_cli, rt};
 use tokio::sync::mpsc;
-use zeroize::Zeroizing;
-
-fn agent(seed: u8) -> String {
-    SecretKey::from_seed(&Zeroizing::new([seed; 32]))
-        .public()
-        .to_string()
-}
-
-fn request(id: &str, n: i64, agent: &str, principal: &PublicKey) -> Request {
-    let service = "shop.example";
-    let mut p = json!({
-        "id": format!("p{n}"), "capability": "shop.order", "summary": "Order for 5.00 USD",
-        "effects": [{"op": "create", "target": "order"}],
-        "cost": {"amount": 500, "currency": "USD"}, "risk": "low",
-        "undo": {"window": 60}, "expires": unix_now() + 600
-    });
-    p["hash"] = json!(proposal_hash(&p).unwrap());
-    let v = json!({"custody": 1, "id": id, "op": "consent", "service": service,
-                   "agent": agent, "proposal": p,
-                   "consent": {"proposal": p["id"], "hash": p["hash"], "service": service,
-                               "capability": "shop.order", "principal": principal.to_string(),
-                               "summary": "Order for 5.00 USD", "expires": p["expires"]}});
-    Request::from_value(&v).unwrap()
-}
 
 fn submit(c: &TestCustody, id: &str, n: i64, agent: &str) -> mpsc::Receiver<Value> {
     c.submit(
         &PeerInfo::from_creds(4242, 4242, None),
-        request(id, n, agent, &c.principal),
+        order_request(id, n, agent, &c.principal, "shop.example"),
     )
 }
 
-/// The human's `parley`, built next to this test (`cargo build -p parley-cli`).
-fn parley() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let bin = exe.parent().and_then(Path::parent).unwrap().join("parley");
-    assert!(
-        bin.exists(),
-        "{} is missing: run `cargo build -p parley-cli` first",
-        bin.display()
-    );
-    bin
-}
-
 fn human(args: &[&str], dir: &Path) -> Value {
-    let out = Command::new(parley())
+    let out = Command::new(parley_cli())
         .arg("--json")
         .args(["custody"])
         .args(args)

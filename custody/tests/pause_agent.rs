@@ -7,42 +7,17 @@
 
 mod support;
 
-use parley_core::proposal::proposal_hash;
-use parley_core::{PublicKey, SecretKey};
 use parley_custody::audit::{Audit, EventKind, Query};
 use parley_custody::engine::{unix_now, PauseError, DENY_AND_PAUSE_SECS};
 use parley_custody::ipc::peer::PeerInfo;
-use parley_custody::protocol::Request;
-use serde_json::{json, Value};
+use serde_json::Value;
 use support::custody::{next_reply, no_step_up, Keys, TestCustody};
+use support::requests::{order_request, seeded_agent as agent};
 use support::rt;
 use tokio::sync::mpsc;
-use zeroize::Zeroizing;
-
-fn agent(seed: u8) -> String {
-    SecretKey::from_seed(&Zeroizing::new([seed; 32]))
-        .public()
-        .to_string()
-}
 
 async fn custody() -> TestCustody {
     TestCustody::start(Keys::File, no_step_up()).await
-}
-
-fn request_at(id: &str, n: i64, agent: &str, principal: &PublicKey, service: &str) -> Request {
-    let mut p = json!({
-        "id": format!("p{n}"), "capability": "shop.order", "summary": "Order for 5.00 USD",
-        "effects": [{"op": "create", "target": "order"}],
-        "cost": {"amount": 500, "currency": "USD"}, "risk": "low",
-        "undo": {"window": 60}, "expires": unix_now() + 600
-    });
-    p["hash"] = json!(proposal_hash(&p).unwrap());
-    let v = json!({"custody": 1, "id": id, "op": "consent", "service": service,
-                   "agent": agent, "proposal": p,
-                   "consent": {"proposal": p["id"], "hash": p["hash"], "service": service,
-                               "capability": "shop.order", "principal": principal.to_string(),
-                               "summary": "Order for 5.00 USD", "expires": p["expires"]}});
-    Request::from_value(&v).unwrap()
 }
 
 fn submit(c: &TestCustody, id: &str, n: i64, agent: &str) -> mpsc::Receiver<Value> {
@@ -56,7 +31,7 @@ fn submit_at(
     agent: &str,
     service: &str,
 ) -> mpsc::Receiver<Value> {
-    let req = request_at(id, n, agent, &c.principal, service);
+    let req = order_request(id, n, agent, &c.principal, service);
     c.submit(&PeerInfo::from_creds(4242, 4242, None), req)
 }
 

@@ -23,31 +23,19 @@ use parley_playground::apps::Playground;
 use parley_playground::clock::{Clock, SystemClock};
 use parley_playground::ids::random_key;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 use support::custody::{next_reply, no_step_up, Keys, TestCustody};
-use support::rt_per_core;
+use support::{parley_cli, rt_per_core};
 
 const YES: Yes = Yes {
     gesture: Gesture::Click,
     second_confirmation: true,
 };
 
-/// The human's `parley`, built next to this test (`cargo build -p parley-cli`).
-fn parley() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let bin = exe.parent().and_then(Path::parent).unwrap().join("parley");
-    assert!(
-        bin.exists(),
-        "{} is missing: run `cargo build -p parley-cli` first",
-        bin.display()
-    );
-    bin
-}
-
 fn verify(token: &str, principal: &str, revocations: &[&Path]) -> (i32, Value) {
-    let mut cmd = Command::new(parley());
+    let mut cmd = Command::new(parley_cli());
     cmd.args(["--json", "verify", token, "--trust", principal])
         .args([
             "--svc",
@@ -111,7 +99,7 @@ fn a_revoked_grant_is_refused_by_the_playground_and_by_parley_verify_with_the_re
         // The human revokes it with their own command (as root polkit asks
         // nothing; the row says so), publishing to the shop's directory.
         let data = c.audit_path.parent().unwrap().to_path_buf();
-        let out = Command::new(parley())
+        let out = Command::new(parley_cli())
             .args(["--json", "custody", "revoke", &grant_id, "--reason", "the agent went rogue"])
             .arg("--publish")
             .arg(published.path())
@@ -152,7 +140,7 @@ fn a_revoked_grant_is_refused_by_the_playground_and_by_parley_verify_with_the_re
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].token_id.as_deref(), Some(grant_id.as_str()));
         assert!(Audit::open(&c.audit_path).unwrap().verify().unwrap().ok);
-        let again = Command::new(parley())
+        let again = Command::new(parley_cli())
             .args(["custody", "revoke", &grant_id, "--file-store", "--data-dir"])
             .arg(&data)
             .env("PARLEY_CUSTODY_PASSPHRASE", "test custody")

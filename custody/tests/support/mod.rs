@@ -153,6 +153,23 @@ pub fn in_session(test: &str, session: Session) -> bool {
     false
 }
 
+/// The human's `parley`, built next to this test binary (`cargo build -p
+/// parley-cli`; `cargo test --workspace` builds it).
+pub fn parley_cli() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let bin = exe
+        .parent()
+        .and_then(std::path::Path::parent)
+        .expect("target/<profile>/deps")
+        .join("parley");
+    assert!(
+        bin.exists(),
+        "{} is missing: run `cargo build -p parley-cli` first",
+        bin.display()
+    );
+    bin
+}
+
 pub fn scratch() -> PathBuf {
     PathBuf::from(std::env::var_os(SCRATCH).expect("set by in_session"))
 }

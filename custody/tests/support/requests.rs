@@ -5,6 +5,7 @@
 use parley_core::proposal::proposal_hash;
 use parley_core::{PublicKey, SecretKey};
 use parley_custody::engine::unix_now;
+use parley_custody::protocol::Request;
 use serde_json::{json, Value};
 use zeroize::Zeroizing;
 
@@ -62,4 +63,35 @@ pub fn kind_code(v: &Value) -> String {
         Some(code) => format!("{}:{code}", v["kind"].as_str().unwrap_or("?")),
         None => v["kind"].as_str().unwrap_or("?").to_string(),
     }
+}
+
+/// Agent `seed`'s key, as an agent names itself in a request.
+pub fn seeded_agent(seed: u8) -> String {
+    SecretKey::from_seed(&Zeroizing::new([seed; 32]))
+        .public()
+        .to_string()
+}
+
+/// Agent `agent`'s consent request `id` for order `p<n>` of 5.00 USD at
+/// `service`, its consent matching the proposal exactly.
+pub fn order_request(
+    id: &str,
+    n: i64,
+    agent: &str,
+    principal: &PublicKey,
+    service: &str,
+) -> Request {
+    let mut p = json!({
+        "id": format!("p{n}"), "capability": "shop.order", "summary": "Order for 5.00 USD",
+        "effects": [{"op": "create", "target": "order"}],
+        "cost": {"amount": 500, "currency": "USD"}, "risk": "low",
+        "undo": {"window": 60}, "expires": unix_now() + 600
+    });
+    rehash(&mut p);
+    let v = json!({"custody": 1, "id": id, "op": "consent", "service": service,
+                   "agent": agent, "proposal": p,
+                   "consent": {"proposal": p["id"], "hash": p["hash"], "service": service,
+                               "capability": "shop.order", "principal": principal.to_string(),
+                               "summary": "Order for 5.00 USD", "expires": p["expires"]}});
+    Request::from_value(&v).expect("a well-formed request")
 }
