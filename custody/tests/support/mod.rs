@@ -9,6 +9,7 @@
 pub mod agent;
 pub mod custody;
 pub mod requests;
+pub mod terminal;
 pub mod ui_relay;
 
 use std::path::PathBuf;
