@@ -137,13 +137,15 @@ print(a.getsockname()[1], b.getsockname()[1])')
     [ "$kind" = wayland ] && display=(env -u DISPLAY)
     timeout 900 "${as_user[@]}" "${display[@]}" dbus-run-session "${bus_config[@]}" -- bash -c '
       set -euo pipefail
-      compositor=
+      # Whatever this session starts in the background (weston, dunst,
+      # dbus-monitor, the service, tauri-driver) ends with it, also when a
+      # wait below gives up.
+      trap "kill \$(jobs -p) 2>/dev/null || true" EXIT
       if [ "$KIND" = wayland ]; then
         # weston, headless: an output of 1366x768 in memory, no X server
         # (DISPLAY is unset, so GTK can only speak Wayland).
         weston --backend=headless-backend.so --socket=wl-test --width=1366 --height=768 \
           --idle-time=0 >"$T/weston.log" 2>&1 &
-        compositor=$!
         i=0
         until [ -S "$XDG_RUNTIME_DIR/wl-test" ]; do
           i=$((i+1)); [ "$i" -gt 100 ] && { echo "weston did not start" >&2; cat "$T/weston.log" >&2; exit 1; }
@@ -164,13 +166,11 @@ print(a.getsockname()[1], b.getsockname()[1])')
       fi
       # What the service asks the notification daemon to show, for the test to read.
       dbus-monitor --session "$NOTIFY_MATCH" >"$NOTIFY_LOG" 2>&1 &
-      service=
       if [ "$KIND" != installed ]; then
         # The custody service (key, engine, tray, notifications) in its own
         # process; tauri-driver then starts the keyless UI, which connects to it.
         # (The installed session starts the app alone: it starts the service.)
         "$CUSTODY_SERVICE" --approver desktop --hidden >"$T/service.log" 2>&1 &
-        service=$!
         i=0
         until [ -S "$XDG_RUNTIME_DIR/parley-custody-ui/ui.sock" ]; do
           i=$((i+1)); [ "$i" -gt 150 ] && { echo "the custody service did not start" >&2; cat "$T/service.log" >&2; exit 1; }
@@ -179,8 +179,6 @@ print(a.getsockname()[1], b.getsockname()[1])')
       fi
       "$TAURI_DRIVER" --port "$DRIVER_PORT" --native-port "$NATIVE_PORT" \
         --native-driver /usr/bin/WebKitWebDriver >"$T/tauri-driver.log" 2>&1 &
-      driver=$!
-      trap "kill $driver $service $compositor 2>/dev/null || true" EXIT
       node --test --test-concurrency=1 "$FILE"
     '
   )
