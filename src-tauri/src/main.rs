@@ -123,6 +123,7 @@ fn run(args: Args) -> i32 {
         return 3;
     }
     webkit::own_cache_dir();
+    webkit::compositing_for_the_display();
     let first = args.open.clone();
     let app = tauri::Builder::default()
         // First: a second start opens its window here instead (one UI per user).

@@ -230,24 +230,39 @@ fn display_is_wayland() -> bool {
     false
 }
 
-/// After GTK started and before the first web view, on GTK's thread:
-/// notes whether the display is Wayland ([`on_wayland`]). There, the web
-/// engine is told through `WEBKIT_DISABLE_COMPOSITING_MODE` what
-/// [`keep_small`] tells each web view (which does not reach this), that our pages
-/// are drawn on the CPU. Otherwise WebKitGTK (2.50, Debian 12) composites
-/// into DMA-BUF buffers for the compositor, and where the GPU or the
-/// compositor cannot take them (no GPU, weston, a VM) the sandboxed web
-/// process dies before its first frame: blank windows (seen under weston,
-/// src-tauri/tests/e2e/wayland.e2e.mjs). A value the human set is kept.
-/// Under X11 nothing changes.
-pub fn for_the_display() {
-    let _ = WAYLAND.set(display_is_wayland());
-    if on_wayland() && std::env::var_os("WEBKIT_DISABLE_COMPOSITING_MODE").is_none() {
+/// Before GTK starts (next to [`own_cache_dir`], where this process sets its
+/// environment, not in Tauri's setup where other threads already read it):
+/// where GTK will choose Wayland (`GDK_BACKEND` naming it first, or unset
+/// with `WAYLAND_DISPLAY` set), the web engine is told through
+/// `WEBKIT_DISABLE_COMPOSITING_MODE` what [`keep_small`] tells each web view
+/// (which does not reach this), that our pages are drawn on the CPU.
+/// Otherwise WebKitGTK (2.50, Debian 12) composites into DMA-BUF buffers for
+/// the compositor, and where the GPU or the compositor cannot take them (no
+/// GPU, weston, a VM) the sandboxed web process dies before its first frame:
+/// blank windows (seen under weston, src-tauri/tests/e2e/wayland.e2e.mjs).
+/// A value the human set is kept. Under X11 nothing changes.
+pub fn compositing_for_the_display() {
+    let backend = std::env::var("GDK_BACKEND").unwrap_or_default();
+    let wayland_first = match backend.split(',').map(str::trim).find(|b| !b.is_empty()) {
+        Some(first) => first == "wayland" || (first == "*" && wayland_display()),
+        None => wayland_display(),
+    };
+    if wayland_first && std::env::var_os("WEBKIT_DISABLE_COMPOSITING_MODE").is_none() {
         std::env::set_var("WEBKIT_DISABLE_COMPOSITING_MODE", "1");
         tracing::info!(
             "on Wayland: the web engine draws without compositing (as on X11, on the CPU)"
         );
     }
+}
+
+fn wayland_display() -> bool {
+    std::env::var_os("WAYLAND_DISPLAY").is_some_and(|d| !d.is_empty())
+}
+
+/// After GTK started and before the first web view, on GTK's thread:
+/// notes whether the display is Wayland ([`on_wayland`]).
+pub fn for_the_display() {
+    let _ = WAYLAND.set(display_is_wayland());
 }
 
 /// When a page of ours starts loading: every web process this process
