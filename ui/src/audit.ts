@@ -6,7 +6,7 @@
 // display-safe, and they are rendered as text only.
 
 import './style.css'
-import { api, on, errorText, agentName as nameOf, type AuditFilter, type AuditView, type EventView, type EventKind, type PausesView } from './ipc'
+import { api, on, errorText, agentName, type AuditFilter, type AuditView, type EventView, type EventKind, type PausesView } from './ipc'
 import { h, replace, byId, say, setText } from './dom'
 import { when, whenExact, span, fromTimeInput, TIME_FIELD_ATTRS } from './format'
 import { mainNav } from './nav'
@@ -40,7 +40,7 @@ const app = byId('app')
 
 function agentCell(e: EventView): HTMLElement | string {
   if (!e.agent) return ''
-  return agentName(e.agent, e.agent_short ?? e.agent, e.agent_label, e.agent_name, e.agent_phrase)
+  return agentCellOf(e.agent, e.agent_short ?? e.agent, e.agent_label, e.agent_name, e.agent_phrase)
 }
 
 /** A list custody stored joined by commas (a grant's services), as words: "a, b". */
@@ -116,7 +116,7 @@ function render(view: AuditView, filter: AuditFilter) {
                 h('td', null, 'Grant'),
                 h('td', null, agentCell(e)),
                 h('td', null, listWords(e.service)),
-                h('td', null, e.kind === 'consent_approved' ? `one COMMIT of ${e.capability ?? '?'}${e.cost ? ` for ${e.cost}` : ''} (proposal ${e.hash?.slice(0, 12) ?? '?'}…)` : e.preview ?? '', e.caveat_words.length && e.kind === 'grant_issued' ? h('ul', { class: 'words' }, ...e.caveat_words.map((w) => h('li', null, w))) : null),
+                h('td', null, e.preview ?? '', e.caveat_words.length ? h('ul', { class: 'words' }, ...e.caveat_words.map((w) => h('li', null, w))) : null),
                 h('td', null, e.expires ? `${when(e.expires)} (in ${span(e.expires - view.now)})` : ''),
                 revokeCell(e, view),
               ),
@@ -182,8 +182,8 @@ function render(view: AuditView, filter: AuditFilter) {
 }
 
 /** An agent by its one name (the human's label, else its four words), its key's short form after it as a detail. */
-function agentName(key: string, short: string, label: string | null, name?: string | null, phrase?: string | null): HTMLElement {
-  return h('span', { class: 'agent-name' }, h('strong', { testid: 'agent-name' }, nameOf({ name, label, phrase })), ' ', h('code', { class: 'muted', title: key }, short))
+function agentCellOf(key: string, short: string, label: string | null, name?: string | null, phrase?: string | null): HTMLElement {
+  return h('span', { class: 'agent-name' }, h('strong', { testid: 'agent-name' }, agentName({ name, label, phrase })), ' ', h('code', { class: 'muted', title: key }, short))
 }
 
 /** One pause or resume at a time; the view comes back from the backend. */
@@ -220,7 +220,7 @@ function renderPauses(v: PausesView) {
               h(
                 'tr',
                 { testid: 'paused-row', attrs: { 'data-agent': p.agent } },
-                h('td', null, agentName(p.agent, p.short, p.label, p.name, p.phrase)),
+                h('td', null, agentCellOf(p.agent, p.short, p.label, p.name, p.phrase)),
                 h('td', null, p.until === null ? 'until you resume it' : `${when(p.until)} (in ${span(p.until - v.now)})`),
                 h('td', { class: 'reason-text' }, p.reason),
                 h(
@@ -245,7 +245,7 @@ function renderPauses(v: PausesView) {
               h(
                 'li',
                 { testid: 'pause-agent', attrs: { 'data-agent': a.key } },
-                agentName(a.key, a.short, a.label, a.name, a.phrase),
+                agentCellOf(a.key, a.short, a.label, a.name, a.phrase),
                 a.waiting ? h('span', { class: 'badge badge-warn' }, ' asking now') : null,
                 ' ',
                 h('button', { class: 'btn btn-small', testid: 'pause-1h', attrs: { type: 'button' }, on: { click: () => void pauseAction(() => api.agentPause(a.key, 3600), 'Paused for 1 hour: its requests are refused without being shown.') } }, 'Pause for 1 hour'),

@@ -21,7 +21,7 @@
 // refused without being shown.
 
 import './style.css'
-import { api, on, onWindowFocus, errorCode, errorText, type Gesture, type PendingView, type Review } from './ipc'
+import { api, on, onWindowFocus, errorCode, errorText, agentName, type Gesture, type PendingView, type Review } from './ipc'
 import { pointerOnly } from './gesture'
 import { h, replace, byId, row, say, setText } from './dom'
 import { when, span } from './format'
@@ -116,12 +116,6 @@ function principal(r: Review): HTMLElement {
   )
 }
 
-/** The agent's name as the review shows it: the human's name for it, else
- *  its four words (the same wherever this key appears). */
-function agentName(r: Review): string {
-  return r.agent.label || r.agent.phrase || r.agent.short
-}
-
 /** What a kind of review shows above its details, and its details. */
 interface Body {
   title: string
@@ -166,7 +160,7 @@ function consentBody(r: Review): Body {
   return {
     // A job's "service" is its server's key: the headline names the tool.
     title: r.job ? `Run ${r.job.tool} for ${r.cost}? — Parley Custody` : `Approve ${r.cost} at ${r.service}? — Parley Custody`,
-    kind: r.job ? `The job server ${agentName(r)} asks you to approve a plan` : `${agentName(r)} asks for your consent`,
+    kind: r.job ? `The job server ${agentName(r.agent)} asks you to approve a plan` : `${agentName(r.agent)} asks for your consent`,
     headline: r.job ? `${r.job.tool}: ${r.cost}` : `${r.cost} at ${r.service}`,
     top: [theirWords(r, 'What the service says it is (its words, not checked)'), why(r)],
     details: [facts, effects, h('p', { class: 'hash' }, 'Proposal hash ', h('code', { testid: 'hash', title: r.hash }, `${r.hash_short}…`))],
@@ -193,7 +187,7 @@ function grantBody(r: Review): Body {
     title: `Grant for ${r.service || 'every service'}? — Parley Custody`,
     kind: 'An agent asks for a grant',
     // A subject: "shopping bot may ask for offers…", never a bare "may…".
-    headline: `${agentName(r)} ${r.preview}`,
+    headline: `${agentName(r.agent)} ${r.preview}`,
     top: [theirWords(r, 'The agent’s reason (its words, not checked)')],
     details: [facts, caveats],
   }
