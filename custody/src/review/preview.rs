@@ -56,7 +56,9 @@ pub fn preview(caveats: &[Caveat]) -> String {
 /// holder's own key is a YEA job server's policy (SPEC-approval §2: the
 /// server's key is its service id) and is said as one: "this job server may
 /// run refund without asking, up to 25.00 USD each, at most 100.00 USD in
-/// total, until …" (the server runs only plans it can undo that way).
+/// total, until …". The parenthesis says whose rule "undoable only" is: the
+/// protocol's, kept by a server that follows it (SPEC-approval §2), not a
+/// caveat of this grant.
 pub fn preview_for(holder: &str, caveats: &[Caveat]) -> String {
     let svcs: Vec<&Vec<String>> = caveats
         .iter()
@@ -92,7 +94,7 @@ pub fn preview_for(holder: &str, caveats: &[Caveat]) -> String {
         .collect();
     let limits = preview(&rest);
     let limits = limits.strip_prefix("may do anything").unwrap_or(&limits);
-    format!("this job server may run {what} without asking (only plans it can undo){limits}")
+    format!("this job server may run {what} without asking (a YEA server runs only plans it can undo this way){limits}")
 }
 
 /// `a`, `a and b`, `a, b and c`.
@@ -189,7 +191,8 @@ mod tests {
         assert_eq!(
             preview_for(server, &list),
             format!(
-                "this job server may run refund without asking (only plans it can undo), up to \
+                "this job server may run refund without asking (a YEA server runs only plans it can \
+                 undo this way), up to \
                  25.00 USD each, at most 100.00 USD in total, until {}",
                 crate::local_time::when(1_790_000_000)
             )
