@@ -53,6 +53,7 @@ pub enum Outcome<'p> {
 /// for a request to `audience` with this proof `target`, at `now`.
 ///
 /// `Ok(None)` when the request carries neither grants nor a proof.
+/// `revocations` is asked for only when the request presents a grant.
 /// Grants without a proof, a malformed, stale or wrong proof: `unauthorized`.
 /// A grant that fails its chain check is kept as a failure: another grant
 /// may still authorize the request (§6.6).
@@ -62,7 +63,7 @@ pub fn presented(
     target: &Target<'_>,
     now: i64,
     trusted: &[PublicKey],
-    revocations: &[Revocation],
+    revocations: impl FnOnce() -> Result<Vec<Revocation>, ParleyError>,
 ) -> Result<Option<Presented>, ParleyError> {
     let Some(raw) = &req.proof else {
         if req.grants.is_empty() {
@@ -90,6 +91,12 @@ pub fn presented(
                 .map_err(|e| e.to_string())
         })
         .collect();
+    // Read only when there is a grant to check them against.
+    let revocations = if grants.is_empty() {
+        Vec::new()
+    } else {
+        revocations()?
+    };
     let revoked = grants
         .iter()
         .map(|g| {
@@ -245,4 +252,27 @@ pub fn forbidden(verb: &str, need: &[Value], reasons: &[String]) -> ParleyError 
 pub fn unauthorized(reason: &str) -> ParleyError {
     ParleyError::unauthorized(format!("no usable grant: {reason}"))
         .fix("present a grant from a principal this service trusts, held by the proof key")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parley_core::Dialect;
+    use serde_json::json;
+
+    #[test]
+    fn revocations_are_read_only_for_a_request_with_grants() {
+        let req = Request::parse(
+            &json!({"parley": 1, "id": "1", "verb": "ASK", "capability": "shop.search"}),
+            Dialect::ParleyV1,
+        )
+        .unwrap();
+        let target = Target::Ask {
+            capability: "shop.search",
+        };
+        let got = presented(&req, "svc", &target, 1_790_000_000, &[], || {
+            Err(ParleyError::internal("the revocations were read"))
+        });
+        assert!(matches!(got, Ok(None)), "{got:?}");
+    }
 }

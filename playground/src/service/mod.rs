@@ -139,14 +139,9 @@ impl<A: App> Service<A> {
         target: &Target<'_>,
         now: i64,
     ) -> Result<Option<Presented>, ParleyError> {
-        auth::presented(
-            req,
-            &self.info.id,
-            target,
-            now,
-            &self.trusted,
-            &self.revocations(),
-        )
+        auth::presented(req, &self.info.id, target, now, &self.trusted, || {
+            Ok(self.revocations())
+        })
     }
 
     /// The valid statements in the revocations directory (at most
