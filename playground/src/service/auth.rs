@@ -164,17 +164,12 @@ impl Presented {
         let mut best: Option<Outcome<'_>> = None;
         for (i, g) in self.grants.iter().enumerate() {
             let revoked = self.revoked.get(i).and_then(Option::as_ref);
-            let outcome = match g {
-                Err(reason) => Outcome::Unauthorized(reason.clone()),
+            let outcome = match (g, revoked) {
+                (Err(reason), _) => Outcome::Unauthorized(reason.clone()),
                 // Revoked by its principal: forbidden, `need` naming the
                 // revocation, whatever its caveats say.
-                Ok(_) if revoked.is_some() => match revoked.map(Revocation::forbidden) {
-                    Some(Decision::Forbidden { need, reasons }) => {
-                        Outcome::Forbidden { need, reasons }
-                    }
-                    _ => Outcome::Unauthorized("revoked".into()),
-                },
-                Ok(grant) => {
+                (Ok(grant), Some(r)) => Outcome::of(grant, r.forbidden()),
+                (Ok(grant), None) => {
                     let same = principal.map_or(true, |p| principal_of(grant).as_ref() == Some(p));
                     if !same {
                         Outcome::Forbidden {
@@ -184,16 +179,7 @@ impl Presented {
                             ],
                         }
                     } else {
-                        match grant.evaluate(ctx) {
-                            Decision::Ok => Outcome::Ok(grant),
-                            Decision::ConsentRequired { reasons, .. } => {
-                                Outcome::Consent(grant, reasons)
-                            }
-                            Decision::Forbidden { need, reasons } => {
-                                Outcome::Forbidden { need, reasons }
-                            }
-                            Decision::Unauthorized { reason } => Outcome::Unauthorized(reason),
-                        }
+                        Outcome::of(grant, grant.evaluate(ctx))
                     }
                 }
             };
@@ -205,7 +191,17 @@ impl Presented {
     }
 }
 
-impl Outcome<'_> {
+impl<'p> Outcome<'p> {
+    /// What `grant`'s decision means for this request.
+    fn of(grant: &'p VerifiedGrant, decision: Decision) -> Outcome<'p> {
+        match decision {
+            Decision::Ok => Outcome::Ok(grant),
+            Decision::ConsentRequired { reasons, .. } => Outcome::Consent(grant, reasons),
+            Decision::Forbidden { need, reasons } => Outcome::Forbidden { need, reasons },
+            Decision::Unauthorized { reason } => Outcome::Unauthorized(reason),
+        }
+    }
+
     fn rank(&self) -> u8 {
         match self {
             Outcome::Ok(_) => 3,
