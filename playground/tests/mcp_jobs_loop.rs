@@ -297,3 +297,87 @@ async fn a_client_that_can_ask_shows_the_form_and_runs_only_on_the_typed_phrase_
     assert_eq!(s["why"], "no such receipt", "{s}");
     serving.abort();
 }
+
+/// A clock the test moves: the person below answers only after the form's
+/// state has expired.
+struct MovedClock(std::sync::Arc<std::sync::atomic::AtomicI64>);
+
+impl parley_playground::clock::Clock for MovedClock {
+    fn now(&self) -> i64 {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// Types the right phrase, but only once the form's lifetime has passed.
+struct LatePerson(std::sync::Arc<std::sync::atomic::AtomicI64>);
+
+impl rmcp::ClientHandler for LatePerson {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        rmcp::model::ClientConfig::new(
+            rmcp::model::ClientCapabilities::builder()
+                .enable_elicitation()
+                .build(),
+            rmcp::model::Implementation::default(),
+        )
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        use rmcp::model::{ElicitResult, ElicitationAction};
+        self.0.fetch_add(
+            parley_playground::jobs::request_state::STATE_SECS,
+            std::sync::atomic::Ordering::SeqCst,
+        );
+        Ok(ElicitResult::new(ElicitationAction::Accept)
+            .with_content(serde_json::json!({"confirm": "A-1001"})))
+    }
+}
+
+/// An answer that arrives when the form's state has expired runs nothing,
+/// even the right phrase for an irreversible refund.
+#[tokio::test]
+async fn an_answer_after_the_form_expired_runs_nothing() {
+    use parley_playground::jobs::mcp::JobsMcp;
+    use parley_playground::jobs::server::{JobServer, Setup};
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::ServiceExt;
+    let dir = tempfile::tempdir().unwrap();
+    let time = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(now()));
+    let server = JobServer::new(Setup {
+        key: key(3),
+        principal: key(1).public(),
+        policy_grant: None,
+        tightening: parley_playground::jobs::policy::read_tightening(&serde_json::json!({})),
+        store: parley_playground::jobs::store::FileStore::new(dir.path()),
+        clock: std::sync::Arc::new(MovedClock(time.clone())),
+    });
+    let (client_end, server_end) = tokio::io::duplex(64 * 1024);
+    let serving = tokio::spawn(async move {
+        if let Ok(running) = JobsMcp::new(server).serve(server_end).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let client = LatePerson(time).serve(client_end).await.unwrap();
+    let args = serde_json::json!({"order": "A-1001", "amount": "30.00"});
+    let late = client
+        .call_tool(
+            CallToolRequestParams::new("refund").with_arguments(args.as_object().unwrap().clone()),
+        )
+        .await
+        .unwrap();
+    let s = late.structured_content.unwrap();
+    assert_eq!(s["outcome"], "refused", "{s}");
+    assert!(s["why"].as_str().unwrap_or("").contains("expired"), "{s}");
+    assert!(
+        !dir.path().join("receipts").exists()
+            || std::fs::read_dir(dir.path().join("receipts"))
+                .unwrap()
+                .count()
+                == 0,
+        "a receipt was written"
+    );
+    serving.abort();
+}

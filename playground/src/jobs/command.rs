@@ -82,18 +82,41 @@ fn tightening(a: &McpJobsArgs) -> Result<Tightening, CommandError> {
         Some(p) => p.clone(),
         None => yea_home()?.join("policy.json"),
     };
-    let value = match fs::read(&path) {
-        Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|_| {
-            eprintln!("mcp-jobs: {} is not valid JSON; ignored", path.display());
-            serde_json::json!({})
-        }),
-        Err(_) => serde_json::json!({}),
-    };
+    let value = read_policy_json(&path)?;
     let t = read_tightening(&value);
     for w in &t.warnings {
         eprintln!("mcp-jobs: {}: {w}", path.display());
     }
     Ok(t)
+}
+
+/// The most `policy.json` may hold.
+const MAX_POLICY_JSON_BYTES: u64 = 64 * 1024;
+
+/// The person's `policy.json`: `{}` only when there is none. A file that
+/// cannot be read, is over [`MAX_POLICY_JSON_BYTES`] or is not JSON stops
+/// the server: ignoring it would drop the person's deny list.
+fn read_policy_json(path: &Path) -> Result<serde_json::Value, CommandError> {
+    use std::io::Read;
+    let refuse = |why: String| {
+        CommandError::Usage(format!(
+            "{}: {why}; fix or remove it (mcp-jobs does not start without the policy it holds)",
+            path.display()
+        ))
+    };
+    let file = match fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(serde_json::json!({})),
+        Err(e) => return Err(refuse(e.to_string())),
+    };
+    let mut bytes = Vec::new();
+    file.take(MAX_POLICY_JSON_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| refuse(e.to_string()))?;
+    if bytes.len() as u64 > MAX_POLICY_JSON_BYTES {
+        return Err(refuse(format!("over {MAX_POLICY_JSON_BYTES} bytes")));
+    }
+    serde_json::from_slice(&bytes).map_err(|e| refuse(format!("not valid JSON ({e})")))
 }
 
 /// `mcp-jobs`: serves MCP on stdio. Its stdout is the MCP channel, so
@@ -195,4 +218,31 @@ fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
         .mode(0o600)
         .open(path)?;
     f.write_all(text.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policy_json_is_empty_only_when_missing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("policy.json");
+        assert_eq!(read_policy_json(&path).unwrap(), serde_json::json!({}));
+        fs::write(&path, r#"{"deny": ["refund"]}"#).unwrap();
+        assert_eq!(
+            read_policy_json(&path).unwrap(),
+            serde_json::json!({"deny": ["refund"]})
+        );
+        fs::write(&path, "{not json").unwrap();
+        let err = read_policy_json(&path).unwrap_err().to_string();
+        assert!(err.contains("not valid JSON"), "{err}");
+        let big = format!("[{}0]", "0,".repeat(MAX_POLICY_JSON_BYTES as usize));
+        fs::write(&path, big).unwrap();
+        let err = read_policy_json(&path).unwrap_err().to_string();
+        assert!(err.contains("over 65536 bytes"), "{err}");
+        // Unreadable (here: a directory by that name) is refused too.
+        let err = read_policy_json(tmp.path()).unwrap_err().to_string();
+        assert!(err.contains("fix or remove it"), "{err}");
+    }
 }

@@ -136,11 +136,27 @@ impl JobsMcp {
             }))
             .map_err(|e| eprintln!("mcp-jobs: the form is not an MCP form: {e}"))
             .ok()?;
-            let result = peer
-                .create_elicitation(params)
-                .await
-                .map_err(|e| eprintln!("mcp-jobs: the client could not ask: {e}"))
-                .ok()?;
+            // The form lives as long as its state: an answer after `exp`
+            // must not run anything, so the wait is bounded by it.
+            let lifetime = u64::try_from(state.exp - server.now()).unwrap_or(0);
+            let asked = tokio::time::timeout(
+                std::time::Duration::from_secs(lifetime),
+                peer.create_elicitation(params),
+            )
+            .await;
+            let result = match asked {
+                Ok(Ok(result)) => result,
+                Ok(Err(e)) => {
+                    eprintln!("mcp-jobs: the client could not ask: {e}");
+                    return None;
+                }
+                Err(_) => {
+                    eprintln!("mcp-jobs: no answer to the approval form within {lifetime} s");
+                    return Some(Outcome::Refused {
+                        why: "the approval form expired unanswered; nothing ran; call again".into(),
+                    });
+                }
+            };
             // Each answer consumes its round's nonce, whatever it says (§5 step 2).
             match server.consume_once(&state.nonce, state.exp) {
                 Ok(true) => {}
@@ -150,6 +166,12 @@ impl JobsMcp {
                     })
                 }
                 Err(e) => return Some(Outcome::Refused { why: e.to_string() }),
+            }
+            // §5 step 1: a late answer (from `exp` on) is refused before it is judged.
+            if let Err(e) = state.check(tool, &input_hash, "", server.now()) {
+                return Some(Outcome::Refused {
+                    why: format!("{e}; nothing ran"),
+                });
             }
             let answer = Answer::from_value(&serde_json::to_value(&result).unwrap_or(Value::Null));
             let plans = match server.asked_plans(tool, input) {

@@ -53,6 +53,7 @@ pub enum Outcome<'p> {
 /// for a request to `audience` with this proof `target`, at `now`.
 ///
 /// `Ok(None)` when the request carries neither grants nor a proof.
+/// `revocations` is asked for only when the request presents a grant.
 /// Grants without a proof, a malformed, stale or wrong proof: `unauthorized`.
 /// A grant that fails its chain check is kept as a failure: another grant
 /// may still authorize the request (§6.6).
@@ -62,7 +63,7 @@ pub fn presented(
     target: &Target<'_>,
     now: i64,
     trusted: &[PublicKey],
-    revocations: &[Revocation],
+    revocations: impl FnOnce() -> Result<Vec<Revocation>, ParleyError>,
 ) -> Result<Option<Presented>, ParleyError> {
     let Some(raw) = &req.proof else {
         if req.grants.is_empty() {
@@ -90,6 +91,12 @@ pub fn presented(
                 .map_err(|e| e.to_string())
         })
         .collect();
+    // Read only when there is a grant to check them against.
+    let revocations = if grants.is_empty() {
+        Vec::new()
+    } else {
+        revocations()?
+    };
     let revoked = grants
         .iter()
         .map(|g| {
@@ -157,17 +164,12 @@ impl Presented {
         let mut best: Option<Outcome<'_>> = None;
         for (i, g) in self.grants.iter().enumerate() {
             let revoked = self.revoked.get(i).and_then(Option::as_ref);
-            let outcome = match g {
-                Err(reason) => Outcome::Unauthorized(reason.clone()),
+            let outcome = match (g, revoked) {
+                (Err(reason), _) => Outcome::Unauthorized(reason.clone()),
                 // Revoked by its principal: forbidden, `need` naming the
                 // revocation, whatever its caveats say.
-                Ok(_) if revoked.is_some() => match revoked.map(Revocation::forbidden) {
-                    Some(Decision::Forbidden { need, reasons }) => {
-                        Outcome::Forbidden { need, reasons }
-                    }
-                    _ => Outcome::Unauthorized("revoked".into()),
-                },
-                Ok(grant) => {
+                (Ok(grant), Some(r)) => Outcome::of(grant, r.forbidden()),
+                (Ok(grant), None) => {
                     let same = principal.map_or(true, |p| principal_of(grant).as_ref() == Some(p));
                     if !same {
                         Outcome::Forbidden {
@@ -177,16 +179,7 @@ impl Presented {
                             ],
                         }
                     } else {
-                        match grant.evaluate(ctx) {
-                            Decision::Ok => Outcome::Ok(grant),
-                            Decision::ConsentRequired { reasons, .. } => {
-                                Outcome::Consent(grant, reasons)
-                            }
-                            Decision::Forbidden { need, reasons } => {
-                                Outcome::Forbidden { need, reasons }
-                            }
-                            Decision::Unauthorized { reason } => Outcome::Unauthorized(reason),
-                        }
+                        Outcome::of(grant, grant.evaluate(ctx))
                     }
                 }
             };
@@ -198,7 +191,17 @@ impl Presented {
     }
 }
 
-impl Outcome<'_> {
+impl<'p> Outcome<'p> {
+    /// What `grant`'s decision means for this request.
+    fn of(grant: &'p VerifiedGrant, decision: Decision) -> Outcome<'p> {
+        match decision {
+            Decision::Ok => Outcome::Ok(grant),
+            Decision::ConsentRequired { reasons, .. } => Outcome::Consent(grant, reasons),
+            Decision::Forbidden { need, reasons } => Outcome::Forbidden { need, reasons },
+            Decision::Unauthorized { reason } => Outcome::Unauthorized(reason),
+        }
+    }
+
     fn rank(&self) -> u8 {
         match self {
             Outcome::Ok(_) => 3,
@@ -245,4 +248,27 @@ pub fn forbidden(verb: &str, need: &[Value], reasons: &[String]) -> ParleyError 
 pub fn unauthorized(reason: &str) -> ParleyError {
     ParleyError::unauthorized(format!("no usable grant: {reason}"))
         .fix("present a grant from a principal this service trusts, held by the proof key")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parley_core::Dialect;
+    use serde_json::json;
+
+    #[test]
+    fn revocations_are_read_only_for_a_request_with_grants() {
+        let req = Request::parse(
+            &json!({"parley": 1, "id": "1", "verb": "ASK", "capability": "shop.search"}),
+            Dialect::ParleyV1,
+        )
+        .unwrap();
+        let target = Target::Ask {
+            capability: "shop.search",
+        };
+        let got = presented(&req, "svc", &target, 1_790_000_000, &[], || {
+            Err(ParleyError::internal("the revocations were read"))
+        });
+        assert!(matches!(got, Ok(None)), "{got:?}");
+    }
 }

@@ -139,46 +139,18 @@ impl<A: App> Service<A> {
         target: &Target<'_>,
         now: i64,
     ) -> Result<Option<Presented>, ParleyError> {
-        auth::presented(
-            req,
-            &self.info.id,
-            target,
-            now,
-            &self.trusted,
-            &self.revocations(),
-        )
+        auth::presented(req, &self.info.id, target, now, &self.trusted, || {
+            self.revocations()
+        })
     }
 
-    /// The valid statements in the revocations directory (at most
-    /// [`MAX_REVOCATION_FILES`] `.json` files; one that does not parse or
-    /// verify is skipped and logged).
-    fn revocations(&self) -> Vec<parley_core::revocation::Revocation> {
-        let Some(dir) = &self.revocations else {
-            return Vec::new();
-        };
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return Vec::new();
-        };
-        entries
-            .flatten()
-            .take(MAX_REVOCATION_FILES)
-            .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
-            .filter(|e| {
-                e.metadata()
-                    .is_ok_and(|m| m.len() <= parley_core::revocation::MAX_FILE_BYTES as u64)
-            })
-            .filter_map(|e| {
-                let text = std::fs::read_to_string(e.path()).ok()?;
-                parley_core::revocation::Revocation::parse(&text)
-                    .map_err(|err| {
-                        eprintln!(
-                            "playground: revocation {} skipped: {err}",
-                            e.path().display()
-                        )
-                    })
-                    .ok()
-            })
-            .collect()
+    /// The valid statements in the revocations directory
+    /// ([`read_revocations`]); none when the service has no directory.
+    fn revocations(&self) -> Result<Vec<parley_core::revocation::Revocation>, ParleyError> {
+        match &self.revocations {
+            Some(dir) => read_revocations(dir),
+            None => Ok(Vec::new()),
+        }
     }
 
     /// The dialect this service speaks.
@@ -391,9 +363,111 @@ fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
+/// The valid statements in `dir`: at most [`MAX_REVOCATION_FILES`] `.json`
+/// regular files (not symlinks, FIFOs or devices), each read through at most
+/// [`parley_core::revocation::MAX_FILE_BYTES`] + 1 bytes; one that is too
+/// big, does not parse or does not verify is skipped and logged. A missing
+/// directory holds none; one that cannot be read is an error, so a grant is
+/// refused rather than trusted unchecked.
+pub fn read_revocations(
+    dir: &std::path::Path,
+) -> Result<Vec<parley_core::revocation::Revocation>, ParleyError> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => {
+            eprintln!(
+                "playground: the revocations directory {} cannot be read: {e}",
+                dir.display()
+            );
+            return Err(ParleyError::forbidden(format!(
+                "the revocations directory {} cannot be read ({e}), so no grant can be checked against it",
+                dir.display()
+            ))
+            .fix("make the revocations directory readable by the playground, or remove it"));
+        }
+    };
+    Ok(entries
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .take(MAX_REVOCATION_FILES)
+        .filter_map(|e| {
+            let path = e.path();
+            let parsed = read_revocation_file(&path).and_then(|text| {
+                parley_core::revocation::Revocation::parse(&text).map_err(|e| e.to_string())
+            });
+            parsed
+                .map_err(|err| {
+                    eprintln!("playground: revocation {} skipped: {err}", path.display())
+                })
+                .ok()
+        })
+        .collect())
+}
+
+/// One statement file's text: a regular file, not followed through a
+/// symlink, at most [`parley_core::revocation::MAX_FILE_BYTES`] bytes.
+fn read_revocation_file(path: &std::path::Path) -> Result<String, String> {
+    use std::io::Read;
+    let max = parley_core::revocation::MAX_FILE_BYTES;
+    // `symlink_metadata` does not follow a symlink: a link, a FIFO or a
+    // device is never opened (opening a FIFO would block).
+    let meta = std::fs::symlink_metadata(path).map_err(|e| e.to_string())?;
+    if !meta.file_type().is_file() {
+        return Err("not a regular file".into());
+    }
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    // Re-checked on what was opened, in case the name was swapped between.
+    let opened = file.metadata().map_err(|e| e.to_string())?;
+    if !opened.is_file() {
+        return Err("not a regular file".into());
+    }
+    let mut text = String::new();
+    file.take(max as u64 + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| e.to_string())?;
+    if text.len() > max {
+        return Err(format!("over {max} bytes"));
+    }
+    Ok(text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::edit_distance;
+
+    #[test]
+    fn revocations_read_only_regular_json_files_and_refuse_an_unreadable_directory() {
+        use super::{read_revocations, MAX_REVOCATION_FILES};
+        use parley_core::revocation::{sign, MAX_FILE_BYTES};
+        use parley_core::SecretKey;
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("revoked");
+        // A missing directory holds no revocations.
+        assert!(read_revocations(&dir).unwrap().is_empty());
+        std::fs::create_dir(&dir).unwrap();
+        let key = SecretKey::from_seed(&zeroize::Zeroizing::new([7; 32]));
+        let r = sign(&key, "gid", 100, "lost laptop");
+        let good = dir.join(r.file_name());
+        std::fs::write(&good, r.to_value().to_string()).unwrap();
+        // Many other files first: the cap counts only `.json` files.
+        for i in 0..MAX_REVOCATION_FILES {
+            std::fs::write(dir.join(format!("note{i}.txt")), "x").unwrap();
+        }
+        // A symlink to a huge file and a FIFO, both named `*.json`.
+        let huge = tmp.path().join("huge");
+        std::fs::write(&huge, vec![b' '; MAX_FILE_BYTES * 4]).unwrap();
+        std::os::unix::fs::symlink(&huge, dir.join("huge.json")).unwrap();
+        std::os::unix::fs::symlink(&good, dir.join("link.json")).unwrap();
+        let fifo = dir.join("fifo.json");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+        assert_eq!(read_revocations(&dir).unwrap(), vec![r]);
+        // A directory that exists but cannot be read (here: a file) refuses.
+        let err = read_revocations(&huge).unwrap_err();
+        assert_eq!(err.code.as_str(), "forbidden");
+        assert!(err.message.contains("revocations directory"), "{err:?}");
+    }
 
     #[test]
     fn distances() {
