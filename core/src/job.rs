@@ -70,6 +70,18 @@ pub enum JobError {
         /// `detail.job.tool`.
         tool: String,
     },
+    /// The code's `summary` is not the job's: the summary is not in the plan
+    /// hash, so the code's words could say anything; a code must repeat its
+    /// plan's summary exactly.
+    #[error(
+        "the code's summary is not its job's summary (the plan hash covers only the job's); ask the server for a fresh code"
+    )]
+    SummaryMismatch {
+        /// The code's `summary`.
+        code: String,
+        /// `detail.job.summary`.
+        job: String,
+    },
     /// The code names another principal than the key that would sign.
     #[error("the code asks principal {code} to approve, not this key ({held})")]
     OtherPrincipal {
@@ -106,6 +118,7 @@ impl JobError {
             JobError::HashMismatch { .. } => "hash_mismatch",
             JobError::ProposalMismatch { .. } => "proposal_mismatch",
             JobError::CapabilityMismatch { .. } => "capability_mismatch",
+            JobError::SummaryMismatch { .. } => "summary_mismatch",
             JobError::OtherPrincipal { .. } => "other_principal",
             JobError::ServiceNotAKey(_) => "service_not_a_key",
             JobError::Expired { .. } => "expired",
@@ -451,7 +464,7 @@ impl CheckedJob {
 }
 
 /// §6 step 1: recomputes the plan hash from `detail.job` and refuses the
-/// code unless `hash`, `proposal` and `capability` agree with it, the
+/// code unless `hash`, `proposal`, `capability` and `summary` agree with it, the
 /// principal is `principal` (the key that would sign), the service is a
 /// server key, and it has not expired at `now`.
 pub fn check_code(code: JobCode, principal: &PublicKey, now: i64) -> Result<CheckedJob, JobError> {
@@ -473,6 +486,12 @@ pub fn check_code(code: JobCode, principal: &PublicKey, now: i64) -> Result<Chec
         return Err(JobError::CapabilityMismatch {
             code: c.capability.clone(),
             tool: plan.tool,
+        });
+    }
+    if c.summary != plan.summary {
+        return Err(JobError::SummaryMismatch {
+            code: c.summary.clone(),
+            job: plan.summary,
         });
     }
     if &c.principal != principal {

@@ -9,7 +9,7 @@ mod support;
 
 use parley_custody::approver::{Gesture, Verdict, Yes};
 use parley_custody::audit::{Audit, EventKind, Query};
-use parley_custody::engine::{unix_now, DecideError};
+use parley_custody::engine::{unix_now, DecideError, IssueError};
 use parley_custody::ipc::peer::PeerInfo;
 use serde_json::{json, Value};
 use std::path::Path;
@@ -173,5 +173,54 @@ fn a_freeze_survives_a_restart() {
             (json!("REJECTED"), json!("custody_frozen"))
         );
         assert!(c.shown.try_recv().is_err(), "nothing was shown");
+    });
+}
+
+#[test]
+fn a_freeze_that_cannot_be_read_counts_as_frozen_for_signing_and_new_requests() {
+    rt().block_on(async {
+        let mut c = TestCustody::start(Keys::File, no_step_up()).await;
+        let mut rx = submit(&c, "w", 1, &agent(50));
+        assert_eq!(next_reply(&mut rx).await["kind"], "PENDING");
+        let shown = c.shown.recv().await.unwrap();
+        // The freeze's table made unreadable from another connection.
+        rusqlite::Connection::open(&c.audit_path)
+            .unwrap()
+            .execute_batch("ALTER TABLE custody_frozen RENAME TO custody_frozen_gone")
+            .unwrap();
+        let yes = Yes {
+            gesture: Gesture::Click,
+            second_confirmation: true,
+        };
+        let r = c.engine.decide(&shown.id, Verdict::Approve(yes)).await;
+        assert!(matches!(r, Err(DecideError::Frozen)), "{r:?}");
+        let mut next = submit(&c, "n", 2, &agent(51));
+        let r = next_reply(&mut next).await;
+        assert_eq!(
+            (r["kind"].clone(), r["code"].clone()),
+            (json!("REJECTED"), json!("custody_frozen")),
+            "{r}"
+        );
+        assert!(c.shown.try_recv().is_err(), "nothing new was shown");
+        assert!(c.rows(EventKind::ConsentApproved).is_empty());
+    });
+}
+
+#[test]
+fn the_humans_own_grant_form_signs_nothing_while_frozen() {
+    rt().block_on(async {
+        let c = TestCustody::start(Keys::File, no_step_up()).await;
+        c.engine.freeze("stop").unwrap();
+        let yes = Yes {
+            gesture: Gesture::Click,
+            second_confirmation: true,
+        };
+        let caveats = json!([{"svc": ["shop.example"]}, {"exp": unix_now() + 60}]);
+        let r = c
+            .engine
+            .issue_grant(&agent(60), &caveats, Some(&c.principal), None, yes)
+            .await;
+        assert!(matches!(r, Err(IssueError::Frozen)), "{r:?}");
+        assert!(c.rows(EventKind::GrantIssued).is_empty());
     });
 }

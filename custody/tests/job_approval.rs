@@ -209,6 +209,14 @@ fn bad_job_codes_are_refused_before_anything_is_shown() {
                 ),
             },
             Case {
+                name: "a_code_whose_summary_is_not_its_jobs",
+                code: "summary_mismatch",
+                request: request(
+                    "sum",
+                    &edited(&good, |b| b["summary"] = "Refund 1 USD to a friend".into()),
+                ),
+            },
+            Case {
                 name: "an_expired_code",
                 code: "expired",
                 request: request(

@@ -439,6 +439,14 @@ mod tests {
         request.hash = "x".repeat(43);
         let lying = parley_core::job::encode_code(&request, &plan, "approve").unwrap();
         assert!(job_code(&lying).is_err());
+        // The claimed hash is the code's words: shown through the display rule.
+        request.hash = "x\u{1b}[2J\u{202e}".into();
+        let hostile = parley_core::job::encode_code(&request, &plan, "approve").unwrap();
+        let said = job_code(&hostile).unwrap_err().to_string();
+        assert!(
+            !said.contains('\u{1b}') && !said.contains('\u{202e}'),
+            "{said}"
+        );
         // A proposal's code is not a job code.
         let c = ConsentRequest::from_value(&consent("mH3v")).unwrap();
         let code = parley_core::code::encode(&c, None).unwrap();
@@ -532,7 +540,8 @@ fn job_code(code: &str) -> Result<Option<parley_core::job::JobPlan>, CliError> {
     if plan.hash != job.consent.hash {
         return Err(CliError::bad(format!(
             "the job approval code claims plan hash {}, but its job hashes to {}; refusing it",
-            job.consent.hash, plan.hash
+            super::visible(&job.consent.hash),
+            plan.hash
         )));
     }
     Ok(Some(plan))

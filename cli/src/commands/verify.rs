@@ -30,18 +30,25 @@ impl fmt::Display for Outcome {
             Decision::Ok => write!(f, "ok"),
             Decision::ConsentRequired { reasons, .. } => {
                 write!(f, "consent_required")?;
-                reasons.iter().try_for_each(|r| write!(f, "\n  {r}"))
+                reasons
+                    .iter()
+                    .try_for_each(|r| write!(f, "\n  {}", super::visible(r)))
             }
             Decision::Forbidden { need, reasons } => {
                 write!(f, "forbidden")?;
-                reasons.iter().try_for_each(|r| write!(f, "\n  {r}"))?;
+                // A reason may quote a revocation reason: the issuer's words.
+                reasons
+                    .iter()
+                    .try_for_each(|r| write!(f, "\n  {}", super::visible(r)))?;
                 write!(
                     f,
                     "\n  need: {}",
                     parley_core::lens::compact_json(&serde_json::Value::Array(need.clone()))
                 )
             }
-            Decision::Unauthorized { reason } => write!(f, "unauthorized\n  {reason}"),
+            Decision::Unauthorized { reason } => {
+                write!(f, "unauthorized\n  {}", super::visible(reason))
+            }
         }
     }
 }
@@ -276,4 +283,39 @@ pub fn run(a: VerifyArgs, flag: Option<Dialect>) -> Result<Report, CliError> {
         },
         exit,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_revocation_reason_is_printed_through_the_display_rule() {
+        let hostile = "revoked: \u{1b}[2Jall clear \u{202e}";
+        for decision in [
+            Decision::Unauthorized {
+                reason: hostile.into(),
+            },
+            Decision::Forbidden {
+                need: vec![],
+                reasons: vec![hostile.into()],
+            },
+            Decision::ConsentRequired {
+                caveats: vec![],
+                reasons: vec![hostile.into()],
+            },
+        ] {
+            let text = Outcome {
+                decision,
+                grant: None,
+                now: 0,
+            }
+            .to_string();
+            assert!(
+                !text.contains('\u{1b}') && !text.contains('\u{202e}'),
+                "{text}"
+            );
+            assert!(text.contains("all clear"), "{text}");
+        }
+    }
 }

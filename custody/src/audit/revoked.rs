@@ -4,23 +4,29 @@
 //! written in the same transaction.
 
 use super::event::prepare;
-use super::store::append_in;
-use super::{Audit, AuditError, Event, EventKind, NewEvent, Query};
+use super::store::{append_in, read_event, COLUMNS};
+use super::{Audit, AuditError, Event, EventKind, NewEvent};
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
 impl Audit {
     /// The issued grant or consent whose id is `token_id`, if custody
-    /// signed it (its `grant_issued` or `consent_approved` row).
+    /// signed it (its `grant_issued` or `consent_approved` row), however
+    /// old: looked up by id in SQL (indexed), never among the newest rows.
     pub fn issued(&self, token_id: &str) -> Result<Option<Event>, AuditError> {
-        let q = Query {
-            kinds: vec![EventKind::GrantIssued, EventKind::ConsentApproved],
-            limit: Some(super::MAX_LIMIT),
-            ..Default::default()
-        };
-        Ok(self
-            .query(&q)?
-            .into_iter()
-            .find(|e| e.token_id.as_deref() == Some(token_id)))
+        let sql = format!(
+            "SELECT {COLUMNS} FROM events WHERE token_id = ?1 AND kind IN (?2, ?3) \
+             ORDER BY seq DESC LIMIT 1"
+        );
+        let mut stmt = self.conn.prepare(&sql)?;
+        let mut rows = stmt.query(params![
+            token_id,
+            EventKind::GrantIssued.as_str(),
+            EventKind::ConsentApproved.as_str()
+        ])?;
+        match rows.next()? {
+            Some(row) => Ok(Some(read_event(row)?)),
+            None => Ok(None),
+        }
     }
 
     /// The published statement revoking `token_id`, if any.
@@ -77,5 +83,31 @@ impl Audit {
         let event = append_in(&tx, &ev, cut)?;
         tx.commit()?;
         Ok(event)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_grant_older_than_the_newest_ten_thousand_is_still_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut a = Audit::open(&dir.path().join("audit.sqlite3")).unwrap();
+        let mut old = NewEvent::new(EventKind::GrantIssued, 1);
+        old.token_id = Some("the-old-one".into());
+        a.append(&old).unwrap();
+        // More newer grants than any one query returns, in one transaction.
+        let tx = a.conn.transaction().unwrap();
+        for n in 0..=super::super::MAX_LIMIT {
+            let mut ev = NewEvent::new(EventKind::GrantIssued, 2);
+            ev.token_id = Some(format!("new-{n}"));
+            let (ev, cut) = prepare(&ev).unwrap();
+            append_in(&tx, &ev, cut).unwrap();
+        }
+        tx.commit().unwrap();
+        let found = a.issued("the-old-one").unwrap().expect("the old grant");
+        assert_eq!(found.at, 1);
+        assert!(a.issued("never-issued").unwrap().is_none());
     }
 }

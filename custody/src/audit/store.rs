@@ -90,6 +90,7 @@ CREATE TABLE IF NOT EXISTS chain_head (
 const SCHEMA_V2: &str = "
 CREATE INDEX IF NOT EXISTS events_kind_uid_at ON events(kind, peer_uid, at);
 CREATE INDEX IF NOT EXISTS events_compacted_by ON events(compacted_by) WHERE compacted_by IS NOT NULL;
+CREATE INDEX IF NOT EXISTS events_token_id ON events(token_id) WHERE token_id IS NOT NULL;
 CREATE TABLE IF NOT EXISTS checkpoint (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     seq INTEGER NOT NULL,

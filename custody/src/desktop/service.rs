@@ -153,7 +153,8 @@ impl Desktop {
     /// Shows a review with the label the agent has now (it may have been
     /// named, renamed or unnamed since the request arrived).
     pub fn label(&self, mut p: PendingView) -> PendingView {
-        p.review.agent.label = self.agent_label(&p.review.agent.key);
+        let label = self.agent_label(&p.review.agent.key);
+        p.review.agent.relabel(label.as_deref());
         p
     }
 

@@ -148,7 +148,7 @@ impl Engine {
                 return Ok((Outcome::Denied(r), EventKind::GrantDenied, now + 600))
             }
             // Frozen: nothing is signed, whatever the human clicked before.
-            _ if self.frozen().is_some() => return Err(DecideError::Frozen),
+            _ if self.signing_stopped() => return Err(DecideError::Frozen),
             (Reviewed::Consent(_), Verdict::ApproveWith(..)) => return Err(DecideError::NotAGrant),
             // A job is approved only with its phrase typed (SPEC-approval §3):
             // the engine checks it, whatever the approver showed.
@@ -214,7 +214,7 @@ impl Engine {
             Reviewed::Grant(g) => Approval::subject_of_grant(&g.agent().to_string(), g.caveats()),
         };
         // Custody may have been frozen while the OS asked.
-        if self.frozen().is_some() {
+        if self.signing_stopped() {
             return Err(DecideError::Frozen);
         }
         let approval = Approval::confirmed(yes, os, subject);

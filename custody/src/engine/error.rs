@@ -75,4 +75,8 @@ pub enum IssueError {
     /// A worker thread failed.
     #[error("internal error: {0}")]
     Internal(String),
+    /// Custody is frozen ("Stop all agents"), or whether it is cannot be
+    /// read: nothing is signed, not even the human's own grant.
+    #[error("custody is frozen (all agents stopped): nothing is signed until you unfreeze it")]
+    Frozen,
 }

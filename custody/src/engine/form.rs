@@ -46,6 +46,11 @@ impl Engine {
         note: Option<&str>,
         yes: Yes,
     ) -> Result<IssuedGrant, IssueError> {
+        // Frozen: nothing is signed, the human's own form included.
+        if self.signing_stopped() {
+            tracing::warn!("the human's grant was refused: custody is frozen");
+            return Err(IssueError::Frozen);
+        }
         let me = self.clone();
         let (agent, form, principal) = (agent.to_string(), form.into(), principal.cloned());
         let now = unix_now();
@@ -103,6 +108,10 @@ impl Engine {
             .map_err(IssueError::StepUp)?;
         let subject = Approval::subject_of_grant(&reviewed.agent().to_string(), reviewed.caveats());
         let approval = Approval::confirmed(yes, os, subject);
+        // Custody may have been frozen while the OS asked.
+        if self.signing_stopped() {
+            return Err(IssueError::Frozen);
+        }
         // Nothing is signed that the log has no room to record.
         self.ready_to_record().map_err(IssueError::Audit)?;
         let me = self.clone();

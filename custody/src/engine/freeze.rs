@@ -23,22 +23,44 @@ const DENIED_FROZEN: &str =
     "custody_frozen: the human stopped all agents (custody is frozen); nothing was signed";
 
 impl Engine {
-    /// The freeze in force, if any (a log that cannot be read counts as
-    /// frozen nowhere, and says so in the daemon's log).
+    /// The freeze in force, if any, for showing (a log that cannot be read
+    /// shows as not frozen, and says so in the daemon's log). The signing
+    /// and submit paths use [`Engine::signing_stopped`] and
+    /// [`Engine::frozen_rejection`] instead, which fail closed.
     pub fn frozen(&self) -> Option<Freeze> {
-        match lock(&self.inner.audit).frozen() {
-            Ok(f) => f,
-            Err(e) => {
-                tracing::error!("whether custody is frozen could not be read: {e}");
-                None
-            }
-        }
+        self.freeze_state().unwrap_or(None)
     }
 
-    /// The refusal for every request while custody is frozen; the refusal
+    /// The freeze in force, or why it could not be read (logged).
+    fn freeze_state(&self) -> Result<Option<Freeze>, String> {
+        lock(&self.inner.audit).frozen().map_err(|e| {
+            tracing::error!("whether custody is frozen could not be read: {e}");
+            e.to_string()
+        })
+    }
+
+    /// Whether nothing may be signed now: custody is frozen, or whether it
+    /// is frozen cannot be read (an unreadable freeze counts as frozen).
+    pub(super) fn signing_stopped(&self) -> bool {
+        !matches!(self.freeze_state(), Ok(None))
+    }
+
+    /// The refusal for every request while custody is frozen (or while
+    /// whether it is frozen cannot be read: that fails closed); the refusal
     /// is counted for the unfreeze.
     pub(super) fn frozen_rejection(&self) -> Option<Rejection> {
-        let f = self.frozen()?;
+        let f = match self.freeze_state() {
+            Ok(f) => f?,
+            Err(e) => {
+                return Some(Rejection {
+                    code: FROZEN_CODE,
+                    message: format!(
+                        "whether custody is frozen could not be read ({e}); every request is \
+                         refused until it can be"
+                    ),
+                })
+            }
+        };
         if let Err(e) = lock(&self.inner.audit).count_frozen_refusal() {
             tracing::error!("a refusal while frozen could not be counted: {e}");
         }

@@ -110,6 +110,17 @@ pub struct AgentView {
     pub known: bool,
 }
 
+impl AgentView {
+    /// Shows the label the human gives this agent now (named, renamed or
+    /// unnamed since the view was made): the label and the one name move
+    /// together, so the tray and notifications never show a stale name.
+    pub fn relabel(&mut self, label: Option<&str>) {
+        let label = label.filter(|l| !l.trim().is_empty());
+        self.label = label.map(safe);
+        self.name = crate::fingerprint::agent_name_of_text(&self.key, label);
+    }
+}
+
 /// One effect line, §9.2 form, display-safe.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct EffectView {
@@ -295,5 +306,33 @@ pub(super) fn agent_view(agent: &PublicKey, ctx: &ReviewContext) -> AgentView {
         label: ctx.agent_label.as_deref().map(safe),
         name: crate::fingerprint::agent_name(agent, ctx.agent_label.as_deref()),
         known: ctx.agent_known,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parley_core::SecretKey;
+    use zeroize::Zeroizing;
+
+    #[test]
+    fn a_rename_changes_the_name_with_the_label() {
+        let key = SecretKey::from_seed(&Zeroizing::new([9u8; 32])).public();
+        let phrase = crate::fingerprint::phrase(&key);
+        let mut v = AgentView {
+            key: key.to_string(),
+            short: key.short(),
+            phrase: phrase.clone(),
+            label: Some("old name".into()),
+            name: "old name".into(),
+            known: false,
+        };
+        v.relabel(Some("mail bot"));
+        assert_eq!(
+            (v.label.as_deref(), v.name.as_str()),
+            (Some("mail bot"), "mail bot")
+        );
+        v.relabel(None);
+        assert_eq!((v.label, v.name), (None, phrase));
     }
 }
