@@ -91,8 +91,9 @@ pub struct McpClientArgs {
     /// The store the server reads (default as for `mcp-jobs`).
     #[arg(long, value_name = "DIR")]
     pub store: Option<PathBuf>,
-    /// How long to wait for the person's consent, in seconds.
-    #[arg(long, default_value_t = 900, value_name = "SECS")]
+    /// How long to wait for the person's consent, in seconds (at most 600:
+    /// an approval code lasts 10 minutes, so a consent never comes later).
+    #[arg(long, default_value_t = 600, value_name = "SECS")]
     pub wait: u64,
     /// Skip the first call (store credit within the policy): for a server
     /// started without a signed policy, where every job asks.

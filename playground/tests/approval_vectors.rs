@@ -141,7 +141,7 @@ fn tightening_vectors_only_tighten_and_warn() {
             .iter()
             .map(|d| d.as_str().unwrap())
             .collect();
-        assert_eq!(t.deny, deny, "{}", c["name"]);
+        assert_eq!(t.deny.tools(), deny, "{}", c["name"]);
         assert_eq!(
             t.out_of_band.as_str(),
             e["outOfBand"].as_str().unwrap(),

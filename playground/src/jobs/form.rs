@@ -12,6 +12,7 @@
 //! never allowed. With nothing left to offer there is no form: the call
 //! fails closed with approval codes.
 
+use super::policy::DenyList;
 use super::request_state::RequestState;
 use parley_core::job::JobPlan;
 use parley_core::lens::{duration, effect_line};
@@ -50,14 +51,14 @@ impl AskedPlan {
 #[derive(Debug, Clone)]
 pub struct AskPolicy {
     /// Tools never allowed.
-    pub deny: Vec<String>,
+    pub deny: DenyList,
     /// Plans at or above this risk need approval outside the chat.
     pub out_of_band: RiskLevel,
 }
 
 impl AskPolicy {
     fn denies(&self, tool: &str) -> bool {
-        self.deny.iter().any(|d| d == tool)
+        self.deny.denies(tool)
     }
 }
 

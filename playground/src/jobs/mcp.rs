@@ -423,15 +423,19 @@ async fn drive(
         .unwrap_or_default()
         .to_string();
     let consent = script.store.join("consents").join(&hash);
+    // A code lasts at most 10 minutes: no consent for it can come later.
+    let wait = script.wait.min(Duration::from_secs(
+        parley_core::job::MAX_CONSENT_SECS.unsigned_abs(),
+    ));
     say(format!(
         "client: waiting up to {}s for the person's consent at {}",
-        script.wait.as_secs(),
+        wait.as_secs(),
         consent.display()
     ));
     (script.on_code)(&code);
     let start = std::time::Instant::now();
     while !consent.exists() {
-        if start.elapsed() > script.wait {
+        if start.elapsed() > wait {
             return Err("no consent arrived in the store; nothing ran".into());
         }
         tokio::time::sleep(Duration::from_millis(200)).await;

@@ -20,6 +20,7 @@
 //! * [`request_state`]: the signed state that goes round the client.
 //! * [`undo`]: undo of a receipt within its window.
 //! * [`store`]: the file store (consume once, the ledger, receipts, undo claims).
+//! * [`token_file`]: the ledger's lock files, held by a token.
 //! * [`server`]: the refund desk's two job tools and the call flow.
 //! * [`mcp`]: the server on the official MCP SDK (`rmcp`, stdio), and the
 //!   scripted client.
@@ -32,4 +33,5 @@ pub mod policy;
 pub mod request_state;
 pub mod server;
 pub mod store;
+pub mod token_file;
 pub mod undo;

@@ -39,9 +39,38 @@ pub struct Policy {
     /// This server's key: its service id and the grant's holder.
     pub server: PublicKey,
     /// Tools that never run (unsigned: tightens only).
-    pub deny: Vec<String>,
+    pub deny: DenyList,
     /// Plans at or above this risk go out of band (unsigned; default high).
     pub out_of_band: RiskLevel,
+}
+
+/// The tools the person's unsigned policy never lets run (`deny`): one list
+/// and one check, shared by the policy decision, the in-chat form and the
+/// server's every path, so that no path forgets it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DenyList(Vec<String>);
+
+impl DenyList {
+    /// True when `tool` never runs.
+    pub fn denies(&self, tool: &str) -> bool {
+        self.0.iter().any(|d| d == tool)
+    }
+
+    /// The refusal said to the caller for a denied `tool`.
+    pub fn why(tool: &str) -> String {
+        format!("your policy never allows {tool}")
+    }
+
+    /// The tools, in the policy file's order.
+    pub fn tools(&self) -> &[String] {
+        &self.0
+    }
+}
+
+impl FromIterator<String> for DenyList {
+    fn from_iter<I: IntoIterator<Item = String>>(iter: I) -> Self {
+        DenyList(iter.into_iter().collect())
+    }
 }
 
 /// One `total` reservation an auto-run makes before it applies (§5).
@@ -115,9 +144,9 @@ pub fn decide(
     let Some(first) = plans.first() else {
         return Decision::Nothing;
     };
-    if policy.deny.iter().any(|d| d == &first.tool) {
+    if policy.deny.denies(&first.tool) {
         return Decision::Denied {
-            why: format!("your policy never allows {}", first.tool),
+            why: DenyList::why(&first.tool),
         };
     }
     if rank(&first.risk) >= rank(policy.out_of_band.as_str()) {
@@ -308,7 +337,7 @@ fn grant_reason(e: GrantError) -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tightening {
     /// Tools that never run.
-    pub deny: Vec<String>,
+    pub deny: DenyList,
     /// Plans at or above this risk go out of band.
     pub out_of_band: RiskLevel,
     /// What was ignored, for stderr.
@@ -319,7 +348,7 @@ pub struct Tightening {
 /// are ignored with a warning; the valid tightenings still apply.
 pub fn read_tightening(file: &Value) -> Tightening {
     let mut t = Tightening {
-        deny: Vec::new(),
+        deny: DenyList::default(),
         out_of_band: RiskLevel::High,
         warnings: Vec::new(),
     };
@@ -335,7 +364,7 @@ pub fn read_tightening(file: &Value) -> Tightening {
                     .map(|v| v.as_str().map(str::to_string))
                     .collect::<Option<Vec<_>>>()
             }) {
-                Some(list) => t.deny = list,
+                Some(list) => t.deny = list.into_iter().collect(),
                 None => t.warnings.push("ignored \"deny\": bad value".into()),
             },
             "outOfBand" => match value.as_str().and_then(RiskLevel::parse) {

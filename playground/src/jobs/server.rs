@@ -10,7 +10,7 @@
 
 use super::approval_code;
 use super::form::{AskPolicy, AskedPlan};
-use super::policy::{decide, Candidate, Decision, Policy};
+use super::policy::{decide, Candidate, Decision, DenyList, Policy};
 use super::store::{new_id, FileStore, StoreError};
 use crate::clock::Clock;
 use parley_core::job::{check_job_consent, plan_of, JobPlan};
@@ -98,7 +98,7 @@ pub struct JobServer {
     key: SecretKey,
     principal: PublicKey,
     policy_grant: Option<String>,
-    deny: Vec<String>,
+    deny: DenyList,
     out_of_band: parley_core::RiskLevel,
     store: FileStore,
     clock: Arc<dyn Clock>,
@@ -237,8 +237,8 @@ impl JobServer {
     /// plan the hash still names runs, and never a denied tool's.
     pub fn run_approved(&self, tool: &str, input: &Value, hash: &str) -> Outcome {
         let _one_at_a_time = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-        if self.deny.iter().any(|d| d == tool) {
-            return refused(format!("your policy never allows {tool}"));
+        if self.deny.denies(tool) {
+            return refused(DenyList::why(tool));
         }
         let hashed = match self.plans(tool, input) {
             Ok(p) => p,
@@ -281,8 +281,8 @@ impl JobServer {
     /// Runs one job call: a stored consent, else the policy, else a code.
     pub fn call(&self, tool: &str, input: &Value) -> Outcome {
         let _one_at_a_time = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-        if self.deny.iter().any(|d| d == tool) {
-            return refused(format!("your policy never allows {tool}"));
+        if self.deny.denies(tool) {
+            return refused(DenyList::why(tool));
         }
         let hashed = match self.plans(tool, input) {
             Ok(p) => p,
@@ -399,7 +399,7 @@ impl JobServer {
     fn needs_approval(&self, hashed: &[(JobPlan, bool, String)], why: String, now: i64) -> Outcome {
         let mut codes = Vec::new();
         for (plan, _, phrase) in hashed {
-            if self.deny.contains(&plan.tool) {
+            if self.deny.denies(&plan.tool) {
                 continue;
             }
             match approval_code::encode(plan, &self.service_id(), &self.principal, phrase, now) {
