@@ -610,3 +610,40 @@ pub fn check_job_consent(
         _ => Err(ConsentRefusal::NotForThisPlan),
     }
 }
+
+/// The store's `consumeOnce` marker name for an id (SPEC-approval §8):
+/// `consumed/<b64url(sha256(id))>`. One function for the server that
+/// writes markers and for `parley approve`, which reads them.
+pub fn consumed_marker(id: &str) -> String {
+    b64::encode(Sha256::digest(id.as_bytes()))
+}
+
+/// What a consent already in the store still does: whether a server would
+/// still run its plan once. `parley approve` replaces only a consent that no
+/// longer counts, so that approving the same plan again after its consent was
+/// used (or expired) works, and a live one is never overwritten.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoredConsent {
+    /// Unused and unexpired: the next identical call runs with it.
+    Live,
+    /// Counts as absent (§4): consumed, expired, or not a consent at all.
+    Spent,
+}
+
+/// Judges `token`, found stored for a plan, at `now`; `consumed` says
+/// whether the store holds a marker for a consent id.
+pub fn stored_consent(token: &str, now: i64, consumed: impl Fn(&str) -> bool) -> StoredConsent {
+    let Ok(grant) = UnverifiedGrant::decode(token.trim()) else {
+        return StoredConsent::Spent;
+    };
+    let exp = grant.blocks().first().and_then(|root| {
+        root.caveats().iter().find_map(|c| match c {
+            Caveat::Exp(t) => Some(*t),
+            _ => None,
+        })
+    });
+    match exp {
+        Some(exp) if now < exp && !consumed(&grant.id()) => StoredConsent::Live,
+        _ => StoredConsent::Spent,
+    }
+}

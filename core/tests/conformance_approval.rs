@@ -233,3 +233,27 @@ fn a_checked_job_signed_as_a_consent_for_the_server_is_the_job_consent() {
         v["consents"]["cases"][0]["grant"].as_str().unwrap()
     );
 }
+
+#[test]
+fn a_stored_consent_is_live_only_unused_and_unexpired() {
+    use job::StoredConsent::{Live, Spent};
+    let v = vectors();
+    let case = &v["consents"]["cases"][0];
+    assert_eq!(case["name"], "a consent for this plan");
+    let grant = case["grant"].as_str().unwrap();
+    let id = case["expect"]["id"].as_str().unwrap();
+    let now = case["now"].as_i64().unwrap();
+    let unused = |_: &str| false;
+    assert_eq!(job::stored_consent(grant, now, unused), Live);
+    // Used once: the server's marker is under the consent's own id.
+    assert_eq!(job::stored_consent(grant, now, |c| c == id), Spent);
+    assert_eq!(job::stored_consent(grant, now, |c| c == "another"), Live);
+    // Expired (the vector's expired case is this consent 600 s later).
+    assert_eq!(job::stored_consent(grant, now + 600, unused), Spent);
+    assert_eq!(job::stored_consent("not a grant", now, unused), Spent);
+    // The marker name is the store's: b64url(sha256(id)).
+    assert_eq!(
+        job::consumed_marker("n_1"),
+        "WDKSoRuiQ4FKzxcrRUH-G1gXsfj5_6UGiyP1fzmW1Ac"
+    );
+}

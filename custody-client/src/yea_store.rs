@@ -8,9 +8,12 @@
 //!
 //! Writing, as upstream lays it out: directories created private (0700);
 //! the consent written to a uniquely named temp file (`<name>.<random>.tmp`,
-//! 0600, `O_EXCL`) and then moved into place without ever replacing an
-//! existing consent (a hard link, which fails if the name exists, then the
-//! temp name removed); the token exactly, no trailing newline.
+//! 0600, `O_EXCL`) and then moved into place; the token exactly, no
+//! trailing newline. A consent already there that still counts (unused and
+//! unexpired) is never replaced (a hard link, which fails if the name
+//! exists); one that no longer counts (consumed by the server, expired, or
+//! not a consent) is replaced by a rename, so that the same plan can be
+//! approved again once its consent was used.
 
 use crate::private_fs;
 use std::ffi::OsString;
@@ -29,8 +32,9 @@ pub enum StoreError {
     /// The token is not a `pg1.` token of base64url text.
     #[error("refusing to store a consent that is not a pg1. token")]
     NotAToken,
-    /// A consent for this plan is already stored; it is never replaced.
-    #[error("a consent for this plan is already stored at {0}; it is left as it is")]
+    /// An unused, unexpired consent for this plan is already stored; it is
+    /// never replaced.
+    #[error("an unused consent for this plan is already stored at {0}; it is left as it is, and the server's next identical call runs with it")]
     Exists(PathBuf),
     /// The file system said no.
     #[error("cannot write {path}: {source}")]
@@ -85,9 +89,40 @@ pub fn consent_path(store: &Path, plan_hash: &str) -> Result<PathBuf, StoreError
     Ok(store.join("consents").join(plan_hash))
 }
 
+/// The most of a stored consent read to judge it (a consent is well under 2 KiB).
+const MAX_STORED_CONSENT: u64 = 64 * 1024;
+
+/// Whether the consent stored at `path` still counts at `now` (see
+/// [`parley_core::job::stored_consent`]); a file that cannot be read as one
+/// (too large, not UTF-8) does not.
+fn still_counts(store: &Path, path: &Path, now: i64) -> bool {
+    use parley_core::job::{consumed_marker, stored_consent, StoredConsent};
+    let mut text = String::new();
+    let read = std::fs::File::open(path).and_then(|f| {
+        io::Read::read_to_string(&mut io::Read::take(f, MAX_STORED_CONSENT), &mut text)
+    });
+    if read.is_err() {
+        // Unreadable: keep it rather than guess (the caller reports Exists).
+        return path.symlink_metadata().is_ok();
+    }
+    let consumed = |id: &str| {
+        store
+            .join("consumed")
+            .join(consumed_marker(id))
+            .symlink_metadata()
+            .is_ok()
+    };
+    stored_consent(&text, now, consumed) == StoredConsent::Live
+}
+
 /// Writes `token` as the consent for `plan_hash`, never replacing one that
-/// is there. Returns the file's path.
-pub fn write_consent(store: &Path, plan_hash: &str, token: &str) -> Result<PathBuf, StoreError> {
+/// still counts at `now` (see the module). Returns the file's path.
+pub fn write_consent(
+    store: &Path,
+    plan_hash: &str,
+    token: &str,
+    now: i64,
+) -> Result<PathBuf, StoreError> {
     let path = consent_path(store, plan_hash)?;
     let body = token.strip_prefix("pg1.").ok_or(StoreError::NotAToken)?;
     if body.is_empty()
@@ -104,9 +139,11 @@ pub fn write_consent(store: &Path, plan_hash: &str, token: &str) -> Result<PathB
     };
     private_fs::create_dir_all(store).map_err(io(store))?;
     private_fs::create_dir_all(&dir).map_err(io(&dir))?;
-    if path.symlink_metadata().is_ok() {
-        return Err(StoreError::Exists(path));
-    }
+    let replace = match path.symlink_metadata() {
+        Ok(m) if m.is_file() && !still_counts(store, &path, now) => true,
+        Ok(_) => return Err(StoreError::Exists(path)),
+        Err(_) => false,
+    };
     let tmp = dir.join(format!("{plan_hash}.{}.tmp", random_suffix()));
     let written = (|| {
         let mut f = private_fs::create_new(&tmp)?;
@@ -116,6 +153,16 @@ pub fn write_consent(store: &Path, plan_hash: &str, token: &str) -> Result<PathB
     if let Err(source) = written {
         let _ = std::fs::remove_file(&tmp);
         return Err(StoreError::Io { path: tmp, source });
+    }
+    if replace {
+        // Spent: a rename puts the new one in its place atomically.
+        return match std::fs::rename(&tmp, &path) {
+            Ok(()) => Ok(path),
+            Err(source) => {
+                let _ = std::fs::remove_file(&tmp);
+                Err(StoreError::Io { path, source })
+            }
+        };
     }
     // A rename would replace a consent written meanwhile; a link cannot.
     let linked = std::fs::hard_link(&tmp, &path);

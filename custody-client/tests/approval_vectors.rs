@@ -94,7 +94,8 @@ fn the_consent_file_is_laid_out_as_the_file_store_reads_it() {
     let expected = files[&name].as_str().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
-    let path = yea_store::write_consent(&store, hash, expected).unwrap();
+    let now = v["consents"]["cases"][0]["now"].as_i64().unwrap();
+    let path = yea_store::write_consent(&store, hash, expected, now).unwrap();
     assert_eq!(path, store.join(&name));
     assert_eq!(std::fs::read(&path).unwrap(), expected.as_bytes());
     assert_eq!(
@@ -109,13 +110,45 @@ fn the_consent_file_is_laid_out_as_the_file_store_reads_it() {
         assert_eq!(mode(&store), 0o700);
         assert_eq!(mode(&store.join("consents")), 0o700);
     }
-    // Never replaced, and no temp file left behind.
-    let again = yea_store::write_consent(&store, hash, "pg1.other");
+    // The vector's file holds no real consent ("pg1.example"): it counts as
+    // absent, so a real consent replaces it.
+    let live = v["consents"]["cases"][0]["grant"].as_str().unwrap();
+    yea_store::write_consent(&store, hash, live, now).unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), live.as_bytes());
+    // A live consent (unused, unexpired) is never replaced.
+    let again = yea_store::write_consent(&store, hash, "pg1.other", now);
     assert!(
         matches!(again, Err(yea_store::StoreError::Exists(_))),
         "{again:?}"
     );
-    assert_eq!(std::fs::read(&path).unwrap(), expected.as_bytes());
+    assert_eq!(std::fs::read(&path).unwrap(), live.as_bytes());
+    // Once the server consumed it, approving the same plan again replaces it.
+    let id = v["consents"]["cases"][0]["expect"]["id"].as_str().unwrap();
+    let consumed = store.join("consumed");
+    std::fs::create_dir_all(&consumed).unwrap();
+    std::fs::write(
+        consumed.join(parley_core::job::consumed_marker(id)),
+        "1790000600",
+    )
+    .unwrap();
+    yea_store::write_consent(&store, hash, "pg1.other", now).unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), b"pg1.other");
+    // No temp file left behind.
     let left: Vec<_> = std::fs::read_dir(store.join("consents")).unwrap().collect();
     assert_eq!(left.len(), 1);
+}
+
+#[test]
+fn an_expired_consent_is_replaced_by_a_new_approval_of_the_same_plan() {
+    let v = vectors();
+    let hash = v["consents"]["plan"]["planHash"].as_str().unwrap();
+    let case = &v["consents"]["cases"][0];
+    let live = case["grant"].as_str().unwrap();
+    let now = case["now"].as_i64().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let path = yea_store::write_consent(&store, hash, live, now).unwrap();
+    // 600 s later it has expired (the vectors' "an expired consent").
+    yea_store::write_consent(&store, hash, "pg1.fresh", now + 600).unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), b"pg1.fresh");
 }

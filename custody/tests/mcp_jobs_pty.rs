@@ -121,7 +121,8 @@ fn a_refund_outside_the_policy_runs_once_after_the_human_types_its_phrase_on_the
             let fin = asked.wait();
             if let Some(token) = fin["grant"].as_str() {
                 // What `parley approve` does with the reply.
-                parley_custody_client::yea_store::write_consent(&store, &hash, token).unwrap();
+                parley_custody_client::yea_store::write_consent(&store, &hash, token, unix_now())
+                    .unwrap();
             }
             fin
         });
@@ -169,4 +170,10 @@ fn a_refund_outside_the_policy_runs_once_after_the_human_types_its_phrase_on_the
         "the MCP loop through the daemon took {:?}",
         started.elapsed()
     );
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
 }

@@ -66,7 +66,7 @@ fn approve(code: &str, principal: &SecretKey, server: &SecretKey, store: &Path) 
         .unwrap()
         .encode();
     let hash = checked.plan().hash.clone();
-    write_consent(store, &hash, &token).unwrap();
+    write_consent(store, &hash, &token, now()).unwrap();
     hash
 }
 

@@ -6,7 +6,7 @@
 //! A consent for a YEA v1 proposal (`--dialect yea1`, or a proposal or a
 //! code's detail reporting `uses`) is asked for as YEA and saved where the
 //! YEA tooling looks, `$YEA_HOME/consents/<hash>` (default `~/.yea`), created
-//! new: a different consent already there is never replaced.
+//! new, or in place of one the server already used or that expired; an unused one is never replaced.
 //!
 //! The human decides in the Parley Custody app, never in this terminal: the
 //! terminal may belong to the agent.
@@ -612,7 +612,8 @@ fn run_job(
             plan.hash
         )));
     }
-    let path = yea_store::write_consent(&store, &plan.hash, &grant).map_err(CliError::bad)?;
+    let path = yea_store::write_consent(&store, &plan.hash, &grant, super::unix_now())
+        .map_err(CliError::bad)?;
     eprintln!(
         "parley: wrote the consent for {} (plan {}) to {}",
         parley_custody_client::display::safe(&plan.tool),

@@ -9,7 +9,6 @@
 
 use parley_core::b64;
 use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
@@ -149,7 +148,7 @@ impl FileStore {
         // A failed sweep leaves old markers, never a replay: it is not an error here.
         let _ = self.sweep_consumed(now);
         let dir = self.dir(&["consumed"])?;
-        let path = dir.join(b64::encode(Sha256::digest(id.as_bytes())));
+        let path = dir.join(parley_core::job::consumed_marker(id));
         match OpenOptions::new()
             .write(true)
             .create_new(true)
