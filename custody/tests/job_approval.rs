@@ -290,3 +290,39 @@ fn bad_job_codes_are_refused_before_anything_is_shown() {
         assert!(signed.is_empty());
     });
 }
+
+#[test]
+fn a_paused_agent_cannot_ask_through_a_job_code() {
+    if !in_session(
+        "a_paused_agent_cannot_ask_through_a_job_code",
+        Session::Keyring,
+    ) {
+        return;
+    }
+    rt_per_core().block_on(async {
+        let mut c = start().await;
+        let mut agent = Agent::connect(&c.socket).await;
+        let (code, _) = job_code(&c.principal, json!({"charge": "ch_1"}), "approve");
+        // The asking agent is paused; the job server is not.
+        c.engine
+            .pause_agent(&agent_key().to_string(), Some(3600), "test")
+            .unwrap();
+        let reply = agent.ask(&request("p1", &code), WAIT).await.unwrap();
+        assert_eq!(reply["kind"], "REJECTED", "{reply}");
+        assert_eq!(reply["code"], "agent_paused", "{reply}");
+        assert!(c.shown.try_recv().is_err(), "shown to the human");
+        let rows = c.rows(EventKind::RequestRejected);
+        assert_eq!(
+            rows[0].agent.as_deref(),
+            Some(agent_key().to_string().as_str())
+        );
+        // The server paused instead: refused too (its consents are the server's).
+        c.engine.resume_agent(&agent_key().to_string()).unwrap();
+        c.engine
+            .pause_agent(&server_key().to_string(), None, "test")
+            .unwrap();
+        let reply = agent.ask(&request("p2", &code), WAIT).await.unwrap();
+        assert_eq!(reply["code"], "agent_paused", "{reply}");
+        assert!(c.shown.try_recv().is_err(), "shown to the human");
+    });
+}

@@ -184,10 +184,18 @@ impl Engine {
             ev.reason = Some(format!("{}: {}", rej.code, rej.message));
             return Err(Box::new((rej, ev)));
         }
-        if let Some(rej) = self.paused_rejection(&agent_text, now) {
-            ev.agent = Some(agent_text);
-            ev.reason = Some(format!("{}: {}", rej.code, rej.message));
-            return Err(Box::new((rej, ev)));
+        // A paused agent is refused whoever the consent is for: the asking
+        // agent of a job code too (it may not route asks through a server).
+        let asking = match &op {
+            Op::ApproveCode { agent, .. } if *agent != agent_text => Some(agent.as_str()),
+            _ => None,
+        };
+        for who in std::iter::once(agent_text.as_str()).chain(asking) {
+            if let Some(rej) = self.paused_rejection(who, now) {
+                ev.agent = Some(who.to_string());
+                ev.reason = Some(format!("{}: {}", rej.code, rej.message));
+                return Err(Box::new((rej, ev)));
+            }
         }
         let labels = self.principal_labels();
         let ctx = ReviewContext {
