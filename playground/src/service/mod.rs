@@ -64,8 +64,11 @@ pub struct Handled {
     pub reply: Value,
 }
 
-/// Most revocation files a service reads.
+/// Most revocation statements a service reads; more refuses every grant.
 pub const MAX_REVOCATION_FILES: usize = 10_000;
+
+/// Most entries of any kind the revocations directory may hold.
+pub const MAX_DIRECTORY_ENTRIES: usize = 4 * MAX_REVOCATION_FILES;
 
 /// The protocol engine for one service.
 pub struct Service<A: App> {
@@ -363,36 +366,58 @@ fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-/// The valid statements in `dir`: at most [`MAX_REVOCATION_FILES`] `.json`
-/// regular files (not symlinks, FIFOs or devices), each read through at most
+/// The valid statements in `dir`: its `.json` regular files (not symlinks,
+/// FIFOs or devices), each read through at most
 /// [`parley_core::revocation::MAX_FILE_BYTES`] + 1 bytes; one that is too
 /// big, does not parse or does not verify is skipped and logged. A missing
-/// directory holds none; one that cannot be read is an error, so a grant is
-/// refused rather than trusted unchecked.
+/// directory holds none. Fails closed (a grant is then refused rather than
+/// trusted unchecked) when the directory cannot be read, holds more than
+/// [`MAX_REVOCATION_FILES`] `.json` files, or more than
+/// [`MAX_DIRECTORY_ENTRIES`] entries in all: ignoring the ones past a cap
+/// could ignore the very revocation that matters.
 pub fn read_revocations(
     dir: &std::path::Path,
 ) -> Result<Vec<parley_core::revocation::Revocation>, ParleyError> {
+    let unusable = |why: String| {
+        eprintln!(
+            "playground: the revocations directory {} {why}",
+            dir.display()
+        );
+        ParleyError::forbidden(format!(
+            "the revocations directory {} {why}, so no grant can be checked against it",
+            dir.display()
+        ))
+    };
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => {
-            eprintln!(
-                "playground: the revocations directory {} cannot be read: {e}",
-                dir.display()
-            );
-            return Err(ParleyError::forbidden(format!(
-                "the revocations directory {} cannot be read ({e}), so no grant can be checked against it",
-                dir.display()
-            ))
-            .fix("make the revocations directory readable by the playground, or remove it"));
+            return Err(unusable(format!("cannot be read ({e})"))
+                .fix("make the revocations directory readable by the playground, or remove it"))
         }
     };
-    Ok(entries
-        .flatten()
-        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
-        .take(MAX_REVOCATION_FILES)
-        .filter_map(|e| {
-            let path = e.path();
+    let mut files = Vec::new();
+    for (seen, entry) in entries.enumerate() {
+        if seen >= MAX_DIRECTORY_ENTRIES {
+            return Err(
+                unusable(format!("holds more than {MAX_DIRECTORY_ENTRIES} entries"))
+                    .fix("keep only revocation statements there"),
+            );
+        }
+        let Ok(entry) = entry else { continue };
+        if entry.path().extension().is_some_and(|x| x == "json") {
+            if files.len() == MAX_REVOCATION_FILES {
+                return Err(
+                    unusable(format!("holds more than {MAX_REVOCATION_FILES} statements"))
+                        .fix("remove the statements of grants that have expired"),
+                );
+            }
+            files.push(entry.path());
+        }
+    }
+    Ok(files
+        .into_iter()
+        .filter_map(|path| {
             let parsed = read_revocation_file(&path).and_then(|text| {
                 parley_core::revocation::Revocation::parse(&text).map_err(|e| e.to_string())
             });
@@ -467,6 +492,24 @@ mod tests {
         let err = read_revocations(&huge).unwrap_err();
         assert_eq!(err.code.as_str(), "forbidden");
         assert!(err.message.contains("revocations directory"), "{err:?}");
+    }
+
+    #[test]
+    fn more_statements_than_the_cap_refuse_rather_than_ignore_some() {
+        use super::{read_revocations, MAX_REVOCATION_FILES};
+        let tmp = tempfile::tempdir().unwrap();
+        for i in 0..=MAX_REVOCATION_FILES {
+            std::fs::write(tmp.path().join(format!("r{i}.json")), "{}").unwrap();
+        }
+        let err = read_revocations(tmp.path()).unwrap_err();
+        assert_eq!(err.code.as_str(), "forbidden");
+        assert!(
+            err.message.contains("more than 10000 statements"),
+            "{err:?}"
+        );
+        // One fewer: read (each skipped as not a statement), not refused.
+        std::fs::remove_file(tmp.path().join("r0.json")).unwrap();
+        assert!(read_revocations(tmp.path()).unwrap().is_empty());
     }
 
     #[test]
