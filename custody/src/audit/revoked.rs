@@ -41,13 +41,23 @@ impl Audit {
             .optional()?)
     }
 
-    /// Every revoked grant id.
-    pub fn revoked_ids(&self) -> Result<Vec<String>, AuditError> {
+    /// Which of `token_ids` custody revoked, in their order, each looked
+    /// up by id (the primary key): what a view of some rows needs, never the
+    /// whole table (which grows without bound).
+    pub fn revoked_among<'a>(
+        &self,
+        token_ids: impl IntoIterator<Item = &'a str>,
+    ) -> Result<Vec<String>, AuditError> {
         let mut stmt = self
             .conn
-            .prepare("SELECT token_id FROM revoked_grants ORDER BY at DESC LIMIT 100000")?;
-        let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
-        Ok(rows.collect::<Result<_, _>>()?)
+            .prepare_cached("SELECT 1 FROM revoked_grants WHERE token_id = ?1")?;
+        let mut out = Vec::new();
+        for id in token_ids {
+            if stmt.exists(params![id])? && !out.iter().any(|o: &String| o == id) {
+                out.push(id.to_owned());
+            }
+        }
+        Ok(out)
     }
 
     /// Records that custody revoked grant `token_id` with `statement` (the
@@ -109,5 +119,23 @@ mod tests {
         let found = a.issued("the-old-one").unwrap().expect("the old grant");
         assert_eq!(found.at, 1);
         assert!(a.issued("never-issued").unwrap().is_none());
+    }
+
+    #[test]
+    fn revoked_among_names_only_the_revoked_ids_asked_about() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut a = Audit::open(&dir.path().join("audit.sqlite3")).unwrap();
+        for id in ["g1", "g2"] {
+            let mut ev = NewEvent::new(EventKind::GrantIssued, 1);
+            ev.token_id = Some(id.into());
+            a.append(&ev).unwrap();
+        }
+        a.record_revocation("g2", "ed25519:x", "lost laptop", "{}", "os-auth", 5)
+            .unwrap();
+        assert_eq!(
+            a.revoked_among(["g1", "g2", "g2", "g3"]).unwrap(),
+            vec!["g2"]
+        );
+        assert!(a.revoked_among(["g1"]).unwrap().is_empty());
     }
 }

@@ -61,8 +61,9 @@ pub struct AuditView {
     pub truncated: bool,
     /// Grants and consents still live now, newest first.
     pub live: Vec<EventView>,
-    /// The ids of the grants custody revoked (a revoked grant is still
-    /// accepted by services that do not check revocations until it expires).
+    /// Which of the grants in `events` and `live` custody revoked (a revoked
+    /// grant is still accepted by services that do not check revocations
+    /// until it expires).
     pub revoked: Vec<String>,
     /// The chain check from the last verified row (the checkpoint) on.
     pub verify: VerifyReport,
@@ -89,7 +90,12 @@ pub async fn audit_query(state: &Desktop, filter: AuditFilter) -> R<AuditView> {
             // From the checkpoint on: opening the view does not re-hash
             // the whole log (a full verify is `parley audit --verify --full`).
             let verify = a.verify_incremental()?;
-            let revoked = a.revoked_ids()?;
+            // Only the ids on screen: the table grows without bound.
+            let revoked = a.revoked_among(
+                rows.iter()
+                    .chain(&live)
+                    .filter_map(|r| r.token_id.as_deref()),
+            )?;
             Ok::<_, audit::AuditError>((rows, live, verify, revoked))
         })
         .map_err(refused)
