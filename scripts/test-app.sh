@@ -8,8 +8,9 @@
 #     to it over the UI channel, with a private D-Bus session, an unlocked
 #     gnome-keyring, dunst as the notification daemon, temporary HOME/XDG
 #     dirs, a real agent on the real socket and `parley verify` on the tokens.
-#     (Session `wayland`: the same under weston's headless backend, no X
-#     server; see src-tauri/README.md, "Wayland".)
+#     (Session `wayland`: the same under sway's headless backend, with a
+#     seat, swaybar's tray and dunst on Wayland, no X server; see
+#     src-tauri/README.md, "Wayland".)
 #     Screenshots land in target/screenshots/; with UPDATE_SCREENSHOTS=1 they
 #     replace the README's in docs/screenshots/ (tests never touch tracked files).
 #
@@ -141,7 +142,7 @@ print(a.getsockname()[1], b.getsockname()[1])')
     fi
     timeout 900 "${as_user[@]}" "${display[@]}" dbus-run-session "${bus_config[@]}" -- bash -c '
       set -euo pipefail
-      # Whatever this session starts in the background (weston, dunst,
+      # Whatever this session starts in the background (sway, dunst,
       # dbus-monitor, the service, tauri-driver) ends with it, also when a
       # wait below gives up.
       trap "kill \$(jobs -p) 2>/dev/null || true" EXIT
@@ -221,7 +222,7 @@ session stepup src-tauri/tests/e2e/stepup.e2e.mjs
 session sandbox src-tauri/tests/e2e/sandbox.e2e.mjs
 session sandbox-user src-tauri/tests/e2e/sandbox.e2e.mjs
 session crowd src-tauri/tests/e2e/crowd.e2e.mjs
-# The same app under a Wayland compositor (weston) instead of X.
+# The same app under a Wayland compositor (sway, headless, with a seat) instead of X.
 session wayland src-tauri/tests/e2e/wayland.e2e.mjs
 # A YEA MCP job server's refund approved in the review window with its phrase (issue 29).
 session mcp src-tauri/tests/e2e/mcp.e2e.mjs
