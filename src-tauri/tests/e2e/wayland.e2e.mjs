@@ -102,7 +102,8 @@ test('the app runs as a Wayland client of sway, whose seat has a keyboard; its h
   assert.match(swaymsg('-t', 'get_seats'), /"type": "keyboard"/, 'the seat has a keyboard')
   principal = await createKey('Ana (personal)')
   // The home window is the one window, and sway gave it the keyboard.
-  await wd.until(() => /Parley Custody/.test(inFront()), `the home window in front: ${JSON.stringify(swayWindows())}`)
+  await wd.until(() => inFront() === 'Parley Custody', `the home window in front: ${JSON.stringify(swayWindows())}`)
+  assert.equal(swayWindows().length, 1, JSON.stringify(swayWindows()))
   const shot = join(SHOTS, 'wayland-home.png')
   await wd.screenshot(shot)
   assert.ok(statSync(shot).size > 10_000, 'a screenshot with the page in it')
