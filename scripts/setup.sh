@@ -17,7 +17,7 @@ packages=(
   bubblewrap xdg-dbus-proxy        # WebKitGTK's web-process sandbox (src-tauri/src/webkit.rs)
   libsecret-tools                  # secret-tool: the sandbox test searches the Secret Service from inside it
   libnotify-bin dunst              # a notification daemon for the notification test
-  weston                           # a Wayland compositor (headless) for the wayland e2e session
+  sway wtype                       # the wayland e2e session: a headless Wayland compositor with a seat, and a virtual keyboard for it
   imagemagick                      # screenshots and icon checks
   chromium                         # the UI tests (playwright-core drives Debian's Chromium)
   # OS authentication before signing: polkitd (pkcheck, pkttyagent, the

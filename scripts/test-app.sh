@@ -8,8 +8,9 @@
 #     to it over the UI channel, with a private D-Bus session, an unlocked
 #     gnome-keyring, dunst as the notification daemon, temporary HOME/XDG
 #     dirs, a real agent on the real socket and `parley verify` on the tokens.
-#     (Session `wayland`: the same under weston's headless backend, no X
-#     server; see src-tauri/README.md, "Wayland".)
+#     (Session `wayland`: the same under sway's headless backend, with a
+#     seat, swaybar's tray and dunst on Wayland, no X server; see
+#     src-tauri/README.md, "Wayland".)
 #     Screenshots land in target/screenshots/; with UPDATE_SCREENSHOTS=1 they
 #     replace the README's in docs/screenshots/ (tests never touch tracked files).
 #
@@ -134,24 +135,47 @@ print(a.getsockname()[1], b.getsockname()[1])')
     # The display: an Xvfb X server, or (the wayland session) a Wayland
     # compositor started inside the session below, with no X server at all.
     local display=(xvfb-run -a -s "-screen 0 $screen")
-    [ "$kind" = wayland ] && display=(env -u DISPLAY)
+    if [ "$kind" = wayland ]; then
+      display=(env -u DISPLAY)
+      id -u "$SWAY_USER" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$SWAY_USER"
+      chmod 711 "$ROOT" "$T"
+    fi
     timeout 900 "${as_user[@]}" "${display[@]}" dbus-run-session "${bus_config[@]}" -- bash -c '
       set -euo pipefail
-      # Whatever this session starts in the background (weston, dunst,
+      # Whatever this session starts in the background (sway, dunst,
       # dbus-monitor, the service, tauri-driver) ends with it, also when a
       # wait below gives up.
       trap "kill \$(jobs -p) 2>/dev/null || true" EXIT
       if [ "$KIND" = wayland ]; then
-        # weston, headless: an output of 1366x768 in memory, no X server
-        # (DISPLAY is unset, so GTK can only speak Wayland).
-        weston --backend=headless-backend.so --socket=wl-test --width=1366 --height=768 \
-          --idle-time=0 >"$T/weston.log" 2>&1 &
+        # sway (wlroots), headless: an output of 1366x768 in memory, no X
+        # server (DISPLAY is unset, so GTK can only speak Wayland), and a
+        # seat: a virtual keyboard (wtype, held open) gives it the keyboard
+        # sway hands to the window it focuses. sway refuses to run as root,
+        # so it runs as $SWAY_USER; everything else stays in this session
+        # and reaches it through the socket, linked as wl-test. swaybar is
+        # the tray host (StatusNotifierWatcher) and dunst shows notifications
+        # (layer-shell), both in this session, on its bus.
+        mkdir -m 700 "$T/sway"; chown "$SWAY_USER" "$T/sway"
+        printf "%s\n" "xwayland disable" "output HEADLESS-1 resolution 1366x768" \
+          "bar {" "  id tray" "  swaybar_command true" "  tray_output *" "}" >"$T/sway.config"
+        chmod 644 "$T/sway.config"
+        runuser -u "$SWAY_USER" -- env -i PATH="$PATH" XDG_RUNTIME_DIR="$T/sway" \
+          WLR_BACKENDS=headless WLR_LIBINPUT_NO_DEVICES=1 WLR_RENDERER=pixman \
+          sway -c "$T/sway.config" >"$T/sway.log" 2>&1 &
         i=0
-        until [ -S "$XDG_RUNTIME_DIR/wl-test" ]; do
-          i=$((i+1)); [ "$i" -gt 100 ] && { echo "weston did not start" >&2; cat "$T/weston.log" >&2; exit 1; }
+        until [ -S "$T/sway/wayland-1" ] && SWAYSOCK=$(compgen -G "$T/sway/sway-ipc.*.sock"); do
+          i=$((i+1)); [ "$i" -gt 100 ] && { echo "sway did not start" >&2; cat "$T/sway.log" >&2; exit 1; }
           sleep 0.1
         done
-        export WAYLAND_DISPLAY=wl-test GDK_BACKEND=wayland; unset DISPLAY
+        ln -s "$T/sway/wayland-1" "$XDG_RUNTIME_DIR/wl-test"
+        export SWAYSOCK WAYLAND_DISPLAY=wl-test GDK_BACKEND=wayland; unset DISPLAY
+        swaybar -s "$SWAYSOCK" -b tray >"$T/swaybar.log" 2>&1 &
+        wtype -s 3600000 &
+        i=0
+        until swaymsg -t get_seats | grep -q "\"type\": \"keyboard\""; do
+          i=$((i+1)); [ "$i" -gt 100 ] && { echo "no keyboard on the seat" >&2; exit 1; }
+          sleep 0.1
+        done
       fi
       on_bus() {
         dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
@@ -160,7 +184,7 @@ print(a.getsockname()[1], b.getsockname()[1])')
       wait_for() { i=0; until on_bus "$1"; do i=$((i+1)); [ "$i" -gt 100 ] && { echo "$1 did not appear on the session bus" >&2; exit 1; }; sleep 0.1; done; }
       printf "%s" "e2e-keyring-password" | gnome-keyring-daemon --unlock --components=secrets >/dev/null
       wait_for org.freedesktop.secrets
-      if [ "$KIND" = notifications ] || [ "$KIND" = pause ]; then
+      if [ "$KIND" = notifications ] || [ "$KIND" = pause ] || [ "$KIND" = wayland ]; then
         dunst >"$T/dunst.log" 2>&1 &
         wait_for org.freedesktop.Notifications
       fi
@@ -185,6 +209,8 @@ print(a.getsockname()[1], b.getsockname()[1])')
 }
 
 export STEPUP_USER=parley-t-desk STEPUP_PASSWORD="desk-Passw0rd-$$"
+# sway (the wayland session's compositor) will not run as root.
+export SWAY_USER=parley-t-sway
 session notifications src-tauri/tests/e2e/app.e2e.mjs
 session pause src-tauri/tests/e2e/pause.e2e.mjs
 session no-notifications src-tauri/tests/e2e/no-notifications.e2e.mjs
@@ -196,7 +222,7 @@ session stepup src-tauri/tests/e2e/stepup.e2e.mjs
 session sandbox src-tauri/tests/e2e/sandbox.e2e.mjs
 session sandbox-user src-tauri/tests/e2e/sandbox.e2e.mjs
 session crowd src-tauri/tests/e2e/crowd.e2e.mjs
-# The same app under a Wayland compositor (weston) instead of X.
+# The same app under a Wayland compositor (sway, headless, with a seat) instead of X.
 session wayland src-tauri/tests/e2e/wayland.e2e.mjs
 # A YEA MCP job server's refund approved in the review window with its phrase (issue 29).
 session mcp src-tauri/tests/e2e/mcp.e2e.mjs

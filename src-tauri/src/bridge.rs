@@ -108,7 +108,7 @@ fn page_event(e: &Event) -> Option<(&'static str, Option<&str>)> {
 /// a review window opened beside the one being decided (unfocused, so that
 /// a click meant for the first never lands in it) is `blurred` until the
 /// window system gives it the focus and says so with a focus event. (On
-/// Wayland the compositor alone decides; weston without a seat gives none.)
+/// Wayland the compositor alone decides: sway gives a new window the focus.)
 fn shown(focused: bool) -> Note {
     if focused {
         Note::Shown
