@@ -237,7 +237,10 @@ impl Waiting {
 fn describe(o: &crate::queue::Outcome) -> &'static str {
     use crate::queue::Outcome::*;
     match o {
-        Approved(_) => "approved: the consent was signed and sent to the agent",
+        Approved(_, None) => "approved: the consent was signed and sent to the agent",
+        Approved(_, Some(_)) => {
+            "approved: the consent and the approve-for-a-while grant were signed and sent to the agent"
+        }
         Issued(..) => "issued: the grant was signed and sent to the agent",
         Denied(_) => "denied",
         Expired => "expired",

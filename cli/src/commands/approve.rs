@@ -376,7 +376,7 @@ pub fn run(
         }
     })?;
     let grant = match reply {
-        Ok(Reply::Approved { grant }) => grant,
+        Ok(Reply::Approved { grant, .. }) => grant,
         other => return finish.refused(other),
     };
     let saved_to = if token_is_for(&grant, &hash) {
@@ -603,7 +603,7 @@ fn run_job(
             .await
     })?;
     let grant = match reply {
-        Ok(Reply::Approved { grant }) => grant,
+        Ok(Reply::Approved { grant, .. }) => grant,
         other => return finish.refused(other),
     };
     if !token_is_for(&grant, &plan.hash) {

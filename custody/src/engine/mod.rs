@@ -168,6 +168,7 @@ struct Inner {
 mod agents;
 mod decide;
 mod error;
+mod for_a_while;
 mod form;
 mod freeze;
 mod prompt;
@@ -420,7 +421,7 @@ impl Engine {
             None => RequestState::Unknown,
             Some(id) if st.queue.get(id).is_some() => RequestState::Pending,
             Some(id) => match st.queue.outcome(id) {
-                Some(Outcome::Approved(_)) => RequestState::Approved,
+                Some(Outcome::Approved(..)) => RequestState::Approved,
                 Some(Outcome::Issued(..)) => RequestState::Issued,
                 Some(Outcome::Denied(_)) => RequestState::Denied,
                 Some(Outcome::Expired) => RequestState::Expired,

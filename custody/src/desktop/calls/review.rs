@@ -226,12 +226,12 @@ pub async fn review_decide(
     let outcome = timed("the decision", work)
         .await?
         .map_err(|e| refuse!("the decision failed: {e}"))??;
-    if matches!(outcome, Outcome::Approved(_) | Outcome::Issued(..)) {
+    if matches!(outcome, Outcome::Approved(..) | Outcome::Issued(..)) {
         // The window closes a moment after; the notification stays.
         state.notifier.approved(state, &reviewed);
     }
     Ok(match outcome {
-        Outcome::Approved(_) => DecisionView {
+        Outcome::Approved(..) => DecisionView {
             outcome: "approved",
             message:
                 "Approved: the consent was signed for exactly this proposal and sent to the agent."
