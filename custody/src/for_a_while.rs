@@ -254,11 +254,17 @@ pub struct ShortGrant {
     pub words: String,
 }
 
+/// An offer for an order of `cost` minor units at shop.example (tests).
+#[cfg(test)]
+pub(crate) fn test_offer(cost: i64, currency: &str, dialect: Dialect) -> Offer {
+    tests::offer(cost, currency, dialect)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn offer(cost: i64, currency: &str, dialect: Dialect) -> Offer {
+    pub(super) fn offer(cost: i64, currency: &str, dialect: Dialect) -> Offer {
         let order = Money {
             amount: cost,
             currency: currency.into(),
