@@ -434,3 +434,73 @@ fn a_job_code_is_never_approved_for_a_while() {
         assert!(c.rows(EventKind::GrantIssued).is_empty());
     });
 }
+
+/// `parley approve` (the real binary, on custody's real socket) saves the
+/// approve-for-a-while grant like any grant: `grants/<id>.pg` in
+/// `$PARLEY_HOME`, next to the consent it saves as before.
+#[test]
+fn parley_approve_saves_the_short_grant_like_any_grant() {
+    rt_per_core().block_on(async {
+        let mut c = TestCustody::start(Keys::File, no_step_up()).await;
+        let socket = c.serve();
+        let home = tempfile::tempdir().unwrap();
+        let mut p = json!({
+            "id": "p1", "capability": "shop.order", "summary": "Order",
+            "effects": [{"op": "charge", "target": "card", "detail": "USD"}],
+            "cost": {"amount": 5830, "currency": "USD"}, "risk": "low",
+            "undo": {"window": 1800}, "expires": unix_now() + 600
+        });
+        support::requests::rehash(&mut p);
+        let input = home.path().join("consent.json");
+        std::fs::write(
+            &input,
+            json!({"consent": support::requests::consent_for(&p, &c.principal),
+                   "proposal": p, "service": "shop.example"})
+            .to_string(),
+        )
+        .unwrap();
+        let agent = support::requests::agent_key().to_string();
+        let cli = tokio::process::Command::new(support::parley_cli())
+            .args(["--json", "approve"])
+            .arg(&input)
+            .args(["--agent", &agent, "--socket"])
+            .arg(&socket)
+            .env("PARLEY_HOME", home.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let v = shown(&mut c).await;
+        let choice = ForAWhile {
+            amount: 20000,
+            minutes: 30,
+        };
+        c.engine
+            .decide(&v.id, Verdict::ApproveForAWhile(YES, choice))
+            .await
+            .unwrap();
+        let out = cli.wait_with_output().await.unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let w = &report["for_a_while"];
+        let token = w["grant"].as_str().expect("reported");
+        let id = UnverifiedGrant::decode(token).unwrap().id();
+        assert_eq!(w["id"], id.as_str());
+        let stem: String = id.chars().take(16).collect();
+        let saved = home.path().join("grants").join(format!("{stem}.pg"));
+        assert_eq!(w["saved_to"], saved.display().to_string(), "{report}");
+        assert_eq!(
+            std::fs::read_to_string(&saved).unwrap(),
+            format!("{token}\n")
+        );
+        assert!(
+            stderr.contains("approve-for-a-while grant was saved to"),
+            "{stderr}"
+        );
+        assert!(
+            report["saved_to"].as_str().is_some(),
+            "the consent too: {report}"
+        );
+    });
+}
