@@ -1,0 +1,92 @@
+// "Approve for a while" in the review window (issue 30, item 4), in
+// headless Chromium with the IPC mocked: offered below the amount, off by
+// default, amount and minutes from custody's bounded choices only, the
+// grant in words before Approve (in the body and in the footer that stays
+// on screen), sent with Approve only when chosen; not shown when custody
+// offers nothing (a grant request, a job, frozen).
+
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { open, calls, tid, text } from './pages.mjs'
+import { consent, grantRequest } from './fixtures.mjs'
+
+const OFFER = {
+  order: { amount: 7136, currency: 'USD' },
+  ceiling: 71360,
+  amounts: [5000, 10000, 20000, 50000],
+  minutes: [5, 15, 30, 60],
+  service: 'shop.example',
+  capability: 'shop.order',
+  agent_name: 'cactus orbit lemon frost',
+  amount_words: ['50.00 USD', '100.00 USD', '200.00 USD', '500.00 USD'],
+}
+
+function fixtures(p, extra = {}) {
+  return { review_get: p, review_alike: [], review_for_a_while: OFFER, review_decide: { outcome: 'approved', message: 'Approved.' }, window_close: null, open_window: null, status: { pending: 1 }, ...extra }
+}
+
+const enabled = (page, id) => page.waitForFunction((i) => !document.querySelector(`[data-testid="${i}"]`).disabled, id)
+const approvals = async (page) => (await calls(page, 'review_decide')).filter((c) => c.approve)
+
+test('for a while: offered below the amount, off by default; Approve alone sends no grant', async () => {
+  const page = await open('review.html#q1', fixtures(consent()), { label: 'review-q1', width: 1024, height: 600 })
+  await page.locator(tid('for-a-while-on')).waitFor()
+  assert.deepEqual(await calls(page, 'review_for_a_while'), [{ id: 'q1' }])
+  assert.equal(await page.locator(tid('for-a-while-on')).isChecked(), false, 'off by default')
+  assert.equal(await page.locator(tid('for-a-while-amount')).isDisabled(), true)
+  assert.equal(await page.locator(tid('for-a-while-words')).isVisible(), false)
+  // Below the amount (the headline), above why custody asks.
+  const order = await page.evaluate(() => [...document.querySelectorAll('[data-testid="headline"], [data-testid="for-a-while"], [data-testid="footer"]')].map((e) => e.dataset.testid))
+  assert.deepEqual(order, ['headline', 'for-a-while', 'footer'])
+  // Bounded choices only: custody's amounts and minutes.
+  const amounts = await page.locator(`${tid('for-a-while-amount')} option`).allInnerTexts()
+  assert.deepEqual(amounts, OFFER.amount_words)
+  const minutes = await page.locator(`${tid('for-a-while-minutes')} option`).allInnerTexts()
+  assert.deepEqual(minutes, ['5 minutes', '15 minutes', '30 minutes', '60 minutes'])
+  await enabled(page, 'approve')
+  await page.locator(tid('approve')).click()
+  await page.locator(`${tid('status')}.msg-ok`).waitFor()
+  assert.deepEqual(await approvals(page), [{ id: 'q1', approve: true, confirmed: false, gesture: 'click', reason: null }])
+  assert.deepEqual(page.problems, [])
+  await page.close()
+})
+
+test('for a while: chosen, its words show before Approve, the footer stays in view, and Approve sends the choice', async () => {
+  const page = await open('review.html#q1', fixtures(consent()), { label: 'review-q1', width: 1024, height: 600 })
+  await page.locator(tid('for-a-while-on')).check()
+  await page.locator(tid('for-a-while-amount')).selectOption('10000')
+  await page.locator(tid('for-a-while-minutes')).selectOption('30')
+  const words = 'and let cactus orbit lemon frost spend up to 100.00 USD more at shop.example in the next 30 minutes without asking'
+  assert.ok((await text(page, 'for-a-while-words')).includes(words), await text(page, 'for-a-while-words'))
+  assert.match(await text(page, 'for-a-while-words'), /stop all agents.*revoke.*screen locks/)
+  // The footer (with the words, Deny and Approve) is on screen without scrolling.
+  const foot = await page.locator(tid('for-a-while-foot')).innerText()
+  assert.equal(foot, 'Approve also let cactus orbit lemon frost spend up to 100.00 USD more at shop.example in the next 30 minutes without asking.')
+  for (const id of ['for-a-while-foot', 'approve', 'deny']) {
+    const box = await page.locator(tid(id)).boundingBox()
+    assert.ok(box && box.y >= 0 && box.y + box.height <= 600, `${id} in view: ${JSON.stringify(box)}`)
+  }
+  await enabled(page, 'approve')
+  await page.locator(tid('approve')).click()
+  await page.locator(`${tid('status')}.msg-ok`).waitFor()
+  assert.deepEqual(await approvals(page), [{ id: 'q1', approve: true, confirmed: false, gesture: 'click', reason: null, for_a_while: { amount: 10000, minutes: 30 } }])
+  assert.equal(await page.locator(tid('for-a-while-on')).isDisabled(), true, 'decided: no more changes')
+  // Unticked again before a Deny: a deny never carries it.
+  assert.deepEqual(page.problems, [])
+  await page.close()
+})
+
+test('for a while: not shown when custody offers nothing (a grant request, a job, frozen)', async () => {
+  for (const [p, offer] of [
+    [consent(), null],
+    [grantRequest(), OFFER],
+  ]) {
+    const page = await open('review.html#q1', fixtures(p, { review_for_a_while: offer }), { label: 'review-q1' })
+    await page.locator(tid('approve')).waitFor()
+    await page.waitForTimeout(300)
+    assert.equal(await page.locator(tid('for-a-while')).isVisible(), false)
+    assert.equal(await page.locator(tid('for-a-while-foot')).isVisible(), false)
+    assert.deepEqual(page.problems, [])
+    await page.close()
+  }
+})
