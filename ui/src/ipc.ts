@@ -342,6 +342,8 @@ export interface Settings {
   agent_labels: Record<string, string>
   step_up: StepUpPolicy
   autostart_offered: boolean
+  /** End approve-for-a-while grants when the session locks (issue 30; default on). */
+  end_short_grants_on_lock?: boolean
 }
 /** Which approvals need OS authentication (custody/src/stepup.rs). */
 export type StepUpPolicy =

@@ -90,3 +90,32 @@ test('for a while: not shown when custody offers nothing (a grant request, a job
     await page.close()
   }
 })
+
+test('for a while: settings offer "End approve-for-a-while grants when the screen locks", on by default, and save it', async () => {
+  const sv = {
+    settings: { agents_group: null, extra_users: [], socket_path: null, max_consent_horizon_secs: 86400, max_grant_lifetime_secs: 604800, queue_size: 64, rate_per_minute: 30, agent_labels: {}, step_up: { rule: 'committing' }, autostart_offered: true, end_short_grants_on_lock: true },
+    running: null,
+    restart_needed: [],
+    data_dir: '/home/me/.local/share/parley-custody',
+    socket: null,
+    policy: { own_uid: 1000, agents_group: null, extra_uids: [] },
+    autostart: { enabled: false, offered: true, entry: '/home/me/.config/autostart/org.parley.custody.desktop', error: null },
+  }
+  const page = await open('settings.html', {
+    keys_list: { store: 'the OS keychain', keys: [] },
+    settings_get: sv,
+    settings_save: sv,
+    settings_loosenings: [{ field: 'end_short_grants_on_lock', words: 'keep approve-for-a-while grants alive while the screen is locked' }],
+    agent_pauses: { paused: [], agents: [], now: 0 },
+  }, { label: 'main', width: 800, height: 1000 })
+  const box = page.locator(tid('s-end-short-on-lock'))
+  await box.waitFor()
+  assert.equal(await box.isChecked(), true, 'on by default')
+  await box.uncheck()
+  await page.locator(tid('s-save')).click()
+  await page.waitForFunction(() => window.__parleyCalls.some(([c]) => c === 'settings_save'))
+  const [saved] = await calls(page, 'settings_save')
+  assert.equal(saved.settings.end_short_grants_on_lock, false)
+  assert.deepEqual(page.problems, [])
+  await page.close()
+})
