@@ -504,3 +504,56 @@ fn parley_approve_saves_the_short_grant_like_any_grant() {
         );
     });
 }
+
+/// The hook the session's lock calls (when the setting says so): every
+/// live approve-for-a-while grant is revoked, asking nothing, with the
+/// lock's reason signed in; a second call finds none left.
+#[test]
+fn end_short_grants_revokes_each_live_one_with_the_reason_and_asks_nothing() {
+    rt_per_core().block_on(async {
+        // Ending never reaches polkit (no agent answers in this test; a
+        // prompt would fail it): the rows say nothing was asked.
+        let mut c = TestCustody::start(Keys::File, no_step_up()).await;
+        let mut ids = Vec::new();
+        for n in 1..=2 {
+            let mut rx = c.submit(&peer(), order(&c, n));
+            assert_eq!(next_reply(&mut rx).await["kind"], "PENDING");
+            let v = shown(&mut c).await;
+            let w = ForAWhile {
+                amount: 5000,
+                minutes: 5,
+            };
+            c.engine
+                .decide(&v.id, Verdict::ApproveForAWhile(YES, w))
+                .await
+                .unwrap();
+            let frame = next_reply(&mut rx).await;
+            let token = frame["for_a_while"]["grant"].as_str().unwrap();
+            ids.push(UnverifiedGrant::decode(token).unwrap().id());
+        }
+        let mut ended = c.engine.end_short_grants("the session was locked");
+        ended.sort();
+        ids.sort();
+        assert_eq!(ended, ids);
+        let dir = c.audit_path.parent().unwrap().join("revocations");
+        for id in &ids {
+            let text = std::fs::read_to_string(dir.join(format!("{id}.json"))).unwrap();
+            assert!(text.contains("the session was locked"), "{text}");
+        }
+        let rows = c.rows(EventKind::GrantRevoked);
+        assert_eq!(rows.len(), 2);
+        for r in &rows {
+            assert!(
+                r.confirmed_by
+                    .as_deref()
+                    .unwrap_or_default()
+                    .starts_with("none asked"),
+                "{:?}",
+                r.confirmed_by
+            );
+        }
+        assert!(c.engine.end_short_grants("again").is_empty());
+        // The consents themselves are not grants for a while: untouched.
+        assert_eq!(c.rows(EventKind::ConsentApproved).len(), 2);
+    });
+}
