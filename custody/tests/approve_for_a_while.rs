@@ -557,3 +557,57 @@ fn end_short_grants_revokes_each_live_one_with_the_reason_and_asks_nothing() {
         assert_eq!(c.rows(EventKind::ConsentApproved).len(), 2);
     });
 }
+
+/// `parley custody freeze` (the human's own command, another process) with
+/// the service running: the service's freeze watch ends the live
+/// approve-for-a-while grant too, within moments.
+#[test]
+fn a_freeze_from_the_humans_command_ends_the_grant_too() {
+    rt_per_core().block_on(async {
+        let mut c = TestCustody::start(Keys::File, no_step_up()).await;
+        c.serve();
+        let mut rx = c.submit(&peer(), order(&c, 1));
+        assert_eq!(next_reply(&mut rx).await["kind"], "PENDING");
+        let v = shown(&mut c).await;
+        let w = ForAWhile {
+            amount: 5000,
+            minutes: 15,
+        };
+        c.engine
+            .decide(&v.id, Verdict::ApproveForAWhile(YES, w))
+            .await
+            .unwrap();
+        let frame = next_reply(&mut rx).await;
+        let id = UnverifiedGrant::decode(frame["for_a_while"]["grant"].as_str().unwrap())
+            .unwrap()
+            .id();
+        let dir = c.audit_path.parent().unwrap().to_path_buf();
+        let out = tokio::process::Command::new(support::parley_cli())
+            .args([
+                "--json",
+                "custody",
+                "freeze",
+                "--reason",
+                "stop",
+                "--data-dir",
+            ])
+            .arg(&dir)
+            .output()
+            .await
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let file = dir.join("revocations").join(format!("{id}.json"));
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !file.exists() {
+            assert!(std::time::Instant::now() < until, "not ended within 10 s");
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.contains("custody was frozen"), "{text}");
+        assert_eq!(c.rows(EventKind::GrantRevoked).len(), 1);
+    });
+}
