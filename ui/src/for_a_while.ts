@@ -59,7 +59,7 @@ export function forAWhilePart(p: PendingView): ForAWhilePart {
     if (offer && w) {
       const s = sentence(offer, w)
       setText(said, `Approve ${s}. It ends when you stop all agents, when you revoke it in the audit log, or (as set) when the screen locks; a service that does not check revocations accepts it until it ends.`)
-      setText(footLine, `Approve also ${s.replace(/^and /, '')}.`)
+      setText(footLine, `${s.replace(/^and let /, 'Approving also lets ')}.`)
     }
   }
   on.addEventListener('change', draw)

@@ -61,7 +61,7 @@ test('for a while: chosen, its words show before Approve, the footer stays in vi
   assert.match(await text(page, 'for-a-while-words'), /stop all agents.*revoke.*screen locks/)
   // The footer (with the words, Deny and Approve) is on screen without scrolling.
   const foot = await page.locator(tid('for-a-while-foot')).innerText()
-  assert.equal(foot, 'Approve also let cactus orbit lemon frost spend up to 100.00 USD more at shop.example in the next 30 minutes without asking.')
+  assert.equal(foot, 'Approving also lets cactus orbit lemon frost spend up to 100.00 USD more at shop.example in the next 30 minutes without asking.')
   for (const id of ['for-a-while-foot', 'approve', 'deny']) {
     const box = await page.locator(tid(id)).boundingBox()
     assert.ok(box && box.y >= 0 && box.y + box.height <= 600, `${id} in view: ${JSON.stringify(box)}`)
