@@ -1003,6 +1003,7 @@ pub(crate) mod tests {
         let o = OfferView {
             offer: crate::for_a_while::test_offer(5830, "USD", parley_core::Dialect::ParleyV1),
             agent_name: "Alice's shopper".into(),
+            asks_password: false,
             amount_words: vec![
                 "50.00 USD".into(),
                 "100.00 USD".into(),

@@ -58,7 +58,8 @@ export function forAWhilePart(p: PendingView): ForAWhilePart {
     footLine.hidden = !w
     if (offer && w) {
       const s = sentence(offer, w)
-      setText(said, `Approve ${s}. It ends when you stop all agents, when you revoke it in the audit log, or (as set) when the screen locks; a service that does not check revocations accepts it until it ends.`)
+      const password = offer.asks_password && !p.step_up.required ? ' Your system asks for your password before signing both.' : ''
+      setText(said, `Approve ${s}.${password} It ends when you stop all agents, when you revoke it in the audit log, or (as set) when the screen locks; a service that does not check revocations accepts it until it ends.`)
       setText(footLine, `${s.replace(/^and let /, 'Approving also lets ')}.`)
     }
   }

@@ -169,6 +169,8 @@ export interface ForAWhileOffer {
   capability: string
   agent_name: string
   amount_words: string[]
+  /** Whether approving for a while asks for the password (even where the consent alone would not). */
+  asks_password: boolean
 }
 export interface DecisionView {
   outcome: 'approved' | 'issued' | 'denied' | 'expired' | 'cancelled'

@@ -19,6 +19,7 @@ const OFFER = {
   capability: 'shop.order',
   agent_name: 'cactus orbit lemon frost',
   amount_words: ['50.00 USD', '100.00 USD', '200.00 USD', '500.00 USD'],
+  asks_password: true,
 }
 
 function fixtures(p, extra = {}) {
@@ -74,6 +75,18 @@ test('for a while: chosen, its words show before Approve, the footer stays in vi
   // Unticked again before a Deny: a deny never carries it.
   assert.deepEqual(page.problems, [])
   await page.close()
+})
+
+test('for a while: when only the grant needs the password, its words say the OS asks', async () => {
+  const p = consent({ step_up: { required: false, words: 'No password is asked for this approval.' } })
+  const page = await open('review.html#q1', fixtures(p), { label: 'review-q1' })
+  await page.locator(tid('for-a-while-on')).check()
+  assert.match(await text(page, 'for-a-while-words'), /Your system asks for your password before signing both\./)
+  await page.close()
+  const asked = await open('review.html#q1', fixtures(consent()), { label: 'review-q1' })
+  await asked.locator(tid('for-a-while-on')).check()
+  assert.doesNotMatch(await text(asked, 'for-a-while-words'), /before signing both/, 'the step-up line already says so')
+  await asked.close()
 })
 
 test('for a while: not shown when custody offers nothing (a grant request, a job, frozen)', async () => {

@@ -31,6 +31,10 @@ pub struct OfferView {
     pub agent_name: String,
     /// Every amount offered, in words (`20.00 USD`), in `offer.amounts` order.
     pub amount_words: Vec<String>,
+    /// Whether approving for a while asks the OS for the password (the
+    /// stricter of the consent's and the grant's step-up), which the
+    /// review says before Approve.
+    pub asks_password: bool,
 }
 
 impl Engine {
@@ -58,7 +62,16 @@ impl Engine {
             return Err(Refused::Frozen);
         }
         let offer = rule::offer(&c)?;
+        // The short grant has no `verbs`: it allows COMMIT.
+        let grant_need = root_caveat(
+            self.inner
+                .config
+                .step_up
+                .need(stepup::Subject::Grant { commits: true }),
+        );
+        let consent_need = self.step_up_need(&Reviewed::Consent(c.clone()));
         Ok(OfferView {
+            asks_password: consent_need.required || grant_need.required,
             agent_name: self.name_for_words(c.review()),
             amount_words: offer
                 .amounts
