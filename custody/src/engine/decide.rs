@@ -265,15 +265,17 @@ impl Engine {
                 ev.token_id = Some(signed.id.clone());
                 ev.expires = Some(signed.exp);
                 let grant_ev = ev.clone();
-                self.log(ev).map_err(DecideError::Audit)?;
-                // The short grant, after the same step-up and the same yes.
+                // The short grant, after the same step-up and the same yes,
+                // signed before either row is written: a failure to sign it
+                // leaves nothing recorded and the request waiting.
                 let short = match short {
-                    Some(plan) => Some(Box::new(
-                        self.issue_short(plan, yes, approval.os_authenticated(), grant_ev, now)
-                            .await?,
-                    )),
+                    Some(plan) => Some(self.sign_short(plan, yes, os, now).await?),
                     None => None,
                 };
+                self.log(ev).map_err(DecideError::Audit)?;
+                // A short grant whose row cannot be written is not handed
+                // out; the consent, recorded, still is.
+                let short = short.and_then(|s| self.record_short(s, grant_ev).map(Box::new));
                 Ok((
                     Outcome::Approved(signed.token, short),
                     EventKind::ConsentApproved,

@@ -11,6 +11,12 @@ use crate::display::safe;
 use crate::for_a_while::{self as rule, ForAWhile, Offer, Refused, ShortGrant, REASON_PREFIX};
 use crate::revoke;
 
+/// A short grant signed, its row not yet written.
+pub(super) struct SignedShort {
+    plan: ShortPlan,
+    signed: signer::Signed,
+}
+
 /// A short grant ready to sign once the consent's step-up succeeded.
 pub(super) struct ShortPlan {
     pub(super) offer: Offer,
@@ -168,26 +174,33 @@ impl Engine {
     }
 
     /// Signs the short grant (after the consent's step-up, with the same
-    /// yes) and writes its `grant_issued` row, its reason starting with
-    /// [`REASON_PREFIX`].
-    pub(super) async fn issue_short(
+    /// yes); nothing is recorded yet ([`Engine::record_short`]).
+    pub(super) async fn sign_short(
         &self,
         plan: ShortPlan,
         yes: Yes,
         os: bool,
-        mut ev: NewEvent,
         now: i64,
-    ) -> Result<ShortGrant, DecideError> {
-        let g = plan.grant;
+    ) -> Result<SignedShort, DecideError> {
+        let g = plan.grant.clone();
         let subject = Approval::subject_of_grant(&g.agent().to_string(), g.caveats());
         let approval = Approval::confirmed(yes, os, subject);
         let me = self.clone();
-        let gg = g.clone();
         let signed = tokio::task::spawn_blocking(move || {
-            signer::sign_grant(&me.inner.keystore, &gg, &approval, now)
+            signer::sign_grant(&me.inner.keystore, &g, &approval, now)
         })
         .await
         .map_err(|e| DecideError::Internal(e.to_string()))??;
+        Ok(SignedShort { plan, signed })
+    }
+
+    /// Writes the short grant's `grant_issued` row (its reason starts with
+    /// [`REASON_PREFIX`]; `ev` is the consent's row) and returns what the
+    /// agent is sent, or `None` (logged) when the row could not be written:
+    /// then the grant is never handed out.
+    pub(super) fn record_short(&self, s: SignedShort, mut ev: NewEvent) -> Option<ShortGrant> {
+        let SignedShort { plan, signed } = s;
+        let g = &plan.grant;
         ev.kind = EventKind::GrantIssued;
         ev.token_id = Some(signed.id.clone());
         ev.expires = Some(signed.exp);
@@ -196,8 +209,11 @@ impl Engine {
         ev.cost_amount = Some(plan.choice.amount);
         ev.cost_currency = Some(plan.offer.order.currency.clone());
         ev.reason = Some(format!("{REASON_PREFIX}{}", plan.words));
-        self.log(ev).map_err(DecideError::Audit)?;
-        Ok(ShortGrant {
+        if let Err(e) = self.log(ev) {
+            tracing::error!("the approve-for-a-while grant was not handed out: {e}");
+            return None;
+        }
+        Some(ShortGrant {
             token: signed.token,
             caveats: g.caveats().to_vec(),
             exp: signed.exp,
