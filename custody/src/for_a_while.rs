@@ -53,8 +53,8 @@ pub struct ForAWhile {
 /// Why a choice or an offer was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refused {
-    /// Minutes not in [`MINUTES`].
-    #[error("{0} minutes is not offered: choose 5, 15, 30 or 60")]
+    /// Minutes not offered ([`MINUTES`], within the longest grant).
+    #[error("{0} minutes is not offered: choose 5, 15, 30 or 60 (at most the longest grant the settings allow)")]
     Minutes(u32),
     /// Zero or negative.
     #[error("the amount must be more than zero")]
@@ -82,6 +82,11 @@ pub enum Refused {
     /// No such pending request.
     #[error("that request is no longer waiting (decided, expired or withdrawn)")]
     NotPending,
+    /// The settings' longest grant is shorter than every choice.
+    #[error(
+        "grants are limited to under 5 minutes in the settings (Longest grant), so none is offered"
+    )]
+    Lifetime,
 }
 
 /// What a consent review may offer, computed by custody.
@@ -107,12 +112,18 @@ pub struct Offer {
     spend_scale: u8,
 }
 
-/// The offer for consent `c`, or why there is none.
-pub fn offer(c: &ReviewedConsent) -> Result<Offer, Refused> {
+/// The offer for consent `c`, or why there is none. `max_lifetime`: the
+/// longest grant custody signs (seconds); longer choices are not offered.
+pub fn offer(c: &ReviewedConsent, max_lifetime: i64) -> Result<Offer, Refused> {
     if c.job_phrase().is_some() || c.review().job.is_some() {
         return Err(Refused::JobCode);
     }
-    offer_for(c.review(), spend_scale(c))
+    let mut o = offer_for(c.review(), spend_scale(c))?;
+    o.minutes.retain(|m| i64::from(*m) * 60 <= max_lifetime);
+    if o.minutes.is_empty() {
+        return Err(Refused::Lifetime);
+    }
+    Ok(o)
 }
 
 fn spend_scale(c: &ReviewedConsent) -> u8 {
@@ -172,7 +183,7 @@ fn round_amounts(currency: &str, ceiling: i64) -> Vec<i64> {
 impl Offer {
     /// The engine's check of the human's choice.
     pub fn check(&self, w: &ForAWhile) -> Result<(), Refused> {
-        if !MINUTES.contains(&w.minutes) {
+        if !self.minutes.contains(&w.minutes) {
             return Err(Refused::Minutes(w.minutes));
         }
         if w.amount <= 0 {

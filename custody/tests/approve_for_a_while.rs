@@ -611,3 +611,42 @@ fn a_freeze_from_the_humans_command_ends_the_grant_too() {
         assert_eq!(c.rows(EventKind::GrantRevoked).len(), 1);
     });
 }
+
+/// A shorter "Longest grant" setting bounds the minutes offered and
+/// accepted: a grant never outlives what the human allows any grant.
+#[test]
+fn the_minutes_offered_stay_within_the_longest_grant() {
+    rt_per_core().block_on(async {
+        let mut config = no_step_up();
+        config.review.max_grant_lifetime = 20 * 60;
+        let mut c = TestCustody::start(Keys::File, config).await;
+        let mut rx = c.submit(&peer(), order(&c, 1));
+        assert_eq!(next_reply(&mut rx).await["kind"], "PENDING");
+        let v = shown(&mut c).await;
+        assert_eq!(
+            c.engine.for_a_while_offer(&v.id).unwrap().offer.minutes,
+            [5, 15]
+        );
+        let long = ForAWhile {
+            amount: 5000,
+            minutes: 30,
+        };
+        match c
+            .engine
+            .decide(&v.id, Verdict::ApproveForAWhile(YES, long))
+            .await
+        {
+            Err(DecideError::ForAWhile(Refused::Minutes(30))) => {}
+            other => panic!("{other:?}"),
+        }
+        let ok = ForAWhile {
+            amount: 5000,
+            minutes: 15,
+        };
+        c.engine
+            .decide(&v.id, Verdict::ApproveForAWhile(YES, ok))
+            .await
+            .unwrap();
+        assert!(next_reply(&mut rx).await["for_a_while"]["grant"].is_string());
+    });
+}

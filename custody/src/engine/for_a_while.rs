@@ -67,7 +67,7 @@ impl Engine {
         if self.signing_stopped() {
             return Err(Refused::Frozen);
         }
-        let offer = rule::offer(&c)?;
+        let offer = rule::offer(&c, self.inner.config.review.max_grant_lifetime)?;
         // The short grant has no `verbs`: it allows COMMIT.
         let grant_need = root_caveat(
             self.inner
@@ -110,7 +110,7 @@ impl Engine {
             let _ = self.log(row);
             DecideError::ForAWhile(r)
         };
-        let offer = rule::offer(c).map_err(refuse)?;
+        let offer = rule::offer(c, self.inner.config.review.max_grant_lifetime).map_err(refuse)?;
         offer.check(choice).map_err(refuse)?;
         let request = c.checked().request();
         let capability = &c.checked().proposal().capability;
