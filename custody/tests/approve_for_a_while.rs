@@ -650,3 +650,33 @@ fn the_minutes_offered_stay_within_the_longest_grant() {
         assert!(next_reply(&mut rx).await["for_a_while"]["grant"].is_string());
     });
 }
+
+/// Bad choices in a loop (a UI gone wrong) are each refused, but the log
+/// keeps at most REFUSALS_PER_AGENT_HOUR rows of them per agent and hour.
+#[test]
+fn refusals_in_a_loop_are_logged_bounded() {
+    use parley_custody::engine::REFUSALS_PER_AGENT_HOUR;
+    rt_per_core().block_on(async {
+        let mut c = TestCustody::start(Keys::File, no_step_up()).await;
+        let mut rx = c.submit(&peer(), order(&c, 1));
+        assert_eq!(next_reply(&mut rx).await["kind"], "PENDING");
+        let v = shown(&mut c).await;
+        let bad = ForAWhile {
+            amount: 5000,
+            minutes: 7,
+        };
+        for _ in 0..REFUSALS_PER_AGENT_HOUR + 5 {
+            assert!(matches!(
+                c.engine
+                    .decide(&v.id, Verdict::ApproveForAWhile(YES, bad))
+                    .await,
+                Err(DecideError::ForAWhile(Refused::Minutes(7)))
+            ));
+        }
+        assert_eq!(
+            c.rows(EventKind::ShortGrantRefused).len(),
+            REFUSALS_PER_AGENT_HOUR as usize
+        );
+        assert!(c.rows(EventKind::GrantIssued).is_empty());
+    });
+}

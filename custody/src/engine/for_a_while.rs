@@ -11,6 +11,9 @@ use crate::display::safe;
 use crate::for_a_while::{self as rule, ForAWhile, Offer, Refused, ShortGrant, REASON_PREFIX};
 use crate::revoke;
 
+/// The most `short_grant_refused` rows written per agent key and hour.
+pub const REFUSALS_PER_AGENT_HOUR: u32 = 20;
+
 /// A short grant signed, its row not yet written.
 pub(super) struct SignedShort {
     plan: ShortPlan,
@@ -107,7 +110,7 @@ impl Engine {
                 "{REASON_PREFIX}{r} (asked: {} minor units for {} minutes)",
                 choice.amount, choice.minutes
             ));
-            let _ = self.log(row);
+            self.log_refusal(row);
             DecideError::ForAWhile(r)
         };
         let offer = rule::offer(c, self.inner.config.review.max_grant_lifetime).map_err(refuse)?;
@@ -150,8 +153,34 @@ impl Engine {
         row.kind = EventKind::ShortGrantRefused;
         row.at = unix_now();
         row.reason = Some(format!("{REASON_PREFIX}{r}"));
-        let _ = self.log(row);
+        self.log_refusal(row);
         DecideError::ForAWhile(r)
+    }
+
+    /// Writes a `short_grant_refused` row, bounded: at most
+    /// [`REFUSALS_PER_AGENT_HOUR`] per agent key and hour (a UI that sends
+    /// bad choices in a loop cannot fill the log); beyond that the refusal
+    /// stands and only the daemon's log says so.
+    fn log_refusal(&self, row: NewEvent) {
+        let logged = lock(&self.inner.audit)
+            .query(&Query {
+                kinds: vec![EventKind::ShortGrantRefused],
+                agent: row.agent.clone(),
+                since: Some(row.at - 3600),
+                limit: Some(REFUSALS_PER_AGENT_HOUR),
+                ..Default::default()
+            })
+            .map(|r| r.len() as u32)
+            .unwrap_or(REFUSALS_PER_AGENT_HOUR);
+        if logged < REFUSALS_PER_AGENT_HOUR {
+            let _ = self.log(row);
+        } else {
+            tracing::warn!(
+                "approve-for-a-while refused again for this agent (not logged: {} rows this hour already): {}",
+                REFUSALS_PER_AGENT_HOUR,
+                row.reason.as_deref().unwrap_or_default()
+            );
+        }
     }
 
     /// The step-up for a consent approved for a while: the stricter of the

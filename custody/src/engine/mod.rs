@@ -177,7 +177,7 @@ mod submit;
 pub use agents::DENY_AND_PAUSE_SECS;
 use decide::{outcome_reply, root_caveat};
 pub use error::{DecideError, IssueError, PauseError};
-pub use for_a_while::OfferView;
+pub use for_a_while::{OfferView, REFUSALS_PER_AGENT_HOUR};
 pub use form::{GrantPreview, IssuedGrant};
 pub use freeze::FREEZE_WATCH_EVERY;
 
