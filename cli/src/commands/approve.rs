@@ -332,6 +332,12 @@ fn save_for_a_while(
             eprintln!(
                 "parley: warning: the approve-for-a-while grant is for another key; not saved"
             );
+        } else {
+            // YEA's tooling keeps no grants directory: the token is given here.
+            eprintln!(
+                "parley: the approve-for-a-while grant (give it to the agent): {}",
+                w.grant
+            );
         }
         None
     };
