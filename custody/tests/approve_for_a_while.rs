@@ -1,5 +1,7 @@
 //! "Approve for a while" (issue 30, item 4) with real parts: a real custody
-//! engine (file key store, SQLite audit file, the scripted human), the
+//! engine (the OS keychain in a private keyring session for the playground
+//! stories, the file store elsewhere; a SQLite audit file; the scripted
+//! human), the
 //! playground's shop on a real TCP socket reading custody's own
 //! revocations directory, and the agent's session signing real proofs.
 //!
@@ -27,7 +29,7 @@ use parley_playground::ids::random_key;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use support::custody::{next_reply, no_step_up, Keys, TestCustody};
-use support::rt_per_core;
+use support::{in_session, rt_per_core, Session as TestSession};
 
 const YES: Yes = Yes {
     gesture: Gesture::Click,
@@ -87,18 +89,29 @@ fn consent_request(
 #[test]
 fn parley_a_grant_for_a_while_lets_the_next_order_through_unasked_and_the_one_after_the_cap_asks_again(
 ) {
-    story(Dialect::ParleyV1);
+    if in_session(
+        "parley_a_grant_for_a_while_lets_the_next_order_through_unasked_and_the_one_after_the_cap_asks_again",
+        TestSession::Keyring,
+    ) {
+        story(Dialect::ParleyV1);
+    }
 }
 
 #[test]
 fn yea_a_grant_for_a_while_lets_the_next_order_through_unasked_and_the_one_after_the_cap_asks_again(
 ) {
-    story(Dialect::YeaV1);
+    if in_session(
+        "yea_a_grant_for_a_while_lets_the_next_order_through_unasked_and_the_one_after_the_cap_asks_again",
+        TestSession::Keyring,
+    ) {
+        story(Dialect::YeaV1);
+    }
 }
 
 fn story(dialect: Dialect) {
     rt_per_core().block_on(async {
-        let mut c = TestCustody::start(Keys::File, no_step_up()).await;
+        // The principal key in the real OS keychain (a private keyring session).
+        let mut c = TestCustody::start(Keys::Keychain, no_step_up()).await;
         let agent_key = Arc::new(random_key());
         let agent = agent_key.public().to_string();
         let everyday = everyday_grant(&mut c, &agent, dialect).await;
