@@ -226,6 +226,8 @@ session crowd src-tauri/tests/e2e/crowd.e2e.mjs
 session wayland src-tauri/tests/e2e/wayland.e2e.mjs
 # A YEA MCP job server's refund approved in the review window with its phrase (issue 29).
 session mcp src-tauri/tests/e2e/mcp.e2e.mjs
+# Approve for a while from the review window (issue 30, item 4).
+session for-a-while src-tauri/tests/e2e/for-a-while.e2e.mjs
 # The app as the package installed it: only when asked for by name
 # (scripts/test-package.sh, with PARLEY_APP=/usr/bin/parley-custody).
 if [ "${E2E_ONLY:-}" = installed ]; then

@@ -64,6 +64,10 @@ pub enum Verdict {
     /// Grants only: sign the form's caveats instead (the human edited the
     /// request; a widening must be confirmed, see [`FormGrant`]).
     ApproveWith(FormGrant, Yes),
+    /// A consent only: sign it as reviewed, and also issue the short grant
+    /// the human chose ([`crate::for_a_while`]; the engine checks the
+    /// choice against its own offer).
+    ApproveForAWhile(Yes, crate::for_a_while::ForAWhile),
     /// Do not sign.
     Deny(Option<String>),
 }

@@ -20,6 +20,7 @@ pub mod desktop;
 pub use parley_custody_client::display;
 pub mod engine;
 pub mod fingerprint;
+pub mod for_a_while;
 pub mod hardening;
 pub mod ipc;
 pub mod keystore;

@@ -51,8 +51,10 @@ pub enum Refused {
 /// A finished request's outcome, kept so that asking again is idempotent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    /// A consent was approved: the token.
-    Approved(String),
+    /// A consent was approved: the token, and the short grant issued
+    /// beside it when the human approved for a while
+    /// ([`crate::for_a_while`]).
+    Approved(String, Option<Box<crate::for_a_while::ShortGrant>>),
     /// A grant was issued: the token and the caveats signed, typed, so that
     /// no reader parses them back from text. (The audit row stores them as
     /// JSON text, written once where the row is made.)
@@ -156,7 +158,7 @@ impl<T> Queue<T> {
     ) -> Result<Offer, Refused> {
         self.forget_finished(now);
         if let Some((outcome, _)) = self.finished.get(&dedupe) {
-            if matches!(outcome, Outcome::Approved(_) | Outcome::Issued(..)) {
+            if matches!(outcome, Outcome::Approved(..) | Outcome::Issued(..)) {
                 return Ok(Offer::Done(outcome.clone()));
             }
         }
@@ -303,12 +305,12 @@ mod tests {
             Ok(Offer::Joined("q1".into()))
         );
         let e = q
-            .finish("q1", Outcome::Approved("pg1.x".into()), t, later)
+            .finish("q1", Outcome::Approved("pg1.x".into(), None), t, later)
             .unwrap();
         assert_eq!(e.waiters, vec!["a", "b"]);
         assert_eq!(
             q.offer(1, "c", "k".into(), (), t, later),
-            Ok(Offer::Done(Outcome::Approved("pg1.x".into())))
+            Ok(Offer::Done(Outcome::Approved("pg1.x".into(), None)))
         );
         // After it expires, it is a new request again.
         assert_eq!(

@@ -22,6 +22,11 @@ use std::path::{Path, PathBuf};
 
 /// `confirmed_by` of a revocation the OS authenticated.
 pub const OS_AUTH: &str = "os-auth";
+/// `confirmed_by` of a revocation custody made itself, asking nothing:
+/// an approve-for-a-while grant ended by freeze or by the session's lock
+/// (a revocation only restricts, like freezing).
+pub const RESTRICTS_UNASKED: &str =
+    "none asked: ending an approve-for-a-while grant only restricts";
 /// `confirmed_by` of a revocation made as root (polkit asks root nothing).
 pub const ROOT_UNASKED: &str = "root: no OS authentication (polkit asks root nothing)";
 

@@ -24,7 +24,8 @@
 
 use crate::approver::{Approver, Gesture, PendingView, Verdict, Yes};
 use crate::display::{is_display_safe, safe};
-use crate::engine::Engine;
+use crate::engine::{Engine, OfferView};
+use crate::for_a_while::ForAWhile;
 use crate::review::{Review, ReviewKind};
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
@@ -99,7 +100,8 @@ impl TerminalApprover {
                     // it is asked again, never silently left behind.
                     loop {
                         let alike = engine.alike(&p.id).len();
-                        let verdict = match ask(&tty, &mut waiting, &p, alike) {
+                        let offer = engine.for_a_while_offer(&p.id).ok();
+                        let verdict = match ask(&tty, &mut waiting, &p, alike, offer.as_ref()) {
                             Answer::Withdrawn => {
                                 let _ = writeln!(
                                     out,
@@ -237,7 +239,10 @@ impl Waiting {
 fn describe(o: &crate::queue::Outcome) -> &'static str {
     use crate::queue::Outcome::*;
     match o {
-        Approved(_) => "approved: the consent was signed and sent to the agent",
+        Approved(_, None) => "approved: the consent was signed and sent to the agent",
+        Approved(_, Some(_)) => {
+            "approved: the consent and the approve-for-a-while grant were signed and sent to the agent"
+        }
         Issued(..) => "issued: the grant was signed and sent to the agent",
         Denied(_) => "denied",
         Expired => "expired",
@@ -253,6 +258,8 @@ enum Answer {
     Yes {
         second_confirmation: bool,
         typed: Option<String>,
+        /// Approve for a while, when the human chose it after the yes.
+        for_a_while: Option<ForAWhile>,
     },
     /// No (or anything but yes), with the reason recorded.
     No(&'static str),
@@ -268,13 +275,26 @@ fn verdict(a: Answer) -> Verdict {
         Answer::Yes {
             second_confirmation,
             typed: None,
+            for_a_while: None,
         } => Verdict::Approve(Yes {
             gesture: Gesture::Terminal,
             second_confirmation,
         }),
         Answer::Yes {
             second_confirmation,
+            typed: None,
+            for_a_while: Some(w),
+        } => Verdict::ApproveForAWhile(
+            Yes {
+                gesture: Gesture::Terminal,
+                second_confirmation,
+            },
+            w,
+        ),
+        Answer::Yes {
+            second_confirmation,
             typed: Some(typed),
+            ..
         } => Verdict::ApproveTyped(
             Yes {
                 gesture: Gesture::Terminal,
@@ -347,7 +367,7 @@ fn read_yes_after_delay(
     let mut out = tty;
     loop {
         let a = read_answer(tty, waiting, id)?;
-        if !is_yes(&a) || shown_at.elapsed() >= ANSWER_DELAY {
+        if !(is_yes(&a) || a == FOR_A_WHILE) || shown_at.elapsed() >= ANSWER_DELAY {
             return Some(a);
         }
         let _ = write!(
@@ -359,6 +379,10 @@ fn read_yes_after_delay(
         let _ = out.flush();
     }
 }
+
+/// The answer that approves and then asks for approve-for-a-while's amount
+/// and minutes (offered only where custody offers it).
+const FOR_A_WHILE: &str = "w";
 
 /// Whether an answer approves.
 fn is_yes(a: &str) -> bool {
@@ -374,7 +398,13 @@ fn alike_line(alike: usize) -> String {
     }
 }
 
-fn ask(tty: &File, waiting: &mut Waiting, p: &PendingView, alike: usize) -> Answer {
+fn ask(
+    tty: &File,
+    waiting: &mut Waiting,
+    p: &PendingView,
+    alike: usize,
+    offer: Option<&OfferView>,
+) -> Answer {
     let mut out = tty;
     let behind = waiting.behind();
     let _ = write!(out, "{}", render(&p.review, p.closes_at));
@@ -383,6 +413,15 @@ fn ask(tty: &File, waiting: &mut Waiting, p: &PendingView, alike: usize) -> Answ
         let _ = writeln!(out, "  step-up     {}", shown(&p.step_up.words));
     }
     let _ = write!(out, "{}", alike_line(alike));
+    // Approve for a while: offered beside yes, never for a job.
+    let offer = offer.filter(|_| p.review.job.is_none());
+    if let Some(o) = offer {
+        let _ = writeln!(
+            out,
+            "  for a while answer \"{FOR_A_WHILE}\" to approve and also let {} spend more at {} without asking, for up to an hour (you pick how much and how long)",
+            o.agent_name, o.offer.service
+        );
+    }
     if alike > 0 {
         let _ = write!(out, "approve? [y/N/deny all] ");
     } else {
@@ -395,7 +434,8 @@ fn ask(tty: &File, waiting: &mut Waiting, p: &PendingView, alike: usize) -> Answ
     if alike > 0 && a == "deny all" {
         return Answer::NoToAllAlike;
     }
-    if !is_yes(&a) {
+    let wants_while = offer.is_some() && a == FOR_A_WHILE;
+    if !is_yes(&a) && !wants_while {
         return Answer::No("denied at the terminal");
     }
     let second_confirmation = if p.review.needs_second_confirmation {
@@ -439,14 +479,94 @@ fn ask(tty: &File, waiting: &mut Waiting, p: &PendingView, alike: usize) -> Answ
             }
         }
     };
-    if p.step_up.required {
+    // Approve for a while: asked after the "w" answer, default no (this
+    // order only); the engine checks the choice again.
+    let for_a_while = match offer.filter(|_| wants_while && typed.is_none()) {
+        None => None,
+        Some(o) => {
+            let _ = write!(out, "{}", for_a_while_question(o));
+            let _ = out.flush();
+            let Some(amount) = read_answer(tty, waiting, &p.id) else {
+                return Answer::Withdrawn;
+            };
+            let minutes = if pick(&amount, o.offer.amounts.len()).is_some() {
+                let _ = write!(out, "{}", minutes_question(o));
+                let _ = out.flush();
+                let Some(m) = read_answer(tty, waiting, &p.id) else {
+                    return Answer::Withdrawn;
+                };
+                m
+            } else {
+                String::new()
+            };
+            let chosen = for_a_while_choice(o, &amount, &minutes);
+            match &chosen {
+                Some(w) => {
+                    let _ = writeln!(out, "  for a while {}", o.offer.words(&o.agent_name, w));
+                }
+                None => {
+                    let _ = writeln!(out, "  (this order only)");
+                }
+            }
+            chosen
+        }
+    };
+    if p.step_up.required || for_a_while.is_some() {
         let _ = writeln!(out, "Now authenticate (your system password) to sign it:");
         let _ = out.flush();
     }
     Answer::Yes {
         second_confirmation,
         typed,
+        for_a_while,
     }
+}
+
+/// The optional question after a yes: which amount, numbered; Enter: no.
+fn for_a_while_question(o: &OfferView) -> String {
+    let amounts: Vec<String> = o
+        .amount_words
+        .iter()
+        .enumerate()
+        .map(|(i, a)| format!("[{}] {a}", i + 1))
+        .collect();
+    format!(
+        "How much more may {} spend at {} without asking? {} (Enter: none, this order only): ",
+        o.agent_name,
+        o.offer.service,
+        amounts.join(" ")
+    )
+}
+
+/// Which minutes, numbered; Enter: no.
+fn minutes_question(o: &OfferView) -> String {
+    let m: Vec<String> = o
+        .offer
+        .minutes
+        .iter()
+        .enumerate()
+        .map(|(i, m)| format!("[{}] {m}", i + 1))
+        .collect();
+    format!("For how long? {} minutes (Enter: no): ", m.join(" "))
+}
+
+/// The 0-based index `answer` picks among `n` numbered choices.
+fn pick(answer: &str, n: usize) -> Option<usize> {
+    match answer.trim().parse::<usize>() {
+        Ok(i) if (1..=n).contains(&i) => Some(i - 1),
+        _ => None,
+    }
+}
+
+/// The human's two answers as a choice, or `None` (anything but two valid
+/// numbers is a no: the default).
+fn for_a_while_choice(o: &OfferView, amount: &str, minutes: &str) -> Option<ForAWhile> {
+    let a = pick(amount, o.offer.amounts.len())?;
+    let m = pick(minutes, o.offer.minutes.len())?;
+    Some(ForAWhile {
+        amount: o.offer.amounts[a],
+        minutes: o.offer.minutes[m],
+    })
 }
 
 /// Text from a review, display-safe. Review fields are made safe when the
@@ -868,6 +988,7 @@ pub(crate) mod tests {
             verdict(Answer::Yes {
                 second_confirmation: true,
                 typed: None,
+                for_a_while: None,
             }),
             Verdict::Approve(Yes {
                 gesture: Gesture::Terminal,
@@ -875,6 +996,61 @@ pub(crate) mod tests {
             })
         );
         assert!(matches!(verdict(Answer::No("x")), Verdict::Deny(_)));
+    }
+
+    #[test]
+    fn approve_for_a_while_is_asked_after_the_yes_and_defaults_to_no() {
+        let o = OfferView {
+            offer: crate::for_a_while::test_offer(5830, "USD", parley_core::Dialect::ParleyV1),
+            agent_name: "Alice's shopper".into(),
+            asks_password: false,
+            amount_words: vec![
+                "50.00 USD".into(),
+                "100.00 USD".into(),
+                "200.00 USD".into(),
+                "500.00 USD".into(),
+            ],
+        };
+        let q = for_a_while_question(&o);
+        assert!(
+            q.starts_with("How much more may Alice's shopper spend at shop.example without asking? [1] 50.00 USD [2] 100.00 USD"),
+            "{q}"
+        );
+        assert!(q.contains("Enter: none"), "{q}");
+        assert!(minutes_question(&o).contains("[1] 5 [2] 15 [3] 30 [4] 60 minutes"));
+        assert_eq!(
+            for_a_while_choice(&o, "2", "2"),
+            Some(ForAWhile {
+                amount: 10000,
+                minutes: 15
+            })
+        );
+        for (a, m) in [
+            ("", ""),
+            ("2", ""),
+            ("0", "1"),
+            ("5", "1"),
+            ("2", "9"),
+            ("y", "y"),
+        ] {
+            assert_eq!(for_a_while_choice(&o, a, m), None, "{a:?} {m:?}");
+        }
+        let yes = Yes {
+            gesture: Gesture::Terminal,
+            second_confirmation: false,
+        };
+        let w = ForAWhile {
+            amount: 10000,
+            minutes: 15,
+        };
+        assert_eq!(
+            verdict(Answer::Yes {
+                second_confirmation: false,
+                typed: None,
+                for_a_while: Some(w),
+            }),
+            Verdict::ApproveForAWhile(yes, w)
+        );
     }
 
     #[test]
@@ -917,6 +1093,7 @@ pub(crate) mod tests {
             verdict(Answer::Yes {
                 second_confirmation: false,
                 typed: Some("CH_1".into()),
+                for_a_while: None,
             }),
             Verdict::ApproveTyped(
                 Yes {

@@ -256,7 +256,7 @@ fn finished_outcomes_and_request_ids_are_forgotten_beyond_the_cap() {
         else {
             panic!("not queued")
         };
-        q.finish(&id, Outcome::Approved(format!("pg1.{i}")), t, keep);
+        q.finish(&id, Outcome::Approved(format!("pg1.{i}"), None), t, keep);
         ids.push((uid, format!("r{i}"), id));
     }
     // Only the newest few outcomes are remembered.

@@ -518,6 +518,29 @@ fn at_the_terminal(user: &'static str, owner: bool) {
     keys(&[PASSWORD, "Enter"]);
     let a = c.final_of("a");
     assert_eq!(a["kind"], "APPROVED", "{a}");
+    if owner {
+        // Approve for a while (issue 30, item 4): one password covers the
+        // consent and the short grant, and the prompt says both.
+        c.send(json!({"agent": "b", "request": consent("b", "shop.example", 5830, &principal)}));
+        at = wait_in(&screen, "approve? [y/N] ", at);
+        std::thread::sleep(parley_custody::terminal::ANSWER_DELAY + Duration::from_millis(300));
+        keys(&["w", "Enter"]);
+        at = wait_in(&screen, "(Enter: none, this order only): ", at);
+        keys(&["2", "Enter"]);
+        at = wait_in(&screen, "minutes (Enter: no): ", at);
+        keys(&["2", "Enter"]);
+        let asked = wait_in(&screen, "Password: ", at);
+        let prompt = &pane_log(&screen)[at..asked];
+        assert!(
+            prompt.contains("Parley Custody will sign a consent for 58.30 USD at shop.example")
+                && prompt.contains("and a grant for up to 100.00 USD for 15 minutes"),
+            "the OS prompt names both:\n{prompt}"
+        );
+        keys(&[PASSWORD, "Enter"]);
+        let b = c.final_of("b");
+        assert_eq!(b["kind"], "APPROVED", "{b}");
+        assert!(b["for_a_while"]["grant"].is_string(), "{b}");
+    }
     drop(c);
     drop(tmux);
     let audit = parley_custody::audit::Audit::open(&parley_custody::paths::audit_path(&data))
@@ -532,18 +555,21 @@ fn at_the_terminal(user: &'static str, owner: bool) {
         })
         .unwrap();
     let kinds: Vec<_> = rows.iter().map(|r| r.kind).collect();
+    // (With the prompt naming the request, a second consent was approved
+    // for a while.)
+    let signed = if owner { 2 } else { 1 };
     assert_eq!(
         kinds
             .iter()
             .filter(|k| **k == parley_custody::audit::EventKind::ConsentApproved)
             .count(),
-        1,
+        signed,
         "{kinds:?}"
     );
     assert_eq!(
         kinds.len(),
-        3,
-        "two failed step-ups and one signature: {kinds:?}"
+        2 + signed,
+        "two failed step-ups and the signatures: {kinds:?}"
     );
     let log = std::fs::read_to_string(data.join("custodyd.log")).unwrap_or_default();
     assert_eq!(

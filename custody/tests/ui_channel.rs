@@ -772,3 +772,71 @@ fn a_second_service_asks_the_first_at_its_door_for_the_window_and_exits() {
     let ui = svc.next_ui();
     assert_eq!(ui.opened_with(), "main:home");
 }
+
+/// Approve for a while through the real service's UI channel (issue 30,
+/// item 4): the review window reads custody's offer, a choice outside it is
+/// refused with the engine's words and signs nothing, and a bounded one
+/// signs the consent and the short grant the agent receives; home cannot
+/// read another window's offer.
+#[test]
+fn a_review_window_approves_for_a_while_only_within_custodys_offer() {
+    if !in_session(
+        "a_review_window_approves_for_a_while_only_within_custodys_offer",
+        Session::Keyring,
+    ) {
+        return;
+    }
+    let svc = Service::start();
+    let mut ui = svc.ui();
+    let principal = principal(&mut ui);
+    let agent = Agent::ask(&svc.sock, &principal, "c1");
+    let id = first_pending(&mut ui);
+    let window = format!("review-{id}");
+    ui.note(&window, "shown");
+    let offer = ui
+        .call(&window, "review_for_a_while", json!({"id": id}))
+        .expect("the offer");
+    assert_eq!(
+        offer["amounts"],
+        json!([5000, 10000, 20000, 50000]),
+        "{offer}"
+    );
+    assert_eq!(offer["minutes"], json!([5, 15, 30, 60]), "{offer}");
+    assert_eq!(offer["ceiling"], 58300, "{offer}");
+    assert!(ui
+        .call("main", "review_for_a_while", json!({"id": id}))
+        .is_err());
+    std::thread::sleep(Duration::from_millis(1600));
+    let yes = |w: Value| json!({"id": id, "approve": true, "confirmed": false, "gesture": "click", "for_a_while": w});
+    let e = ui
+        .call(
+            &window,
+            "review_decide",
+            yes(json!({"amount": 10000, "minutes": 600})),
+        )
+        .unwrap_err();
+    assert!(e.contains("600 minutes is not offered"), "{e}");
+    assert_eq!(
+        agent.final_within(Duration::from_millis(200)),
+        None,
+        "nothing signed"
+    );
+    let done = ui
+        .call(
+            &window,
+            "review_decide",
+            yes(json!({"amount": 10000, "minutes": 15})),
+        )
+        .expect("approved for a while");
+    assert_eq!(done["outcome"], "approved");
+    assert!(
+        done["message"]
+            .as_str()
+            .unwrap()
+            .contains("spend up to 100.00 USD more at shop.example in the next 15 minutes"),
+        "{done}"
+    );
+    let fin = agent.final_within(WAIT).expect("the agent's answer");
+    assert_eq!(fin["kind"], "APPROVED", "{fin}");
+    assert!(fin["for_a_while"]["grant"].is_string(), "{fin}");
+}

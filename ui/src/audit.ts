@@ -34,6 +34,7 @@ export const KIND_WORDS: Record<EventKind, string> = {
   custody_frozen: 'All agents stopped (custody frozen)',
   custody_unfrozen: 'Custody unfrozen (after OS authentication)',
   grant_revoked: 'Grant revoked',
+  short_grant_refused: 'Approve-for-a-while refused (nothing signed)',
 }
 
 const app = byId('app')

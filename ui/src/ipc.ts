@@ -154,6 +154,24 @@ export interface AutostartView {
   entry: string
   error: string | null
 }
+/** Approve for a while, as chosen: at most `amount` (minor units of the order's currency) more, for `minutes`. */
+export interface ForAWhile {
+  amount: number
+  minutes: number
+}
+/** What custody offers beside Approve (custody/src/engine/for_a_while.rs OfferView). */
+export interface ForAWhileOffer {
+  order: { amount: number; currency: string }
+  ceiling: number
+  amounts: number[]
+  minutes: number[]
+  service: string
+  capability: string
+  agent_name: string
+  amount_words: string[]
+  /** Whether approving for a while asks for the password (even where the consent alone would not). */
+  asks_password: boolean
+}
 export interface DecisionView {
   outcome: 'approved' | 'issued' | 'denied' | 'expired' | 'cancelled'
   message: string
@@ -237,6 +255,7 @@ export type EventKind =
   | 'custody_frozen'
   | 'custody_unfrozen'
   | 'grant_revoked'
+  | 'short_grant_refused'
 /** Whether custody is frozen, and what an unfreeze ended (custody/src/desktop/calls/freeze.rs). */
 export interface FreezeView {
   frozen: boolean
@@ -325,6 +344,8 @@ export interface Settings {
   agent_labels: Record<string, string>
   step_up: StepUpPolicy
   autostart_offered: boolean
+  /** End approve-for-a-while grants when the session locks (issue 30; default on). */
+  end_short_grants_on_lock?: boolean
 }
 /** Which approvals need OS authentication (custody/src/stepup.rs). */
 export type StepUpPolicy =
@@ -455,9 +476,20 @@ export const api = {
   status: () => call<StatusView>('status'),
   pendingList: () => call<PendingView[]>('pending_list'),
   reviewGet: (id: string) => call<PendingView | null>('review_get', { id }),
-  reviewDecide: (id: string, approve: boolean, confirmed: boolean, gesture: Gesture | null, reason: string | null, typed: string | null = null) =>
-    // `typed` only for a job (job.ts): every other decision is sent as before.
-    call<DecisionView>('review_decide', typed === null ? { id, approve, confirmed, gesture, reason } : { id, approve, confirmed, gesture, reason, typed }),
+  reviewDecide: (id: string, approve: boolean, confirmed: boolean, gesture: Gesture | null, reason: string | null, typed: string | null = null, forAWhile: ForAWhile | null = null) =>
+    // `typed` only for a job (job.ts), `for_a_while` only when chosen
+    // (for_a_while.ts): every other decision is sent as before.
+    call<DecisionView>('review_decide', {
+      id,
+      approve,
+      confirmed,
+      gesture,
+      reason,
+      ...(typed === null ? {} : { typed }),
+      ...(forAWhile === null ? {} : { for_a_while: forAWhile }),
+    }),
+  /** What custody offers beside Approve for `id` (approve for a while), or null. */
+  reviewForAWhile: (id: string) => call<ForAWhileOffer | null>('review_for_a_while', { id }),
   /** Denies request `id` and pauses its agent for 1 hour (review windows only). */
   reviewDenyAndPause: (id: string) => call<DecisionView>('review_deny_and_pause', { id }),
   /** The requests alike to `id` waiting now (same agent, user, service, capability). */

@@ -26,6 +26,7 @@ import { pointerOnly } from './gesture'
 import { h, replace, byId, row, say, setText } from './dom'
 import { when, span } from './format'
 import { jobPart, phraseMatches } from './job'
+import { forAWhilePart } from './for_a_while'
 // The delay after the window (re)gains focus before Approve is enabled:
 // custody's own APPROVE_DELAY, generated into custody-constants.ts.
 import { APPROVE_DELAY_MS } from './custody-constants'
@@ -226,6 +227,9 @@ function render(p: PendingView): void {
   const body = (bodies[r.kind] ?? grantBody)(r)
   // A YEA job plan (job.ts): its tool, input and the phrase to type.
   const job = jobPart(r)
+  // Approve for a while (for_a_while.ts): consents only, never a job; shown
+  // only when custody offers it.
+  const forAWhile = consent && !job ? forAWhilePart(p) : null
   document.title = body.title
 
   const countdown = h('p', { class: 'countdown', testid: 'countdown' })
@@ -321,6 +325,7 @@ function render(p: PendingView): void {
     { class: 'review-foot', testid: 'footer' },
     guidance,
     status,
+    forAWhile?.footLine ?? null,
     h('div', { class: 'actions' }, deny, denyPause, edit, approve),
     confirm,
     h('div', { class: 'foot-line' }, hint, queue),
@@ -328,6 +333,7 @@ function render(p: PendingView): void {
   replace(
     app,
     h('header', { class: 'review-head' }, h('div', { class: 'kind', testid: 'kind' }, body.kind), h('h1', { testid: 'headline' }, body.headline)),
+    forAWhile?.section ?? null,
     ...body.top,
     warnings,
     job?.section ?? null,
@@ -381,7 +387,7 @@ function render(p: PendingView): void {
     }
     setBusy(true)
     try {
-      const d = await api.reviewDecide(p.id, approveIt, confirmed, approveIt ? gesture : null, approveIt ? null : reason.value || null, typed)
+      const d = await api.reviewDecide(p.id, approveIt, confirmed, approveIt ? gesture : null, approveIt ? null : reason.value || null, typed, approveIt ? (forAWhile?.chosen() ?? null) : null)
       finish(d.message, d.outcome === 'approved' || d.outcome === 'issued' ? 'ok' : 'info')
       closeSoon()
     } catch (e) {
@@ -505,6 +511,7 @@ function render(p: PendingView): void {
     retry.disabled = closed || busy
     if (edit) edit.disabled = closed || busy
     reason.disabled = closed
+    forAWhile?.disable(closed || busy)
     setText(
       countdown,
       closed

@@ -164,6 +164,9 @@ function settingsSection(v: SettingsView): HTMLElement {
   stepUp.value = s.step_up.rule
   const threshold = h('input', { testid: 's-stepup-amount', attrs: { type: 'text', placeholder: 'e.g. 50.00 USD' } })
   threshold.value = s.step_up.rule === 'above' ? money(s.step_up.amount, s.step_up.currency) : ''
+  // Approve for a while (issue 30): its grants end when the screen locks (on by default; off loosens, so saving it asks).
+  const endOnLock = h('input', { testid: 's-end-short-on-lock', attrs: { type: 'checkbox' } }) as HTMLInputElement
+  endOnLock.checked = s.end_short_grants_on_lock ?? true
   const showThreshold = () => (threshold.hidden = stepUp.value !== 'above')
   stepUp.addEventListener('change', showThreshold)
   showThreshold()
@@ -250,6 +253,7 @@ function settingsSection(v: SettingsView): HTMLElement {
       step_up,
       // The backend keeps its own value (only autostart_set changes it).
       autostart_offered: s.autostart_offered,
+      end_short_grants_on_lock: endOnLock.checked,
     }
   }
   // Before Save: which changes loosen custody, so that saving asks for the
@@ -408,6 +412,13 @@ function settingsSection(v: SettingsView): HTMLElement {
     fieldRow('Ask for your password', h('div', null, stepUp, threshold,
       v.step_up_root ? h('p', { class: 'msg msg-warn', testid: 's-stepup-root' }, v.step_up_root) : null,
       unnamedBox, ownerBtn, ownerMsg), 'After you approve, your system asks for your password (or fingerprint) before custody signs, so a click another program synthesized, or someone else at your unlocked desk, signs nothing. With "Never", every review says that only the click protects it.'),
+    h('h2', null, 'Approve for a while'),
+    h(
+      'div',
+      { class: 'field' },
+      h('label', { class: 'check' }, endOnLock, h('span', null, ' End approve-for-a-while grants when the screen locks')),
+      h('p', { class: 'help' }, 'A review may let an agent spend up to an amount more, at one service, for up to an hour, without asking. Stop all agents and revoking always end such a grant; with this on, locking the screen ends it too (turning it off asks for your password).'),
+    ),
     h('h2', null, 'Known agents'),
     h('p', { class: 'help' }, 'Each agent key has four words derived from it, shown wherever the key is. Give the ones you trust a name: a request from an unnamed key you never approved says so above Approve.'),
     labelList,

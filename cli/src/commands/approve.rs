@@ -288,6 +288,65 @@ struct Approved {
     request: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     saved_to: Option<PathBuf>,
+    /// The short grant the human issued beside the consent ("approve for
+    /// a while"), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    for_a_while: Option<ForAWhileSaved>,
+}
+
+/// An approve-for-a-while grant as `parley approve` reports it.
+#[derive(Serialize)]
+struct ForAWhileSaved {
+    grant: String,
+    id: String,
+    caveats: serde_json::Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    saved_to: Option<PathBuf>,
+}
+
+/// Saves the short grant custody issued beside a consent, like any grant
+/// (`parley grant`): under `grants/` for Parley when it is this agent's;
+/// the YEA tooling keeps no grants directory, so it is only reported.
+fn save_for_a_while(
+    w: parley_custody_client::protocol::ForAWhileGrant,
+    home: &Path,
+    agent: &str,
+    dialect: Dialect,
+) -> Result<ForAWhileSaved, CliError> {
+    let decoded = UnverifiedGrant::decode(&w.grant).map_err(|e| {
+        CliError::bad(format!(
+            "custody's approve-for-a-while grant does not decode: {e}"
+        ))
+    })?;
+    let id = decoded.id();
+    let saved_to = if dialect == Dialect::ParleyV1 && decoded.holder() == agent {
+        let stem: String = id.chars().take(16).collect();
+        let path = home::save_token(&home.join(home::GRANTS_DIR), &stem, &w.grant)?;
+        eprintln!(
+            "parley: the approve-for-a-while grant was saved to {}",
+            path.display()
+        );
+        Some(path)
+    } else {
+        if decoded.holder() != agent {
+            eprintln!(
+                "parley: warning: the approve-for-a-while grant is for another key; not saved"
+            );
+        } else {
+            // YEA's tooling keeps no grants directory: the token is given here.
+            eprintln!(
+                "parley: the approve-for-a-while grant (give it to the agent): {}",
+                w.grant
+            );
+        }
+        None
+    };
+    Ok(ForAWhileSaved {
+        grant: w.grant,
+        id,
+        caveats: w.caveats,
+        saved_to,
+    })
 }
 
 impl fmt::Display for Approved {
@@ -375,9 +434,13 @@ pub fn run(
             }
         }
     })?;
-    let grant = match reply {
-        Ok(Reply::Approved { grant }) => grant,
+    let (grant, for_a_while) = match reply {
+        Ok(Reply::Approved { grant, for_a_while }) => (grant, for_a_while),
         other => return finish.refused(other),
+    };
+    let for_a_while = match for_a_while {
+        Some(w) => Some(save_for_a_while(w, &home, &agent_text, dialect)?),
+        None => None,
     };
     let saved_to = if token_is_for(&grant, &hash) {
         let dir = home.join(home::CONSENTS_DIR);
@@ -400,6 +463,7 @@ pub fn run(
             hash,
             request: finish.request,
             saved_to,
+            for_a_while,
         },
         exit,
     ))
@@ -603,7 +667,7 @@ fn run_job(
             .await
     })?;
     let grant = match reply {
-        Ok(Reply::Approved { grant }) => grant,
+        Ok(Reply::Approved { grant, .. }) => grant,
         other => return finish.refused(other),
     };
     if !token_is_for(&grant, &plan.hash) {

@@ -92,6 +92,7 @@ async fn consent_reports_pending_skips_foreign_replies_and_returns_the_final_one
                 Some(&id),
                 Reply::Approved {
                     grant: "pg1.token".into(),
+                    for_a_while: None,
                 },
             )
             .await;
@@ -111,7 +112,8 @@ async fn consent_reports_pending_skips_foreign_replies_and_returns_the_final_one
     assert_eq!(
         reply,
         Reply::Approved {
-            grant: "pg1.token".into()
+            grant: "pg1.token".into(),
+            for_a_while: None,
         }
     );
     assert_eq!(seen.len(), 2);

@@ -23,7 +23,9 @@ use serde_json::{Map, Value};
 use std::fmt;
 
 mod reply;
-pub use reply::{parse_reply, Principal, Reply, ReplyError, ReplyFrame, RequestState};
+pub use reply::{
+    parse_reply, ForAWhileGrant, Principal, Reply, ReplyError, ReplyFrame, RequestState,
+};
 
 /// The protocol version every request carries as `"custody": 1`.
 pub const VERSION: u64 = 1;

@@ -59,6 +59,17 @@ impl RequestState {
     }
 }
 
+/// The short grant an `APPROVED` reply may carry (`for_a_while`, an
+/// extension): the human let the agent spend up to an amount more at this
+/// service for some minutes without asking.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForAWhileGrant {
+    /// The `pg1.` token.
+    pub grant: String,
+    /// Its caveats, as signed.
+    pub caveats: Value,
+}
+
 /// A reply from custody. Every one is final except [`Reply::Pending`].
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reply {
@@ -80,6 +91,10 @@ pub enum Reply {
     Approved {
         /// The consent grant token.
         grant: String,
+        /// An extension of ours (custody protocol `for_a_while`): the short
+        /// grant the human issued beside the consent ("approve for a
+        /// while"), if they did.
+        for_a_while: Option<ForAWhileGrant>,
     },
     /// The human declined.
     Denied {
@@ -172,9 +187,20 @@ impl Reply {
                 ),
                 None => format!("request {} waits for the human", safe(request)),
             },
-            Reply::Approved { grant } => {
+            Reply::Approved {
+                grant,
+                for_a_while: None,
+            } => {
                 format!("the human approved: consent grant {}", short(grant))
             }
+            Reply::Approved {
+                grant,
+                for_a_while: Some(w),
+            } => format!(
+                "the human approved: consent grant {}, and for a while grant {}",
+                short(grant),
+                short(&w.grant)
+            ),
             Reply::Denied { reason: Some(r) } => format!("the human denied it: {}", safe(r)),
             Reply::Denied { reason: None } => "the human denied it".to_string(),
             Reply::Rejected { code, message } => format!(
@@ -218,8 +244,14 @@ impl Reply {
                     m.insert("position".into(), json!(p));
                 }
             }
-            Reply::Approved { grant } => {
+            Reply::Approved { grant, for_a_while } => {
                 m.insert("grant".into(), json!(grant));
+                if let Some(w) = for_a_while {
+                    m.insert(
+                        "for_a_while".into(),
+                        json!({"grant": w.grant, "caveats": w.caveats}),
+                    );
+                }
             }
             Reply::Denied { reason } => {
                 if let Some(r) = reason {
@@ -337,9 +369,13 @@ pub fn parse_reply(frame: &Value) -> Result<ReplyFrame, ReplyError> {
                 position: f.optional_uint("position")?,
             }
         }
-        "APPROVED" => Reply::Approved {
-            grant: f.of("APPROVED").string("grant")?,
-        },
+        "APPROVED" => {
+            let f = f.of("APPROVED");
+            Reply::Approved {
+                grant: f.string("grant")?,
+                for_a_while: f.for_a_while()?,
+            }
+        }
         "DENIED" => Reply::Denied {
             reason: f.of("DENIED").optional_string("reason")?,
         },
@@ -443,6 +479,22 @@ impl<'a> Fields<'a> {
             .transpose()
     }
 
+    /// `for_a_while`: absent, or `{grant: string, caveats: array}`.
+    fn for_a_while(&self) -> Result<Option<ForAWhileGrant>, ReplyError> {
+        const EXPECTED: &str = "{grant: string, caveats: array}";
+        let Some(v) = self.get("for_a_while") else {
+            return Ok(None);
+        };
+        let grant = v["grant"].as_str();
+        match (grant, &v["caveats"]) {
+            (Some(g), c @ Value::Array(_)) => Ok(Some(ForAWhileGrant {
+                grant: g.to_owned(),
+                caveats: c.clone(),
+            })),
+            _ => Err(self.invalid("for_a_while", EXPECTED)),
+        }
+    }
+
     fn array(&self, field: &'static str) -> Result<Value, ReplyError> {
         match self.required(field)? {
             v @ Value::Array(_) => Ok(v.clone()),
@@ -523,6 +575,14 @@ mod tests {
             },
             Reply::Approved {
                 grant: "pg1.x".into(),
+                for_a_while: None,
+            },
+            Reply::Approved {
+                grant: "pg1.x".into(),
+                for_a_while: Some(ForAWhileGrant {
+                    grant: "pg1.w".into(),
+                    caveats: json!([{"svc": ["shop.example"]}, {"exp": 5}]),
+                }),
             },
             Reply::Denied {
                 reason: Some("no".into()),
@@ -557,6 +617,7 @@ mod tests {
         assert!(!s.contains("Denied {"), "{s}");
         let approved = Reply::Approved {
             grant: format!("pg1.{}", "A".repeat(300)),
+            for_a_while: None,
         };
         assert!(approved.sentence().chars().count() < 60);
         assert_eq!(
@@ -591,6 +652,7 @@ mod tests {
             (
                 Reply::Approved {
                     grant: "pg1.x".into(),
+                    for_a_while: None,
                 },
                 r#"{"custody":1,"re":"r","kind":"APPROVED","grant":"pg1.x"}"#,
             ),

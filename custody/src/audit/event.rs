@@ -85,11 +85,14 @@ pub enum EventKind {
     /// The human revoked a live grant (`token_id`; `reason`; `hash` = the
     /// signed revocation statement's id) after OS authentication.
     GrantRevoked,
+    /// An "approve for a while" choice was refused (`reason`: why; the
+    /// request's own fields): nothing was signed.
+    ShortGrantRefused,
 }
 
 impl EventKind {
     /// Every kind, in declaration order.
-    pub const ALL: [EventKind; 22] = [
+    pub const ALL: [EventKind; 23] = [
         EventKind::GrantIssued,
         EventKind::GrantDenied,
         EventKind::ConsentApproved,
@@ -112,6 +115,7 @@ impl EventKind {
         EventKind::CustodyFrozen,
         EventKind::CustodyUnfrozen,
         EventKind::GrantRevoked,
+        EventKind::ShortGrantRefused,
     ];
 
     /// The stored (and `--json`) name.
@@ -139,6 +143,7 @@ impl EventKind {
             EventKind::CustodyFrozen => "custody_frozen",
             EventKind::CustodyUnfrozen => "custody_unfrozen",
             EventKind::GrantRevoked => "grant_revoked",
+            EventKind::ShortGrantRefused => "short_grant_refused",
         }
     }
 
@@ -179,7 +184,7 @@ impl fmt::Display for EventKind {
 
 /// An unknown event kind name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown event kind {0:?}; known kinds: grant_issued, grant_denied, consent_approved, consent_denied, request_rejected, request_expired, request_cancelled, key_created, key_imported, key_deleted, rejections_summarized, retention_changed, cancellations_summarized, audit_compacted, step_up_failed, agent_paused, agent_resumed, agent_labelled, settings_loosened, custody_frozen, custody_unfrozen, grant_revoked")]
+#[error("unknown event kind {0:?}; known kinds: grant_issued, grant_denied, consent_approved, consent_denied, request_rejected, request_expired, request_cancelled, key_created, key_imported, key_deleted, rejections_summarized, retention_changed, cancellations_summarized, audit_compacted, step_up_failed, agent_paused, agent_resumed, agent_labelled, settings_loosened, custody_frozen, custody_unfrozen, grant_revoked, short_grant_refused")]
 pub struct UnknownKind(pub String);
 
 impl FromStr for EventKind {

@@ -22,6 +22,7 @@
 //! | `rate_per_minute` | it is raised |
 //! | `socket_path` | never: who may connect is decided by the peer's uid and groups (the two fields above), not by where the socket is; its directory's owner is checked wherever it is |
 //! | `agent_labels` | never: a label names a key, it allows nothing (and `settings_save` keeps the labels in force: they change one at a time, `agent_label_set`) |
+//! | `end_short_grants_on_lock` | it is turned off (approve-for-a-while grants then outlive a lock) |
 //! | `autostart_offered` | never: whether the first-run offer was answered (`settings_save` keeps the value in force) |
 
 use super::settings::Settings;
@@ -181,6 +182,12 @@ pub fn loosenings(current: &Settings, proposed: &Settings) -> Vec<Loosening> {
             ),
         ));
     }
+    if current.end_short_grants_on_lock && !proposed.end_short_grants_on_lock {
+        out.push(change(
+            "end_short_grants_on_lock",
+            "keep approve-for-a-while grants alive while the screen is locked".into(),
+        ));
+    }
     out
 }
 
@@ -321,6 +328,15 @@ mod tests {
         assert!(fields(&high, &d).is_empty());
         let w = &loosenings(&d, &high)[2].words;
         assert_eq!(w, "let 65 requests wait at once (was 64)");
+    }
+
+    #[test]
+    fn keeping_short_grants_alive_on_lock_loosens_and_ending_them_does_not() {
+        let d = Settings::default();
+        assert!(d.end_short_grants_on_lock, "on by default");
+        let off = with(|s| s.end_short_grants_on_lock = false);
+        assert_eq!(fields(&d, &off), ["end_short_grants_on_lock"]);
+        assert!(fields(&off, &d).is_empty());
     }
 
     #[test]

@@ -37,6 +37,7 @@ pub mod notify;
 pub mod permissions;
 pub mod service;
 pub mod settings;
+mod short_grants;
 pub mod tray;
 pub mod ui_process;
 pub mod views;

@@ -124,6 +124,7 @@ impl WindowKind {
                 "status",
                 "review_get",
                 "review_decide",
+                "review_for_a_while",
                 "review_deny_and_pause",
                 "review_alike",
                 "review_deny_alike",

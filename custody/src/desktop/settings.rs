@@ -42,6 +42,9 @@ pub struct Settings {
     /// Settings can change it later). The entry itself is the truth of
     /// whether the app starts at login (crate::autostart).
     pub autostart_offered: bool,
+    /// End every approve-for-a-while grant when the session locks (the
+    /// lock watcher calls [`crate::engine::Engine::end_short_grants`]).
+    pub end_short_grants_on_lock: bool,
 }
 
 impl Default for Settings {
@@ -57,6 +60,7 @@ impl Default for Settings {
             agent_labels: BTreeMap::new(),
             step_up: StepUpPolicy::default(),
             autostart_offered: false,
+            end_short_grants_on_lock: true,
         }
     }
 }

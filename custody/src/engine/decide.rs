@@ -140,6 +140,7 @@ impl Engine {
                 })
                 .ok_or(DecideError::NotPending)?
         };
+        let mut short = None;
         let (yes, reviewed) = match (reviewed, verdict) {
             (Reviewed::Consent(_), Verdict::Deny(r)) => {
                 return Ok((Outcome::Denied(r), EventKind::ConsentDenied, now + 600))
@@ -164,6 +165,17 @@ impl Engine {
                 return Err(DecideError::Phrase(
                     c.job_phrase().unwrap_or_default().to_string(),
                 ))
+            }
+            // Approve for a while: the engine checks the choice against its
+            // own offer (a job code, a bad amount or minutes: refused, logged).
+            (Reviewed::Consent(c), Verdict::ApproveForAWhile(yes, w)) => {
+                short = Some(self.plan_short_grant(&c, &w, &item_event, &peer, now)?);
+                (yes, Reviewed::Consent(c))
+            }
+            (Reviewed::Grant(_), Verdict::ApproveForAWhile(..)) => {
+                return Err(
+                    self.refuse_short(&item_event, crate::for_a_while::Refused::GrantRequest)
+                )
             }
             (reviewed, Verdict::Approve(yes)) => (yes, reviewed),
             (Reviewed::Grant(g), Verdict::ApproveWith(form, yes)) => {
@@ -190,7 +202,10 @@ impl Engine {
         if let Reviewed::Grant(g) = &reviewed {
             item_event.caveats = Some(g.caveats_value().to_string());
         }
-        let need = self.step_up_need(&reviewed);
+        let mut need = self.step_up_need(&reviewed);
+        if let Some(plan) = &short {
+            need = self.step_up_with_short(need, plan);
+        }
         // No password asked for a signature the log has no room to record.
         if need.required {
             self.ready_to_record().map_err(DecideError::Audit)?;
@@ -202,6 +217,12 @@ impl Engine {
         let details = match &reviewed {
             Reviewed::Consent(c) => super::prompt::consent(c.review(), label.as_deref()),
             Reviewed::Grant(g) => super::prompt::grant(g.review(), label.as_deref(), g.caveats()),
+        };
+        let details = match &short {
+            Some(plan) => {
+                self.prompt_with_short(details, reviewed.review(), label.as_deref(), plan)
+            }
+            None => details,
         };
         let os = self
             .step_up(&need, &details, Some(item_event.clone()))
@@ -243,9 +264,20 @@ impl Engine {
                 ev.kind = EventKind::ConsentApproved;
                 ev.token_id = Some(signed.id.clone());
                 ev.expires = Some(signed.exp);
+                let grant_ev = ev.clone();
+                // The short grant, after the same step-up and the same yes,
+                // signed before either row is written: a failure to sign it
+                // leaves nothing recorded and the request waiting.
+                let short = match short {
+                    Some(plan) => Some(self.sign_short(plan, yes, os, now).await?),
+                    None => None,
+                };
                 self.log(ev).map_err(DecideError::Audit)?;
+                // A short grant whose row cannot be written is not handed
+                // out; the consent, recorded, still is.
+                let short = short.and_then(|s| self.record_short(s, grant_ev).map(Box::new));
                 Ok((
-                    Outcome::Approved(signed.token),
+                    Outcome::Approved(signed.token, short),
                     EventKind::ConsentApproved,
                     signed.exp,
                 ))
@@ -359,7 +391,13 @@ pub(super) fn event(kind: EventKind, item: &Item) -> NewEvent {
 
 pub(super) fn outcome_reply(o: Outcome) -> Reply {
     match o {
-        Outcome::Approved(grant) => Reply::Approved { grant },
+        Outcome::Approved(grant, short) => Reply::Approved {
+            grant,
+            for_a_while: short.map(|s| crate::protocol::ForAWhileGrant {
+                grant: s.token,
+                caveats: review::caveats_value(&s.caveats),
+            }),
+        },
         Outcome::Issued(grant, caveats) => Reply::Issued {
             grant,
             caveats: review::caveats_value(&caveats),

@@ -41,6 +41,10 @@ pub enum DecideError {
     /// human unfreezes it.
     #[error("custody is frozen (all agents stopped): nothing is signed until you unfreeze it")]
     Frozen,
+    /// The approve-for-a-while choice was refused (logged); nothing was
+    /// signed and the request is still waiting.
+    #[error("not approved for a while: {0}; nothing was signed, and the request is still waiting")]
+    ForAWhile(crate::for_a_while::Refused),
 }
 
 /// Why an agent could not be paused or resumed.

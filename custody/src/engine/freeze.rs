@@ -22,6 +22,10 @@ pub const FREEZE_WATCH_EVERY: Duration = Duration::from_millis(500);
 const DENIED_FROZEN: &str =
     "custody_frozen: the human stopped all agents (custody is frozen); nothing was signed";
 
+/// The reason signed into the revocation of an approve-for-a-while grant
+/// ended by a freeze.
+pub const SHORT_ENDED_FROZEN: &str = "custody was frozen (all agents stopped)";
+
 impl Engine {
     /// The freeze in force, if any, for showing (a log that cannot be read
     /// shows as not frozen, and says so in the daemon's log). The signing
@@ -85,7 +89,10 @@ impl Engine {
         let f = lock(&self.inner.audit)
             .freeze(reason, unix_now())
             .map_err(|e| PauseError::Audit(e.to_string()))?;
-        Ok((f, self.deny_all_pending()))
+        let denied = self.deny_all_pending();
+        // Approve-for-a-while grants end too (revoked, asking nothing).
+        self.end_short_grants(SHORT_ENDED_FROZEN);
+        Ok((f, denied))
     }
 
     /// Denies every pending request not being decided (a decision under
@@ -116,6 +123,11 @@ impl Engine {
                 let frozen = me.frozen().is_some();
                 if frozen && !lock(&me.inner.state).queue.pending().is_empty() {
                     me.deny_all_pending();
+                }
+                // A freeze another process wrote (the human's command) ends
+                // the approve-for-a-while grants as one made here does.
+                if frozen && was != Some(true) {
+                    me.end_short_grants(SHORT_ENDED_FROZEN);
                 }
                 frozen
             })

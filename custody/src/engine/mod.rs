@@ -168,6 +168,7 @@ struct Inner {
 mod agents;
 mod decide;
 mod error;
+mod for_a_while;
 mod form;
 mod freeze;
 mod prompt;
@@ -176,6 +177,7 @@ mod submit;
 pub use agents::DENY_AND_PAUSE_SECS;
 use decide::{outcome_reply, root_caveat};
 pub use error::{DecideError, IssueError, PauseError};
+pub use for_a_while::{OfferView, REFUSALS_PER_AGENT_HOUR};
 pub use form::{GrantPreview, IssuedGrant};
 pub use freeze::FREEZE_WATCH_EVERY;
 
@@ -420,7 +422,7 @@ impl Engine {
             None => RequestState::Unknown,
             Some(id) if st.queue.get(id).is_some() => RequestState::Pending,
             Some(id) => match st.queue.outcome(id) {
-                Some(Outcome::Approved(_)) => RequestState::Approved,
+                Some(Outcome::Approved(..)) => RequestState::Approved,
                 Some(Outcome::Issued(..)) => RequestState::Issued,
                 Some(Outcome::Denied(_)) => RequestState::Denied,
                 Some(Outcome::Expired) => RequestState::Expired,

@@ -70,6 +70,35 @@ pub(super) fn consent(r: &review::Review, label: Option<&str>) -> PromptDetails 
         .with("hash", &hash)
 }
 
+/// The sentence for a consent approved for a while: the consent (its
+/// capability left to its own key, and the service cut shorter, so the
+/// grant's words always fit) and `grant` ("a grant for up to X at S for N
+/// minutes").
+pub(super) fn consent_and_grant(r: &review::Review, label: Option<&str>, grant: &str) -> String {
+    let hash: String = r.hash.chars().take(HASH_CHARS).collect();
+    let grant = part(grant, 64);
+    // Tighter and tighter until it fits: the label goes first, then the
+    // amount and service are cut shorter; the hash and the grant stay.
+    let tries = [
+        (AMOUNT_CHARS, 20, label),
+        (AMOUNT_CHARS, 20, None),
+        (14, 12, None),
+    ];
+    let mut s = String::new();
+    for (amount_max, service_max, label) in tries {
+        let amount = part(&r.cost, amount_max);
+        let service = part(&r.service, service_max);
+        let agent = agent_words(&r.agent.phrase, label);
+        s = format!(
+            "a consent for {amount} at {service} asked by {agent}, proposal {hash}, and {grant}"
+        );
+        if s.chars().count() <= crate::stepup::DETAIL_MAX_CHARS {
+            break;
+        }
+    }
+    s
+}
+
 /// The prompt for issuing a grant: to which agent, at which services, with
 /// which verbs and limits, until when.
 pub(super) fn grant(r: &review::Review, label: Option<&str>, caveats: &[Caveat]) -> PromptDetails {
@@ -181,6 +210,34 @@ mod tests {
         for (_, v) in d.entries() {
             assert!(v.chars().count() < DETAIL_MAX_CHARS + 20, "{v}");
         }
+    }
+
+    #[test]
+    fn a_consent_approved_for_a_while_names_both_and_the_grant_always_fits() {
+        let mut r = review();
+        r.cost = "58.30 USD".into();
+        r.service = "shop.example".into();
+        r.agent.phrase = "cactus orbit lemon frost".into();
+        r.hash = "1a2b3c4d5e6f".into();
+        let grant = "a grant for up to 100.00 USD for 15 minutes";
+        assert_eq!(
+            consent_and_grant(&r, Some("Alice's shopper"), grant),
+            "a consent for 58.30 USD at shop.example asked by agent \"cactus orbit lemon frost\" \
+             (Alice's shopper), proposal 1a2b3c4d, and a grant for up to 100.00 USD for 15 minutes"
+        );
+        // Every part at its longest: still within the prompt's bound, the
+        // grant's words whole.
+        r.cost = "9".repeat(300);
+        r.service = "s".repeat(300);
+        r.agent.phrase = "abcdefgh abcdefgh abcdefgh abcdefgh".into();
+        let long = "a grant for up to 99999999999999.99 USD for 60 minutes";
+        let s = consent_and_grant(&r, Some(&"L".repeat(100)), long);
+        assert!(
+            s.chars().count() <= DETAIL_MAX_CHARS,
+            "{} chars: {s}",
+            s.chars().count()
+        );
+        assert!(s.ends_with(long), "{s}");
     }
 
     #[test]

@@ -363,7 +363,7 @@ pub async fn run(cfg: &Config, out: &mut (dyn Write + Send)) -> Result<Summary, 
         )
         .await?;
     let consent_grant = match decided {
-        Reply::Approved { grant } => {
+        Reply::Approved { grant, .. } => {
             t.note(&format!(
                 "✓ one-shot consent grant {}… : COMMIT of this hash only",
                 short(&grant)

@@ -24,6 +24,7 @@
 //! | [`setup`] | settings, restart, start at login, agent users |
 //! | [`change_auth`] | OS authentication before a change that loosens custody |
 //! | [`revoke`] | revoking a live grant (asks the OS; signs and publishes a revocation) |
+//! | [`for_a_while`] | what a consent review may offer beside Approve (approve for a while) |
 //! | [`freeze`] | "Stop all agents": freeze, unfreeze (asks the OS), whether frozen |
 //!
 //! A call that loosens custody (a weaker step-up rule or more agents in
@@ -43,6 +44,7 @@ mod agents;
 mod audit;
 mod change_auth;
 mod error;
+mod for_a_while;
 mod freeze;
 mod grant;
 mod keys;
@@ -190,16 +192,29 @@ pub async fn dispatch(d: &Arc<Desktop>, caller: &Caller, name: &str, args: Value
             json(review::review_get(d, id).await)
         }
         "review_decide" => {
-            let (id, approve, confirmed, gesture, reason, typed) = args!(args;
+            let (id, approve, confirmed, gesture, reason, typed, for_a_while) = args!(args;
                 id: String, approve: bool, confirmed: bool,
                 gesture: Option<crate::approver::Gesture>, reason: Option<String>,
-                typed: Option<String>);
+                typed: Option<String>, for_a_while: Option<crate::for_a_while::ForAWhile>);
             json(
                 review::review_decide(
-                    w, d, id, approve, confirmed, gesture, reason, typed, decision,
+                    w,
+                    d,
+                    id,
+                    approve,
+                    confirmed,
+                    gesture,
+                    reason,
+                    typed,
+                    for_a_while,
+                    decision,
                 )
                 .await,
             )
+        }
+        "review_for_a_while" => {
+            let (id,) = args!(args; id: String);
+            json(for_a_while::review_for_a_while(d, id).await)
         }
         "review_deny_and_pause" => {
             let (id,) = args!(args; id: String);

@@ -185,6 +185,7 @@ pub async fn review_decide(
     gesture: Option<Gesture>,
     reason: Option<String>,
     typed: Option<String>,
+    for_a_while: Option<crate::for_a_while::ForAWhile>,
     running: Option<Decision>,
 ) -> R<DecisionView> {
     request_id(&id)?;
@@ -204,9 +205,11 @@ pub async fn review_decide(
             second_confirmation: confirmed,
         };
         // A job's phrase as typed in the window: the engine checks it.
-        match typed {
-            Some(t) => Verdict::ApproveTyped(yes, t.chars().take(400).collect()),
-            None => Verdict::Approve(yes),
+        // Approve for a while: the engine checks the choice against its offer.
+        match (typed, for_a_while) {
+            (Some(t), _) => Verdict::ApproveTyped(yes, t.chars().take(400).collect()),
+            (None, Some(w)) => Verdict::ApproveForAWhile(yes, w),
+            (None, None) => Verdict::Approve(yes),
         }
     } else {
         may_deny(window)?;
@@ -226,12 +229,19 @@ pub async fn review_decide(
     let outcome = timed("the decision", work)
         .await?
         .map_err(|e| refuse!("the decision failed: {e}"))??;
-    if matches!(outcome, Outcome::Approved(_) | Outcome::Issued(..)) {
+    if matches!(outcome, Outcome::Approved(..) | Outcome::Issued(..)) {
         // The window closes a moment after; the notification stays.
         state.notifier.approved(state, &reviewed);
     }
     Ok(match outcome {
-        Outcome::Approved(_) => DecisionView {
+        Outcome::Approved(_, Some(short)) => DecisionView {
+            outcome: "approved",
+            message: format!(
+                "Approved: the consent was signed for exactly this proposal, {}; both were sent to the agent.",
+                short.words
+            ),
+        },
+        Outcome::Approved(..) => DecisionView {
             outcome: "approved",
             message:
                 "Approved: the consent was signed for exactly this proposal and sent to the agent."
