@@ -139,6 +139,8 @@ export interface StatusView {
   version: string
   approve_delay_ms: number
   autostart: AutostartView
+  /** `locked` or `asleep` while nothing may be approved (custody/src/session.rs). */
+  session?: 'locked' | 'asleep' | null
 }
 /** What letting another OS user's agents connect changes (custody/src/agent_access.rs). */
 export interface AgentUserPlanView {

@@ -107,6 +107,21 @@ pub async fn run(opts: DesktopOptions) -> Result<Ended, String> {
                 .await;
         }))
     });
+    // The session's lock and sleep (crate::session): followed into the
+    // engine's gate; the windows hear of each change (disarmed while
+    // locked, armed from the start on unlock).
+    let _session_watch = desktop.core().ok().map(|core| {
+        let gate = core.engine.session().clone();
+        let mut changes = gate.subscribe();
+        let d = desktop.clone();
+        let follow = AbortOnDrop(tokio::spawn(crate::session::follow(gate)));
+        let tell = AbortOnDrop(tokio::spawn(async move {
+            while changes.changed().await.is_ok() {
+                d.hub.send(UiEvent::StatusChanged);
+            }
+        }));
+        (follow, tell)
+    });
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let served = tokio::spawn(channel::serve(
         listener,

@@ -10,6 +10,7 @@
 //! a window this UI says is in front, and (for anything that commits) the
 //! OS authentication that runs in this service.
 
+use crate::session::{Hold, SessionGate};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -190,9 +191,11 @@ struct WindowState {
 }
 
 /// The windows of one UI connection, as that UI reports them
-/// (`shown`, `focused`, `blurred`, `closed`).
+/// (`shown`, `focused`, `blurred`, `closed`), and the session they show on:
+/// while it is locked or going to sleep no window is armed, and on unlock
+/// every window arms from the start ([`crate::session`]).
 #[derive(Debug, Default)]
-pub struct Windows(Mutex<HashMap<String, WindowState>>);
+pub struct Windows(Mutex<HashMap<String, WindowState>>, SessionGate);
 
 /// A window report from the UI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -221,6 +224,16 @@ impl Note {
 }
 
 impl Windows {
+    /// The windows of a UI whose session is followed by `session`.
+    pub fn following(session: SessionGate) -> Windows {
+        Windows(Mutex::default(), session)
+    }
+
+    /// Why no window may sign now (the session is locked or going to sleep).
+    pub fn session_hold(&self) -> Option<Hold> {
+        self.1.hold()
+    }
+
     /// Records a report. Reports for labels no window of ours has are ignored.
     pub fn note(&self, label: &str, note: Note) {
         if WindowKind::of(label).is_none() {
@@ -257,9 +270,12 @@ impl Windows {
     }
 
     /// Whether `label` has been in front for [`APPROVE_DELAY`].
+    /// On unlock, every window waits the whole delay again.
     pub fn ready(&self, label: &str) -> bool {
+        let delay = APPROVE_DELAY.saturating_sub(DELAY_SLACK);
         self.armed_since(label)
-            .is_some_and(|t| t.elapsed() + DELAY_SLACK >= APPROVE_DELAY)
+            .is_some_and(|t| t.elapsed() >= delay)
+            && self.1.armed_since_open(delay)
     }
 
     fn armed_since(&self, label: &str) -> Option<Instant> {

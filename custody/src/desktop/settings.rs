@@ -42,6 +42,22 @@ pub struct Settings {
     /// Settings can change it later). The entry itself is the truth of
     /// whether the app starts at login (crate::autostart).
     pub autostart_offered: bool,
+    /// When notifications leave out what is asked (amount, service, the
+    /// agent's name): while the screen is locked (default), or always.
+    pub hide_notification_details: HideDetails,
+}
+
+/// "Hide details in notifications": a notification then says only that an
+/// agent asks, never what or how much, so a locked screen shows nothing of
+/// it to whoever walks by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum HideDetails {
+    /// While the screen is locked.
+    #[default]
+    WhenLocked,
+    /// Always.
+    Always,
 }
 
 impl Default for Settings {
@@ -57,6 +73,7 @@ impl Default for Settings {
             agent_labels: BTreeMap::new(),
             step_up: StepUpPolicy::default(),
             autostart_offered: false,
+            hide_notification_details: HideDetails::default(),
         }
     }
 }

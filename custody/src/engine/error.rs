@@ -41,6 +41,10 @@ pub enum DecideError {
     /// human unfreezes it.
     #[error("custody is frozen (all agents stopped): nothing is signed until you unfreeze it")]
     Frozen,
+    /// The session is locked or going to sleep ([`crate::session`]):
+    /// nothing is signed and no OS prompt starts; the request still waits.
+    #[error("{0}")]
+    Session(crate::session::Hold),
 }
 
 /// Why an agent could not be paused or resumed.
@@ -79,4 +83,8 @@ pub enum IssueError {
     /// read: nothing is signed, not even the human's own grant.
     #[error("custody is frozen (all agents stopped): nothing is signed until you unfreeze it")]
     Frozen,
+    /// The session is locked or going to sleep ([`crate::session`]):
+    /// nothing is signed and no OS prompt starts; the request still waits.
+    #[error("{0}")]
+    Session(crate::session::Hold),
 }
