@@ -342,3 +342,399 @@ fn a_locked_session_disarms_an_open_review_and_hides_the_notifications_details()
         "{log}"
     );
 }
+
+// ---------------------------------------------------------------------------
+// Sleep during a step-up, and a locked session, at the headless daemon's
+// terminal: the real daemon as an ordinary user with a password (polkit asks
+// root nothing), on a tmux pty, next to the real polkitd (scripts/
+// start-polkit.sh), its OS prompt from `pkttyagent` on the same terminal.
+
+/// The test's own OS user (the worktree's prefix).
+const USER: &str = "parley-t-lock";
+const PASSWORD: &str = "lock-sleep-Passw0rd";
+const UNLOCK: &str = include_str!("../../scripts/unlock-keyring.sh");
+
+fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+fn must(cmd: &mut Command) {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The user with its password, and polkit up with the user an owner of
+/// custody's actions.
+fn ensure_user_and_polkit() {
+    if nix::unistd::User::from_name(USER).ok().flatten().is_none() {
+        must(Command::new("useradd").args([
+            "--system",
+            "--no-create-home",
+            "--shell",
+            "/bin/sh",
+            USER,
+        ]));
+    }
+    let mut chpasswd = Command::new("chpasswd")
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("chpasswd");
+    writeln!(chpasswd.stdin.take().unwrap(), "{USER}:{PASSWORD}").unwrap();
+    assert!(chpasswd.wait().unwrap().success(), "chpasswd");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/start-polkit.sh");
+    must(Command::new("bash").arg(&script).arg(USER));
+}
+
+/// A directory of the test user's, mode 0700.
+fn own_dir(path: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(path).unwrap();
+    let uid = nix::unistd::User::from_name(USER).unwrap().unwrap().uid;
+    nix::unistd::chown(path, Some(uid), None).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700)).unwrap();
+    path.to_path_buf()
+}
+
+/// A private `dbus-daemon` every user may connect to (the login1 of the
+/// test answers there; the daemon runs as another user than the test).
+struct PrivateBus {
+    child: Child,
+    address: String,
+}
+
+impl PrivateBus {
+    fn start(dir: &Path) -> PrivateBus {
+        let path = dir.join("login1-bus");
+        let config = dir.join("login1-bus.conf");
+        std::fs::write(
+            &config,
+            format!(
+                r#"<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:path={}</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow user="*"/>
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+"#,
+                path.display()
+            ),
+        )
+        .unwrap();
+        let mut child = Command::new("dbus-daemon")
+            .arg(format!("--config-file={}", config.display()))
+            .args(["--nofork", "--print-address=1"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("dbus-daemon");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .expect("dbus-daemon's address");
+        PrivateBus {
+            child,
+            address: line.trim().to_string(),
+        }
+    }
+}
+
+impl Drop for PrivateBus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A tmux server of the test's, killed when dropped with what the test
+/// user left running.
+struct Tmux(String);
+
+impl Tmux {
+    fn cmd(&self, args: &[&str]) {
+        must(
+            Command::new("tmux")
+                .arg("-L")
+                .arg(&self.0)
+                .args(args)
+                .stdin(Stdio::null()),
+        );
+    }
+
+    fn keys(&self, k: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "daemon"];
+        args.extend_from_slice(k);
+        self.cmd(&args);
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.0, "kill-server"])
+            .stderr(Stdio::null())
+            .status();
+        let _ = Command::new("pkill").args(["-KILL", "-u", USER]).status();
+    }
+}
+
+/// Waits until `needle` appears in `log` after byte `from`; the byte after it.
+fn wait_in(log: &Path, needle: &str, from: usize) -> usize {
+    let start = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if let Some(i) = text.get(from..).and_then(|t| t.find(needle)) {
+            return from + i + needle.len();
+        }
+        assert!(
+            start.elapsed() < WAIT,
+            "timed out waiting for {needle:?}; the terminal shows:\n{}",
+            text.get(from..).unwrap_or(&text)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// An agent as the test user (python3 on the custody socket, which only
+/// the user's own processes may use): prints every reply as one line.
+fn agent_as_user(sock: &Path, request: &Value) -> (Child, mpsc::Receiver<Value>) {
+    let code = "import socket,sys\ns=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])\n\
+                s.sendall((sys.argv[2]+'\\n').encode())\nfor l in s.makefile():\n    print(l.strip(), flush=True)\n";
+    let mut child = Command::new("runuser")
+        .args(["-u", USER, "--", "python3", "-c", code])
+        .arg(sock)
+        .arg(request.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3 as the test user");
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines() {
+            let Ok(line) = line else { break };
+            if tx
+                .send(serde_json::from_str(&line).unwrap_or(json!({})))
+                .is_err()
+            {
+                break;
+            }
+        }
+    });
+    (child, rx)
+}
+
+fn consent(id: &str, principal: &str) -> Value {
+    let expires = parley_custody::engine::unix_now() + 1800;
+    let mut p = json!({
+        "id": format!("p_{id}"), "capability": "shop.order", "summary": "Order 3 meals",
+        "effects": [{"op": "charge", "target": "card ••42", "detail": "paid"}],
+        "cost": {"amount": 5830, "currency": "USD"}, "risk": "low",
+        "undo": {"window": 1800}, "expires": expires
+    });
+    p["hash"] = json!(proposal_hash(&p).unwrap());
+    let agent = SecretKey::from_seed(&Zeroizing::new([9u8; 32])).public();
+    json!({"custody": 1, "id": id, "op": "consent", "service": "shop.example",
+        "agent": agent.to_string(), "proposal": p,
+        "consent": {"proposal": p["id"], "hash": p["hash"], "service": "shop.example",
+                    "capability": "shop.order", "principal": principal,
+                    "summary": "Order 3 meals", "expires": expires}})
+}
+
+/// The final reply (not `PENDING`) within `wait`, if any.
+fn final_within(rx: &mpsc::Receiver<Value>, wait: Duration) -> Option<Value> {
+    let end = Instant::now() + wait;
+    while let Some(left) = end.checked_duration_since(Instant::now()) {
+        match rx.recv_timeout(left) {
+            Ok(v) if v["kind"] == "PENDING" => continue,
+            Ok(v) => return Some(v),
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+#[test]
+fn prepare_for_sleep_during_a_step_up_signs_nothing_and_the_terminal_refuses_while_locked() {
+    let test =
+        "prepare_for_sleep_during_a_step_up_signs_nothing_and_the_terminal_refuses_while_locked";
+    if !support::require_root(
+        test,
+        "it creates an OS user with a password and starts polkitd",
+    ) {
+        return;
+    }
+    let missing = support::not_on_path(&[
+        "tmux",
+        "runuser",
+        "script",
+        "pkttyagent",
+        "python3",
+        "dbus-daemon",
+        "dbus-run-session",
+        "gnome-keyring-daemon",
+    ]);
+    assert!(
+        missing.is_empty(),
+        "this test needs {missing:?}: run scripts/setup.sh"
+    );
+    ensure_user_and_polkit();
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::Builder::new()
+        .prefix("parley-lock")
+        .tempdir()
+        .unwrap();
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bus = PrivateBus::start(tmp.path());
+    let rt = support::rt();
+    let fake = rt.block_on(FakeLogin1::serve(&bus.address, false));
+    let home = own_dir(&tmp.path().join("home"));
+    let run_dir = own_dir(&home.join("run"));
+    let data = own_dir(&home.join("data"));
+    let sock = run_dir.join("custody.sock");
+    let screen = tmp.path().join("terminal.log");
+    let daemon = format!(
+        "exec dbus-run-session -- sh -c {unlock} sh {bin} --approver terminal --socket {sock} --data-dir {data}",
+        unlock = sh_quote(UNLOCK),
+        bin = sh_quote(env!("CARGO_BIN_EXE_parley-custodyd")),
+        sock = sh_quote(&sock.display().to_string()),
+        data = sh_quote(&data.display().to_string()),
+    );
+    let pane = format!(
+        "exec runuser -u {USER} -- env -i HOME={home} PATH=/usr/local/bin:/usr/bin:/bin \
+         XDG_RUNTIME_DIR={run} XDG_DATA_HOME={data} KEYRING_PW=lock-keyring-pw RUST_LOG=info \
+         PARLEY_CUSTODY_NAMESPACE=lock-sleep XDG_SESSION_ID={SESSION_ID} \
+         PARLEY_CUSTODY_LOGIN1_BUS={bus} script -qfec {daemon} /dev/null",
+        home = sh_quote(&home.display().to_string()),
+        run = sh_quote(&run_dir.display().to_string()),
+        data = sh_quote(&data.display().to_string()),
+        bus = sh_quote(&bus.address),
+        daemon = sh_quote(&daemon),
+    );
+    let tmux = Tmux(format!("{USER}-{}", std::process::id()));
+    tmux.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        "daemon",
+        "-x",
+        "200",
+        "-y",
+        "50",
+        &format!("sleep 0.5; {pane}"),
+    ]);
+    tmux.cmd(&[
+        "pipe-pane",
+        "-o",
+        "-t",
+        "daemon",
+        &format!("cat >> {}", sh_quote(&screen.display().to_string())),
+    ]);
+    let at = wait_in(&screen, "Create one now? [y/N]", 0);
+    tmux.keys(&["y", "Enter"]);
+    let at = wait_in(&screen, "listening on", at);
+    let text = std::fs::read_to_string(&screen).unwrap();
+    let principal = text
+        .split_whitespace()
+        .find(|w| w.starts_with("ed25519:"))
+        .expect("the daemon prints the principal key")
+        .to_string();
+    // Custody holds a sleep delay inhibitor while idle.
+    rt.block_on(fake.wait_inhibitors(WAIT, |i| {
+        i == [("sleep|Parley Custody|delay".to_string(), true)]
+    }));
+    let (_agent, replies) = agent_as_user(&sock, &consent("a", &principal));
+    let yes = |at: usize| {
+        let at = wait_in(&screen, "approve? [y/N] ", at);
+        std::thread::sleep(parley_custody::terminal::ANSWER_DELAY + Duration::from_millis(300));
+        tmux.keys(&["y", "Enter"]);
+        at
+    };
+
+    // The OS prompt is open (a step-up in flight) when sleep comes: it is
+    // cancelled, nothing is signed, and custody lets sleep go ahead.
+    let at = yes(at);
+    let at = wait_in(&screen, "Password: ", at);
+    rt.block_on(fake.prepare_for_sleep(true));
+    let at = wait_in(
+        &screen,
+        "not signed: Approve is off while the computer goes to sleep",
+        at,
+    );
+    rt.block_on(fake.wait_inhibitors(WAIT, |i| i.len() == 1 && !i[0].1));
+    assert_eq!(
+        final_within(&replies, Duration::from_millis(500)),
+        None,
+        "nothing signed"
+    );
+    // Asleep, a yes starts no OS prompt.
+    let at = yes(at);
+    let at = wait_in(
+        &screen,
+        "not signed: Approve is off while the computer goes to sleep",
+        at,
+    );
+    // Awake: a new inhibitor.
+    rt.block_on(fake.prepare_for_sleep(false));
+    rt.block_on(fake.wait_inhibitors(WAIT, |i| i.len() == 2 && !i[0].1 && i[1].1));
+
+    // Locked: the terminal refuses an approval too, with a clear sentence.
+    rt.block_on(fake.set_locked(true));
+    std::thread::sleep(Duration::from_millis(300));
+    let at = yes(at);
+    let at = wait_in(
+        &screen,
+        "not signed: Approve is off while the screen is locked",
+        at,
+    );
+    assert_eq!(
+        final_within(&replies, Duration::from_millis(300)),
+        None,
+        "nothing signed"
+    );
+    // Unlocked: the password signs, once.
+    rt.block_on(fake.set_locked(false));
+    std::thread::sleep(Duration::from_millis(300));
+    let at = yes(at);
+    wait_in(&screen, "Password: ", at);
+    tmux.keys(&[PASSWORD, "Enter"]);
+    let a = final_within(&replies, WAIT).expect("a final reply");
+    assert_eq!(a["kind"], "APPROVED", "{a}");
+    drop(tmux);
+    let audit = parley_custody::audit::Audit::open(&parley_custody::paths::audit_path(&data))
+        .expect("the daemon's audit log");
+    let rows = audit
+        .query(&parley_custody::audit::Query {
+            kinds: vec![
+                parley_custody::audit::EventKind::ConsentApproved,
+                parley_custody::audit::EventKind::StepUpFailed,
+            ],
+            ..Default::default()
+        })
+        .unwrap();
+    let kinds: Vec<_> = rows.iter().map(|r| (r.kind, r.reason.clone())).collect();
+    assert_eq!(
+        kinds
+            .iter()
+            .filter(|k| k.0 == parley_custody::audit::EventKind::ConsentApproved)
+            .count(),
+        1,
+        "{kinds:?}"
+    );
+    assert!(
+        kinds
+            .iter()
+            .any(|k| k.1.as_deref().is_some_and(|r| r.contains("going-to-sleep"))),
+        "the cancelled step-up is in the log: {kinds:?}"
+    );
+}
