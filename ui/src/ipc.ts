@@ -327,6 +327,8 @@ export interface Settings {
   agent_labels: Record<string, string>
   step_up: StepUpPolicy
   autostart_offered: boolean
+  /** When notifications leave out what is asked (custody/src/desktop/settings.rs). */
+  hide_notification_details?: 'when_locked' | 'always'
 }
 /** Which approvals need OS authentication (custody/src/stepup.rs). */
 export type StepUpPolicy =

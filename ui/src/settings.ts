@@ -164,6 +164,13 @@ function settingsSection(v: SettingsView): HTMLElement {
   stepUp.value = s.step_up.rule
   const threshold = h('input', { testid: 's-stepup-amount', attrs: { type: 'text', placeholder: 'e.g. 50.00 USD' } })
   threshold.value = s.step_up.rule === 'above' ? money(s.step_up.amount, s.step_up.currency) : ''
+  const hideDetails = h(
+    'select',
+    { testid: 's-hide-details' },
+    h('option', { attrs: { value: 'when_locked' } }, 'When the screen is locked (recommended)'),
+    h('option', { attrs: { value: 'always' } }, 'Always'),
+  ) as HTMLSelectElement
+  hideDetails.value = s.hide_notification_details ?? 'when_locked'
   const showThreshold = () => (threshold.hidden = stepUp.value !== 'above')
   stepUp.addEventListener('change', showThreshold)
   showThreshold()
@@ -250,6 +257,7 @@ function settingsSection(v: SettingsView): HTMLElement {
       step_up,
       // The backend keeps its own value (only autostart_set changes it).
       autostart_offered: s.autostart_offered,
+      hide_notification_details: hideDetails.value === 'always' ? 'always' : 'when_locked',
     }
   }
   // Before Save: which changes loosen custody, so that saving asks for the
@@ -408,6 +416,8 @@ function settingsSection(v: SettingsView): HTMLElement {
     fieldRow('Ask for your password', h('div', null, stepUp, threshold,
       v.step_up_root ? h('p', { class: 'msg msg-warn', testid: 's-stepup-root' }, v.step_up_root) : null,
       unnamedBox, ownerBtn, ownerMsg), 'After you approve, your system asks for your password (or fingerprint) before custody signs, so a click another program synthesized, or someone else at your unlocked desk, signs nothing. With "Never", every review says that only the click protects it.'),
+    h('h2', null, 'Notifications and the lock screen'),
+    fieldRow('Hide details in notifications', hideDetails, 'A notification with its details hidden says only that an agent asks: not what, how much or where. While the screen is locked, or the computer goes to sleep, nothing can be approved and no password prompt opens, whatever you choose here.'),
     h('h2', null, 'Known agents'),
     h('p', { class: 'help' }, 'Each agent key has four words derived from it, shown wherever the key is. Give the ones you trust a name: a request from an unnamed key you never approved says so above Approve.'),
     labelList,
