@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use support::login1::{FakeLogin1, SESSION_ID};
+use support::login1::{FakeLogin1, Note, SESSION_ID};
 use support::ui_relay::Relay;
 use support::{in_session, scratch, Session};
 use zeroize::Zeroizing;
@@ -243,7 +243,7 @@ impl Agent {
 }
 
 /// The notifications shown, once there are `n`.
-fn notes(fake: &FakeLogin1, n: usize) -> Vec<(String, String)> {
+fn notes(fake: &FakeLogin1, n: usize) -> Vec<Note> {
     let end = Instant::now() + WAIT;
     loop {
         let now = fake.notes();
@@ -286,13 +286,14 @@ fn a_locked_session_disarms_an_open_review_and_hides_the_notifications_details()
     let agent = Agent::ask(&svc.sock, &principal, "c1", "shop.example", 5830);
     let shown = notes(&fake, 1);
     assert!(
-        shown[0].1.contains("58.30 USD") && shown[0].1.contains("shop.example"),
+        shown[0].body.contains("58.30 USD") && shown[0].body.contains("shop.example"),
         "{shown:?}"
     );
     ui.note("review-q1", "shown");
     std::thread::sleep(ARMED);
 
-    // Locked while the review is open and armed: it is not any more.
+    // Locked while the review is open and armed: it is not any more, and
+    // the notification on screen is replaced by one without details.
     rt.block_on(fake.set_locked(true));
     ui.wait_session("review-q1", json!("locked"));
     let yes = json!({"id": "q1", "approve": true, "confirmed": false, "gesture": "click"});
@@ -308,20 +309,38 @@ fn a_locked_session_disarms_an_open_review_and_hides_the_notifications_details()
         None,
         "nothing decided"
     );
+    let hidden = "An agent asks for your decision. Open Parley Custody to see what it asks.";
+    let shown = notes(&fake, 2);
+    assert_eq!(
+        (shown[1].replaces, shown[1].body.as_str()),
+        (1, hidden),
+        "{shown:?}"
+    );
 
     // A request that comes while locked: its notification says only that an agent asks.
     let second = Agent::ask(&svc.sock, &principal, "c2", "books.example", 1999);
-    let shown = notes(&fake, 2);
-    let (summary, body) = &shown[1];
+    let shown = notes(&fake, 3);
     assert_eq!(
-        body,
-        "An agent asks for your decision. Open Parley Custody to see what it asks."
+        (shown[2].replaces, shown[2].body.as_str()),
+        (0, hidden),
+        "{shown:?}"
     );
-    for secret in ["books.example", "19.99", "USD", "Ana", "shop.order", "“"] {
-        assert!(
-            !body.contains(secret) && !summary.contains(secret),
-            "{secret}: {shown:?}"
-        );
+    for n in &shown[1..] {
+        for secret in [
+            "books.example",
+            "shop.example",
+            "19.99",
+            "58.30",
+            "USD",
+            "Ana",
+            "shop.order",
+            "“",
+        ] {
+            assert!(
+                !n.body.contains(secret) && !n.summary.contains(secret),
+                "{secret}: {n:?}"
+            );
+        }
     }
 
     // Unlocked: the window arms from the start, the whole delay again.

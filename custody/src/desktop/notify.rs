@@ -309,7 +309,9 @@ impl Notifier {
         };
         let d = d.clone();
         let me = self.clone();
-        let n = notification(p, icon(), lifetime, hides_details(&d));
+        let hide = hides_details(&d);
+        let n = notification(p, icon(), lifetime, hide);
+        let p = p.clone();
         tokio::spawn(async move {
             let handle = match tokio::time::timeout(SHOW_TIMEOUT, n.show_async()).await {
                 Ok(Ok(h)) => h,
@@ -325,17 +327,45 @@ impl Notifier {
                 use notify_rust::NotificationResponse as R;
                 let _ = act_tx.send(matches!(r, R::Default | R::Action(_)));
             });
-            tokio::select! {
-                _ = wait => {
-                    if act_rx.await.unwrap_or(false) {
-                        d.opener.open(OpenTarget::Review(id.clone()));
+            let shown_at = tokio::time::Instant::now();
+            let ends = tokio::time::sleep(lifetime);
+            tokio::pin!(wait, ends, rx);
+            // A lock while it is on screen: it is replaced (same id) by one
+            // that says only that an agent asks, before the lock screen shows it.
+            let mut session = d.core().ok().map(|c| c.engine.session().subscribe());
+            let mut hidden = hide;
+            loop {
+                tokio::select! {
+                    _ = &mut wait => {
+                        if act_rx.await.unwrap_or(false) {
+                            d.opener.open(OpenTarget::Review(id.clone()));
+                        }
+                        break;
                     }
-                }
-                _ = rx => {
-                    let _ = tokio::time::timeout(SHOW_TIMEOUT, handle.close_async()).await;
-                }
-                _ = tokio::time::sleep(lifetime) => {
-                    let _ = tokio::time::timeout(SHOW_TIMEOUT, handle.close_async()).await;
+                    _ = &mut rx => {
+                        let _ = tokio::time::timeout(SHOW_TIMEOUT, handle.close_async()).await;
+                        break;
+                    }
+                    _ = &mut ends => {
+                        let _ = tokio::time::timeout(SHOW_TIMEOUT, handle.close_async()).await;
+                        break;
+                    }
+                    Ok(()) = async {
+                        match session.as_mut() {
+                            Some(s) => s.changed().await.map_err(|_| ()),
+                            None => std::future::pending().await,
+                        }
+                    } => {
+                        if !hidden && hides_details(&d) {
+                            hidden = true;
+                            let left = lifetime.saturating_sub(shown_at.elapsed());
+                            let mut n = notification(&p, icon(), left, true);
+                            n.id(handle.id());
+                            if let Ok(Err(e)) = tokio::time::timeout(SHOW_TIMEOUT, n.show_async()).await {
+                                tracing::warn!("a notification could not be replaced by one without details: {e}");
+                            }
+                        }
+                    }
                 }
             }
             if let Ok(mut open) = me.open.lock() {

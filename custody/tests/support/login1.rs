@@ -18,12 +18,20 @@ use zbus::wire::{OwnedObjectPath, OwnedVariant};
 pub const SESSION_ID: &str = "c7";
 pub const SESSION_PATH: &str = "/org/freedesktop/login1/session/c7";
 
+/// One `Notify` call: the id it replaces (0: a new one), summary, body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Note {
+    pub replaces: u32,
+    pub summary: String,
+    pub body: String,
+}
+
 #[derive(Default)]
 struct Seen {
     /// The read ends of the inhibitor pipes handed out.
     inhibitors: Vec<(String, OwnedFd)>,
-    /// Notification bodies, in order.
-    notes: Vec<(String, String)>,
+    /// Notifications asked for, in order.
+    notes: Vec<Note>,
 }
 
 struct Manager(Arc<Mutex<Seen>>);
@@ -83,7 +91,7 @@ impl Notifications {
     fn notify(
         &mut self,
         _app: String,
-        _replaces: u32,
+        replaces: u32,
         _icon: String,
         summary: String,
         body: String,
@@ -91,7 +99,14 @@ impl Notifications {
         _hints: HashMap<String, OwnedVariant>,
         _timeout: i32,
     ) -> u32 {
-        self.0.lock().unwrap().notes.push((summary, body));
+        self.0.lock().unwrap().notes.push(Note {
+            replaces,
+            summary,
+            body,
+        });
+        if replaces != 0 {
+            return replaces;
+        }
         self.1 += 1;
         self.1
     }
@@ -180,8 +195,8 @@ impl FakeLogin1 {
         }
     }
 
-    /// The notifications shown so far (summary, body).
-    pub fn notes(&self) -> Vec<(String, String)> {
+    /// The notifications asked for so far.
+    pub fn notes(&self) -> Vec<Note> {
         self.seen.lock().unwrap().notes.clone()
     }
 }
