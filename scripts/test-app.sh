@@ -168,7 +168,7 @@ print(a.getsockname()[1], b.getsockname()[1])')
         wait_for org.freedesktop.Notifications
       fi
       if [ "$KIND" = lock ]; then
-        # The tests' own login1 on this session bus; the test locks and
+        # A login1 of the tests on this session bus; the test locks and
         # unlocks the session through its command fifo.
         mkfifo "$T/login1.ctl"
         "$LOGIN1_FAKE" <>"$T/login1.ctl" >"$T/login1.log" 2>&1 &

@@ -23,6 +23,7 @@
 //! | `socket_path` | never: who may connect is decided by the peer's uid and groups (the two fields above), not by where the socket is; its directory's owner is checked wherever it is |
 //! | `agent_labels` | never: a label names a key, it allows nothing (and `settings_save` keeps the labels in force: they change one at a time, `agent_label_set`) |
 //! | `autostart_offered` | never: whether the first-run offer was answered (`settings_save` keeps the value in force) |
+//! | `hide_notification_details` | never: it changes what a notification on an unlocked screen says, not what can be signed or who may ask (while locked, details are hidden whatever it says) |
 
 use super::settings::Settings;
 use crate::stepup::{PromptDetails, StepUpPolicy};
@@ -329,12 +330,14 @@ mod tests {
         let moved = with(|s| {
             s.socket_path = Some("/run/parley/custody.sock".into());
             s.autostart_offered = true;
+            s.hide_notification_details = crate::desktop::settings::HideDetails::Always;
             s.agent_labels.insert(
                 "ed25519:gTl3Dqh9F19Wo1Rmw0x-zMuNipG07jeiXfYPW4_Js5Q".into(),
                 "bot".into(),
             );
         });
         assert!(loosenings(&d, &moved).is_empty());
+        assert!(loosenings(&moved, &d).is_empty(), "and back");
     }
 
     #[test]

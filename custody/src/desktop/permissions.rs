@@ -399,4 +399,25 @@ mod tests {
         w.note("bogus", Note::Shown);
         assert!(!w.focused("bogus"));
     }
+
+    #[test]
+    fn no_window_is_ready_while_locked_and_each_waits_the_whole_delay_after_unlock() {
+        let gate = SessionGate::new();
+        let w = Windows::following(gate.clone());
+        w.note("review-q1", Note::Shown);
+        std::thread::sleep(APPROVE_DELAY);
+        assert!(w.ready("review-q1"));
+        gate.set_locked(true);
+        assert_eq!(w.session_hold(), Some(Hold::Locked));
+        assert!(!w.ready("review-q1"), "disarmed while locked");
+        gate.set_locked(false);
+        assert_eq!(w.session_hold(), None);
+        assert!(w.focused("review-q1"), "still in front");
+        assert!(!w.ready("review-q1"), "the whole delay again after unlock");
+        std::thread::sleep(APPROVE_DELAY);
+        assert!(w.ready("review-q1"));
+        gate.set_asleep(true);
+        assert_eq!(w.session_hold(), Some(Hold::Asleep));
+        assert!(!w.ready("review-q1"), "disarmed while going to sleep");
+    }
 }
