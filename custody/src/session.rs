@@ -44,8 +44,11 @@ pub const LOGIN1_BUS_ENV: &str = "PARLEY_CUSTODY_LOGIN1_BUS";
 /// in flight (logind's own limit, `InhibitDelayMaxSec`, is 5 s by default).
 pub const SLEEP_SETTLE: Duration = Duration::from_secs(2);
 
-/// How long after losing the bus custody looks for login1 again.
+/// How long after losing the bus custody looks for login1 again; doubled
+/// after each try that finds neither login1 nor a screensaver, up to
+/// [`RETRY_AT_MOST`] (a system without them rarely grows one).
 const RETRY_AFTER: Duration = Duration::from_secs(5);
+const RETRY_AT_MOST: Duration = Duration::from_secs(300);
 
 /// Why custody signs nothing now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -234,9 +237,13 @@ impl SessionGate {
 /// bus goes away. Never returns.
 pub async fn follow(gate: SessionGate) {
     let mut told = false;
+    let mut wait = RETRY_AFTER;
     loop {
         match linux::follow_login1(&gate).await {
-            Ok(()) => tracing::warn!("login1 went away; looking for it again"),
+            Ok(()) => {
+                tracing::warn!("login1 went away; looking for it again");
+                wait = RETRY_AFTER;
+            }
             Err(e) => {
                 if !told {
                     tracing::warn!(
@@ -245,7 +252,7 @@ pub async fn follow(gate: SessionGate) {
                     );
                 }
                 match linux::follow_screensaver(&gate).await {
-                    Ok(()) => {}
+                    Ok(()) => wait = RETRY_AFTER,
                     Err(e2) if !told => tracing::warn!(
                         "custody cannot see whether the screen is locked (login1: {e}; \
                          screensaver: {e2}): approvals are not held while it is locked"
@@ -255,7 +262,8 @@ pub async fn follow(gate: SessionGate) {
                 told = true;
             }
         }
-        tokio::time::sleep(RETRY_AFTER).await;
+        tokio::time::sleep(wait).await;
+        wait = (wait * 2).min(RETRY_AT_MOST);
     }
 }
 
@@ -366,32 +374,73 @@ mod linux {
         }
     }
 
-    /// Follows login1 until the bus goes away (`Ok`) or something needed is
-    /// missing (`Err`, before anything is followed).
+    /// Follows login1 until the bus goes away (`Ok`), or `Err` when login1
+    /// is not there at all. Without a login1 session for custody, the lock
+    /// is read from the desktop's screensaver meanwhile; sleep is followed
+    /// either way.
     pub(super) async fn follow_login1(gate: &SessionGate) -> Result<(), String> {
         let conn = login1_bus().await.map_err(|e| format!("no bus: {e}"))?;
+        let bus = zbus::fdo::DBusProxy::new(&conn)
+            .await
+            .map_err(|e| e.to_string())?;
+        let name =
+            zbus::names::BusName::try_from("org.freedesktop.login1").map_err(|e| e.to_string())?;
+        if !bus.name_has_owner(name).await.map_err(|e| e.to_string())? {
+            return Err("login1 is not running".into());
+        }
         let m = ManagerProxy::new(&conn).await.map_err(|e| e.to_string())?;
         let mut sleep = m
             .receive_prepare_for_sleep()
             .await
             .map_err(|e| e.to_string())?;
-        let path = find_session(&conn, &m).await?;
-        let session = SessionProxy::builder(&conn)
-            .path(path.clone())
-            .build()
-            .await
-            .map_err(|e| e.to_string())?;
-        let mut locks = session.receive_locked_hint_changed().await;
-        let locked = session
-            .locked_hint()
-            .await
-            .map_err(|e| format!("the session's LockedHint: {e}"))?;
-        gate.set_locked(locked);
-        tracing::info!(session = %path.as_str(), locked, "following the session's lock and sleep");
+        let session = match find_session(&conn, &m).await {
+            Ok(path) => Some(
+                SessionProxy::builder(&conn)
+                    .path(path)
+                    .build()
+                    .await
+                    .map_err(|e| e.to_string())?,
+            ),
+            Err(e) => {
+                tracing::warn!(
+                    "custody found no login1 session ({e}); it reads the lock from the                      desktop's screensaver, and follows sleep through login1"
+                );
+                None
+            }
+        };
+        let mut locks = match &session {
+            Some(s) => {
+                let changes = s.receive_locked_hint_changed().await;
+                let locked = s
+                    .locked_hint()
+                    .await
+                    .map_err(|e| format!("the session's LockedHint: {e}"))?;
+                gate.set_locked(locked);
+                tracing::info!(session = %s.inner().path().as_str(), locked, "following the session's lock and sleep");
+                Some(changes)
+            }
+            None => None,
+        };
+        let screensaver = async {
+            if session.is_none() {
+                if let Err(e) = follow_screensaver(gate).await {
+                    tracing::warn!(
+                        "custody cannot see whether the screen is locked (no login1 session;                          screensaver: {e}): approvals are not held while it is locked"
+                    );
+                }
+            }
+            std::future::pending::<()>().await
+        };
+        tokio::pin!(screensaver);
         let mut inhibitor = inhibit(&m).await;
         loop {
             tokio::select! {
-                change = locks.next() => match change {
+                change = async {
+                    match locks.as_mut() {
+                        Some(l) => l.next().await,
+                        None => std::future::pending().await,
+                    }
+                } => match change {
                     Some(c) => match c.get().await {
                         Ok(locked) => {
                             tracing::info!(locked, "the session's lock changed");
@@ -401,6 +450,7 @@ mod linux {
                     },
                     None => return Ok(()),
                 },
+                _ = &mut screensaver => {}
                 signal = sleep.next() => match signal.map(|s| s.args().map(|a| a.start)) {
                     Some(Ok(true)) => {
                         tracing::info!("going to sleep: custody signs nothing until it wakes");
