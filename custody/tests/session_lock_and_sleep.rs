@@ -697,11 +697,17 @@ fn prepare_for_sleep_during_a_step_up_signs_nothing_and_the_terminal_refuses_whi
         "nothing signed"
     );
     // Asleep, a yes starts no OS prompt.
-    let at = yes(at);
+    let asked = yes(at);
     let at = wait_in(
         &screen,
         "not signed: Approve is off while the computer goes to sleep",
-        at,
+        asked,
+    );
+    let shown = std::fs::read_to_string(&screen).unwrap();
+    assert!(
+        !shown[asked..at].contains("Password"),
+        "no OS prompt while asleep:\n{}",
+        &shown[asked..at]
     );
     // Awake: a new inhibitor.
     rt.block_on(fake.prepare_for_sleep(false));
@@ -710,11 +716,17 @@ fn prepare_for_sleep_during_a_step_up_signs_nothing_and_the_terminal_refuses_whi
     // Locked: the terminal refuses an approval too, with a clear sentence.
     rt.block_on(fake.set_locked(true));
     std::thread::sleep(Duration::from_millis(300));
-    let at = yes(at);
+    let asked = yes(at);
     let at = wait_in(
         &screen,
         "not signed: Approve is off while the screen is locked",
-        at,
+        asked,
+    );
+    let shown = std::fs::read_to_string(&screen).unwrap();
+    assert!(
+        !shown[asked..at].contains("Password"),
+        "no OS prompt while locked:\n{}",
+        &shown[asked..at]
     );
     assert_eq!(
         final_within(&replies, Duration::from_millis(300)),
