@@ -769,3 +769,69 @@ fn prepare_for_sleep_during_a_step_up_signs_nothing_and_the_terminal_refuses_whi
         "the cancelled step-up is in the log: {kinds:?}"
     );
 }
+
+// ---------------------------------------------------------------------------
+// The engine itself, with the scripted approver: whatever the UI or the
+// terminal shows, nothing is signed while the session is locked or going
+// to sleep, the human's own grant form included; a denial still counts.
+
+#[test]
+fn the_engine_signs_nothing_while_locked_or_asleep_the_own_form_included() {
+    use parley_custody::approver::{Gesture, Verdict, Yes};
+    use parley_custody::audit::EventKind;
+    use parley_custody::engine::{unix_now, DecideError, EngineConfig, IssueError};
+    use parley_custody::ipc::peer::PeerInfo;
+    use parley_custody::session::{Hold, SessionGate};
+    use support::custody::{next_reply, no_step_up, Keys, TestCustody};
+    use support::requests::{order_request, seeded_agent};
+
+    support::rt().block_on(async {
+        let gate = SessionGate::new();
+        let config = EngineConfig {
+            session: gate.clone(),
+            ..no_step_up()
+        };
+        let mut c = TestCustody::start(Keys::File, config).await;
+        let peer = PeerInfo::from_creds(4242, 4242, None);
+        let mut rx = c.submit(
+            &peer,
+            order_request("w", 1, &seeded_agent(70), &c.principal, "shop.example"),
+        );
+        assert_eq!(next_reply(&mut rx).await["kind"], "PENDING");
+        let shown = c.shown.recv().await.unwrap();
+        let yes = Yes {
+            gesture: Gesture::Click,
+            second_confirmation: true,
+        };
+        let caveats = json!([{"svc": ["shop.example"]}, {"exp": unix_now() + 60}]);
+        let set = |hold: Hold, on: bool| match hold {
+            Hold::Locked => gate.set_locked(on),
+            Hold::Asleep => gate.set_asleep(on),
+        };
+        for hold in [Hold::Locked, Hold::Asleep] {
+            set(hold, true);
+            let r = c.engine.decide(&shown.id, Verdict::Approve(yes)).await;
+            assert!(
+                matches!(r, Err(DecideError::Session(h)) if h == hold),
+                "{r:?}"
+            );
+            let r = c
+                .engine
+                .issue_grant(&seeded_agent(71), &caveats, Some(&c.principal), None, yes)
+                .await;
+            assert!(
+                matches!(r, Err(IssueError::Session(h)) if h == hold),
+                "{r:?}"
+            );
+            set(hold, false);
+        }
+        assert!(c.rows(EventKind::ConsentApproved).is_empty());
+        assert!(c.rows(EventKind::GrantIssued).is_empty());
+        assert_eq!(c.engine.pending().len(), 1, "the request still waits");
+        // A denial counts while locked (it signs nothing).
+        gate.set_locked(true);
+        let r = c.engine.decide(&shown.id, Verdict::Deny(None)).await;
+        assert!(r.is_ok(), "{r:?}");
+        assert_eq!(next_reply(&mut rx).await["kind"], "DENIED");
+    });
+}
