@@ -355,6 +355,31 @@ fn a_locked_session_disarms_an_open_review_and_hides_the_notifications_details()
     assert_eq!(done["outcome"], "approved", "{done}");
     assert_eq!(agent.final_within(WAIT).unwrap()["kind"], "APPROVED");
     drop(second);
+
+    // "Hide details in notifications: always", saved in Settings: unlocked,
+    // a new request's notification says only that an agent asks.
+    let mut settings = ui.call("main", "settings_get", json!({})).unwrap()["settings"].clone();
+    assert_eq!(settings["hide_notification_details"], "when_locked");
+    settings["hide_notification_details"] = json!("always");
+    ui.call("main", "settings_save", json!({ "settings": settings }))
+        .expect("hiding details asks nothing");
+    let before = fake.notes().len();
+    let third = Agent::ask(&svc.sock, &principal, "c3", "tea.example", 450);
+    // (The "Approved" notification of the approval above may come in between.)
+    let end = Instant::now() + WAIT;
+    let request = loop {
+        let now = fake.notes();
+        if let Some(n) = now[before..]
+            .iter()
+            .find(|n| n.summary == "A request needs your decision")
+        {
+            break n.clone();
+        }
+        assert!(Instant::now() < end, "no notification for c3: {now:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!((request.replaces, request.body.as_str()), (0, hidden));
+    drop(third);
     let log = svc.log();
     assert!(
         log.contains("following the session's lock and sleep"),
