@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use support::login1::{FakeLogin1, Note, SESSION_ID};
+use support::login1::{FakeLogin1, FakeScreenSaver, Note, SESSION_ID};
 use support::ui_relay::Relay;
 use support::{in_session, scratch, Session};
 use zeroize::Zeroizing;
@@ -385,6 +385,45 @@ fn a_locked_session_disarms_an_open_review_and_hides_the_notifications_details()
         log.contains("following the session's lock and sleep"),
         "{log}"
     );
+}
+
+#[test]
+fn without_login1_the_desktops_screensaver_locks_the_review() {
+    let test = "without_login1_the_desktops_screensaver_locks_the_review";
+    if !in_session(test, Session::Keyring) {
+        return;
+    }
+    let rt = support::rt();
+    let bus = session_bus();
+    // No login1 on this bus at all: custody reads the lock from the screensaver.
+    let saver = rt.block_on(FakeScreenSaver::serve(&bus));
+    let svc = Service::start(&bus);
+    let mut ui = svc.ui();
+    let key = ui
+        .call("main", "key_create", json!({"label": "Ana"}))
+        .unwrap();
+    let principal = key["public"].as_str().unwrap().to_string();
+    let agent = Agent::ask(&svc.sock, &principal, "s1", "shop.example", 5830);
+    ui.note("review-q1", "shown");
+    std::thread::sleep(ARMED);
+    rt.block_on(saver.set_active(true));
+    ui.wait_session("review-q1", json!("locked"));
+    let yes = json!({"id": "q1", "approve": true, "confirmed": false, "gesture": "click"});
+    let e = ui
+        .call("review-q1", "review_decide", yes.clone())
+        .unwrap_err();
+    assert!(
+        e.contains("Approve is off while the screen is locked"),
+        "{e}"
+    );
+    rt.block_on(saver.set_active(false));
+    ui.wait_session("review-q1", Value::Null);
+    std::thread::sleep(ARMED);
+    let done = ui.call("review-q1", "review_decide", yes).unwrap();
+    assert_eq!(done["outcome"], "approved", "{done}");
+    assert_eq!(agent.final_within(WAIT).unwrap()["kind"], "APPROVED");
+    let log = svc.log();
+    assert!(log.contains("following the screensaver"), "{log}");
 }
 
 // ---------------------------------------------------------------------------

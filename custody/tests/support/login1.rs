@@ -214,3 +214,48 @@ fn still_held(r: &OwnedFd) -> bool {
         Err(_) => false,
     }
 }
+
+struct ScreenSaver(bool);
+
+#[zbus::interface(name = "org.freedesktop.ScreenSaver")]
+impl ScreenSaver {
+    fn get_active(&self) -> bool {
+        self.0
+    }
+
+    #[zbus(signal)]
+    async fn active_changed(emitter: &SignalEmitter<'_>, active: bool) -> zbus::Result<()>;
+}
+
+/// The desktop's screensaver (`org.freedesktop.ScreenSaver`: `GetActive`,
+/// `ActiveChanged`), for a session where login1 has nothing to say.
+pub struct FakeScreenSaver {
+    conn: zbus::Connection,
+}
+
+impl FakeScreenSaver {
+    /// Serves it on the bus at `address`, inactive.
+    pub async fn serve(address: &str) -> FakeScreenSaver {
+        let conn = zbus::connection::Builder::address(address)
+            .name("org.freedesktop.ScreenSaver")
+            .serve_at("/org/freedesktop/ScreenSaver", ScreenSaver(false))
+            .build()
+            .await
+            .expect("the fake screensaver on the test bus");
+        FakeScreenSaver { conn }
+    }
+
+    /// Activates (locks) or deactivates it: `ActiveChanged`.
+    pub async fn set_active(&self, active: bool) {
+        let iface = self
+            .conn
+            .object_server()
+            .interface::<_, ScreenSaver>("/org/freedesktop/ScreenSaver")
+            .await
+            .expect("the screensaver object");
+        iface.get_mut().await.0 = active;
+        ScreenSaver::active_changed(iface.signal_emitter(), active)
+            .await
+            .expect("ActiveChanged");
+    }
+}
