@@ -46,6 +46,8 @@ fi
 
 step "cargo build (custody service, app UI, parley CLI, playground)"
 cargo build --locked -q -p parley-custody -p parley-custody-app -p parley-cli -p parley-playground
+# The tests' own login1 for the lock session (test support, not shipped).
+cargo build --locked -q -p parley-custody --example fake_login1
 
 step "the UI process cannot hold a key: no custody, core, key store, SQLite or signature crate in its tree"
 if linked=$(cargo tree --locked -p parley-custody-app -e normal --prefix none |
@@ -81,6 +83,7 @@ else
 fi
 mkdir -p "$SCREENSHOTS"
 export TAURI_DRIVER="$repo/target/tools/bin/tauri-driver"
+export LOGIN1_FAKE="${LOGIN1_FAKE:-$repo/target/debug/examples/fake_login1}"
 export NOTIFY_MATCH="type='method_call',interface='org.freedesktop.Notifications',member='Notify'"
 export RUST_LOG="${RUST_LOG:-info,tao=warn,wry=warn}"
 
@@ -118,7 +121,7 @@ print(a.getsockname()[1], b.getsockname()[1])')
     chmod 755 "$ROOT"
     as_user=(runuser -p -u "$STEPUP_USER" --)
   fi
-  if [ "$kind" = no-notifications ] || [ "$kind" = stepup ] || [ "$kind" = crowd ] || [[ "$kind" = sandbox* ]]; then
+  if [ "$kind" = no-notifications ] || [ "$kind" = stepup ] || [ "$kind" = crowd ] || [ "$kind" = lock ] || [[ "$kind" = sandbox* ]]; then
     # No notification daemon, and none started on demand: a session bus
     # without service activation (dunst is D-Bus activatable).
     sed 's|<standard_session_servicedirs */>||' /usr/share/dbus-1/session.conf >"$T/session.conf"
@@ -188,6 +191,14 @@ print(a.getsockname()[1], b.getsockname()[1])')
         dunst >"$T/dunst.log" 2>&1 &
         wait_for org.freedesktop.Notifications
       fi
+      if [ "$KIND" = lock ]; then
+        # A login1 of the tests on this session bus; the test locks and
+        # unlocks the session through its command fifo.
+        mkfifo "$T/login1.ctl"
+        "$LOGIN1_FAKE" <>"$T/login1.ctl" >"$T/login1.log" 2>&1 &
+        wait_for org.freedesktop.login1
+        export PARLEY_CUSTODY_LOGIN1_BUS="$DBUS_SESSION_BUS_ADDRESS" XDG_SESSION_ID=c7 LOGIN1_CTL="$T/login1.ctl"
+      fi
       # What the service asks the notification daemon to show, for the test to read.
       dbus-monitor --session "$NOTIFY_MATCH" >"$NOTIFY_LOG" 2>&1 &
       if [ "$KIND" != installed ]; then
@@ -228,6 +239,8 @@ session wayland src-tauri/tests/e2e/wayland.e2e.mjs
 session mcp src-tauri/tests/e2e/mcp.e2e.mjs
 # Approve for a while from the review window (issue 30, item 4).
 session for-a-while src-tauri/tests/e2e/for-a-while.e2e.mjs
+# A review window disarmed while the session is locked, armed from the start after unlock (issue 30).
+session lock src-tauri/tests/e2e/lock.e2e.mjs
 # The app as the package installed it: only when asked for by name
 # (scripts/test-package.sh, with PARLEY_APP=/usr/bin/parley-custody).
 if [ "${E2E_ONLY:-}" = installed ]; then

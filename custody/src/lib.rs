@@ -33,6 +33,7 @@ pub mod queue;
 pub mod review;
 pub mod revoke;
 pub mod server;
+pub mod session;
 mod signer;
 pub mod startup;
 pub mod stepup;

@@ -276,6 +276,10 @@ pub enum StepUpError {
     /// typed for one request can never be taken for another.
     #[error("Another approval is waiting for your password; finish or cancel it first. This request still waits.")]
     Busy,
+    /// The session is locked or going to sleep: no OS prompt starts, and
+    /// one in flight is cancelled ([`crate::session`]).
+    #[error("{0}")]
+    Held(crate::session::Hold),
 }
 
 impl StepUpError {
@@ -288,6 +292,8 @@ impl StepUpError {
             StepUpError::Refused => "refused",
             StepUpError::Timeout(_) => "timeout",
             StepUpError::Busy => "busy",
+            StepUpError::Held(crate::session::Hold::Locked) => "session-locked",
+            StepUpError::Held(crate::session::Hold::Asleep) => "going-to-sleep",
         }
     }
 }
@@ -336,13 +342,33 @@ impl Polkit {
         action: Action,
         details: &PromptDetails,
     ) -> Result<(), StepUpError> {
+        self.authenticate_unless(action, details, std::future::pending())
+            .await
+    }
+
+    /// [`Polkit::authenticate`], cancelled (polkit's
+    /// `CancelCheckAuthorization`, the text agent stopped) as soon as
+    /// `stop` resolves, with its error: the session locked, or sleep.
+    pub async fn authenticate_unless(
+        &self,
+        action: Action,
+        details: &PromptDetails,
+        stop: impl std::future::Future<Output = StepUpError>,
+    ) -> Result<(), StepUpError> {
         #[cfg(target_os = "linux")]
         {
-            linux::authenticate(action, details, self.timeout, self.text_agent.as_ref()).await
+            linux::authenticate(
+                action,
+                details,
+                self.timeout,
+                self.text_agent.as_ref(),
+                stop,
+            )
+            .await
         }
         #[cfg(not(target_os = "linux"))]
         {
-            let _ = (action, details);
+            let _ = (action, details, stop);
             Err(StepUpError::Unavailable(
                 "OS authentication is implemented for Linux (polkit) only so far".into(),
             ))
@@ -468,7 +494,9 @@ mod linux {
         prompt: &PromptDetails,
         timeout: Duration,
         text_agent: Option<&TextAgent>,
+        stop: impl std::future::Future<Output = StepUpError>,
     ) -> Result<(), StepUpError> {
+        tokio::pin!(stop);
         let slow = || {
             StepUpError::Unavailable(format!(
                 "the system bus did not answer within {} s",
@@ -508,7 +536,18 @@ mod linux {
                 CheckAuthorizationFlags::ALLOW_USER_INTERACTION,
                 &cancellation,
             );
-            match tokio::time::timeout_at(deadline, check).await {
+            let answer = tokio::select! {
+                a = tokio::time::timeout_at(deadline, check) => a,
+                why = &mut stop => {
+                    // Locked or going to sleep: the prompt goes away and
+                    // nothing is signed (polkit forgets the check too).
+                    let cancel = authority.cancel_check_authorization(&cancellation);
+                    let _ = tokio::time::timeout(SETUP_TIMEOUT, cancel).await;
+                    drop(agent);
+                    return Err(why);
+                }
+            };
+            match answer {
                 Ok(Err(e)) if !sent.is_empty() && refuses_details(&e.to_string()) => {
                     // polkit takes details only from root or an owner of
                     // the action; asked without them, the prompt cannot

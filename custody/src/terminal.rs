@@ -134,6 +134,16 @@ impl TerminalApprover {
                                 );
                                 continue;
                             }
+                            // Locked, or going to sleep: the engine signs
+                            // nothing; the request is asked again.
+                            Err(crate::engine::DecideError::Session(h)) => {
+                                let _ = writeln!(
+                                    out,
+                                    "→ not signed: {} The request is still waiting; answer again.\n",
+                                    h.sentence()
+                                );
+                                continue;
+                            }
                             Err(e) => {
                                 let _ = writeln!(out, "→ not done: {}\n", safe(&e.to_string()));
                             }

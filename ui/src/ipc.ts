@@ -139,6 +139,8 @@ export interface StatusView {
   version: string
   approve_delay_ms: number
   autostart: AutostartView
+  /** `locked` or `asleep` while nothing may be approved (custody/src/session.rs). */
+  session?: 'locked' | 'asleep' | null
 }
 /** What letting another OS user's agents connect changes (custody/src/agent_access.rs). */
 export interface AgentUserPlanView {
@@ -346,6 +348,8 @@ export interface Settings {
   autostart_offered: boolean
   /** End approve-for-a-while grants when the session locks (issue 30; default on). */
   end_short_grants_on_lock?: boolean
+  /** When notifications leave out what is asked (custody/src/desktop/settings.rs). */
+  hide_notification_details?: 'when_locked' | 'always'
 }
 /** Which approvals need OS authentication (custody/src/stepup.rs). */
 export type StepUpPolicy =

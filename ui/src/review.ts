@@ -44,6 +44,8 @@ let busy = false
 let armedAt = performance.now()
 let focused = true
 let confirmShownAt = 0
+/** The session is locked or going to sleep (the service says so): no Approve. */
+let held: 'locked' | 'asleep' | null = null
 
 function opSymbolClass(op: string): string {
   return /^(create|update|delete|send|charge|other)$/.test(op) ? `op op-${op}` : 'op op-other'
@@ -495,15 +497,17 @@ function render(p: PendingView): void {
     if (!closed && secsLeft <= 0) {
       finish('Expired: the request closed itself. Nothing was signed.', 'warn')
     }
-    approve.disabled = closed || busy || !focused || left > 0 || !confirm.hidden || cannotAsk
+    approve.disabled = closed || busy || !focused || held !== null || left > 0 || !confirm.hidden || cannotAsk
     approve.dataset.state = approve.disabled ? 'waiting' : 'ready'
     if (closed) hint.textContent = ''
+    else if (held === 'locked') hint.textContent = 'Approve is off while the screen is locked.'
+    else if (held === 'asleep') hint.textContent = 'Approve is off while the computer goes to sleep.'
     else if (cannotAsk) hint.textContent = 'Approve is off until an authentication agent runs.'
     else if (!focused) hint.textContent = 'Approve is off while this window is not in front.'
     else if (left > 0) hint.textContent = `Approve in ${(left / 1000).toFixed(1)} s`
     else hint.textContent = 'Click, or press and hold, with the pointer: the keyboard cannot approve.'
     const confirmLeft = CONFIRM_DELAY_MS - (now - confirmShownAt)
-    confirmYes.disabled = closed || busy || !focused || confirmLeft > 0
+    confirmYes.disabled = closed || busy || !focused || held !== null || confirmLeft > 0
     deny.disabled = closed || busy
     denyPause.disabled = closed || busy
     denyAlike.disabled = closed || busy
@@ -531,6 +535,19 @@ function render(p: PendingView): void {
 }
 
 let onRearm: () => void = () => {}
+// The session's lock and sleep, as the service follows it: disarmed while
+// locked; on unlock the whole delay again (the service checks the same).
+async function followSession() {
+  try {
+    const now = (await api.status()).session ?? null
+    if (held !== null && now === null) armedAt = performance.now()
+    held = now
+    onRearm()
+  } catch {
+    // The service refuses an approval while locked whatever this page shows.
+  }
+}
+void on('status-changed', () => void followSession())
 function arm() {
   armedAt = performance.now()
   focused = true
@@ -572,6 +589,7 @@ async function main() {
     // A window that opened behind another one is not armed until it is brought to the front.
     focused = document.hasFocus()
     render(p)
+    void followSession()
   } catch (e) {
     replace(app, h('p', { class: 'msg msg-error', testid: 'status' }, errorText(e)))
   }

@@ -167,6 +167,13 @@ function settingsSection(v: SettingsView): HTMLElement {
   // Approve for a while (issue 30): its grants end when the screen locks (on by default; off loosens, so saving it asks).
   const endOnLock = h('input', { testid: 's-end-short-on-lock', attrs: { type: 'checkbox' } }) as HTMLInputElement
   endOnLock.checked = s.end_short_grants_on_lock ?? true
+  const hideDetails = h(
+    'select',
+    { testid: 's-hide-details' },
+    h('option', { attrs: { value: 'when_locked' } }, 'When the screen is locked (recommended)'),
+    h('option', { attrs: { value: 'always' } }, 'Always'),
+  ) as HTMLSelectElement
+  hideDetails.value = s.hide_notification_details ?? 'when_locked'
   const showThreshold = () => (threshold.hidden = stepUp.value !== 'above')
   stepUp.addEventListener('change', showThreshold)
   showThreshold()
@@ -254,6 +261,7 @@ function settingsSection(v: SettingsView): HTMLElement {
       // The backend keeps its own value (only autostart_set changes it).
       autostart_offered: s.autostart_offered,
       end_short_grants_on_lock: endOnLock.checked,
+      hide_notification_details: hideDetails.value === 'always' ? 'always' : 'when_locked',
     }
   }
   // Before Save: which changes loosen custody, so that saving asks for the
@@ -419,6 +427,8 @@ function settingsSection(v: SettingsView): HTMLElement {
       h('label', { class: 'check' }, endOnLock, h('span', null, ' End approve-for-a-while grants when the screen locks')),
       h('p', { class: 'help' }, 'A review may let an agent spend up to an amount more, at one service, for up to an hour, without asking. Stop all agents and revoking always end such a grant; with this on, locking the screen ends it too (turning it off asks for your password).'),
     ),
+    h('h2', null, 'Notifications and the lock screen'),
+    fieldRow('Hide details in notifications', hideDetails, 'A notification with its details hidden says only that an agent asks: not what, how much or where. While the screen is locked, or the computer goes to sleep, nothing can be approved and no password prompt opens, whatever you choose here.'),
     h('h2', null, 'Known agents'),
     h('p', { class: 'help' }, 'Each agent key has four words derived from it, shown wherever the key is. Give the ones you trust a name: a request from an unnamed key you never approved says so above Approve.'),
     labelList,

@@ -432,6 +432,8 @@ fn main() -> ExitCode {
         }
     }
     rt.block_on(async move {
+        // The session's lock and sleep: nothing is approved while it is locked.
+        tokio::spawn(parley_custody::session::follow(config.session.clone()));
         let custody = Custody::start(
             audit,
             keystore,

@@ -425,7 +425,10 @@ async fn connection<S: AsyncRead + AsyncWrite>(stream: S, desktop: Arc<Desktop>)
             return;
         }
     }
-    let windows = Arc::new(Windows::default());
+    let windows = Arc::new(match desktop.core() {
+        Ok(core) => Windows::following(core.engine.session().clone()),
+        Err(_) => Windows::default(),
+    });
     let agents = Arc::new(WindowAgents::default());
     let running = Arc::new(Semaphore::new(MAX_CALLS));
     let (answers_tx, mut answers) = mpsc::channel::<Value>(MAX_CALLS);

@@ -107,6 +107,32 @@ pub async fn run(opts: DesktopOptions) -> Result<Ended, String> {
                 .await;
         }))
     });
+    // The session's lock and sleep (crate::session): followed into the
+    // engine's gate; the windows hear of each change (disarmed while
+    // locked, armed from the start on unlock).
+    let _session_watch = desktop.core().ok().map(|core| {
+        let gate = core.engine.session().clone();
+        let mut changes = gate.subscribe();
+        let d = desktop.clone();
+        let follow = AbortOnDrop(tokio::spawn(crate::session::follow(gate)));
+        let tell = AbortOnDrop(tokio::spawn(async move {
+            let is_locked = |s: &crate::session::SessionState| s.locked_hint || s.screensaver;
+            let mut was_locked = is_locked(&changes.borrow());
+            while changes.changed().await.is_ok() {
+                let locked = is_locked(&changes.borrow_and_update());
+                if locked && !was_locked {
+                    // Approve-for-a-while grants end on lock (a setting, on
+                    // by default); SQLite and the keystore block.
+                    let ending = d.clone();
+                    let _ = tokio::task::spawn_blocking(move || ending.end_short_grants_on_lock())
+                        .await;
+                }
+                was_locked = locked;
+                d.hub.send(UiEvent::StatusChanged);
+            }
+        }));
+        (follow, tell)
+    });
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let served = tokio::spawn(channel::serve(
         listener,

@@ -24,6 +24,7 @@
 //! | `agent_labels` | never: a label names a key, it allows nothing (and `settings_save` keeps the labels in force: they change one at a time, `agent_label_set`) |
 //! | `end_short_grants_on_lock` | it is turned off (approve-for-a-while grants then outlive a lock) |
 //! | `autostart_offered` | never: whether the first-run offer was answered (`settings_save` keeps the value in force) |
+//! | `hide_notification_details` | never: it changes what a notification on an unlocked screen says, not what can be signed or who may ask (while locked, details are hidden whatever it says) |
 
 use super::settings::Settings;
 use crate::stepup::{PromptDetails, StepUpPolicy};
@@ -345,12 +346,14 @@ mod tests {
         let moved = with(|s| {
             s.socket_path = Some("/run/parley/custody.sock".into());
             s.autostart_offered = true;
+            s.hide_notification_details = crate::desktop::settings::HideDetails::Always;
             s.agent_labels.insert(
                 "ed25519:gTl3Dqh9F19Wo1Rmw0x-zMuNipG07jeiXfYPW4_Js5Q".into(),
                 "bot".into(),
             );
         });
         assert!(loosenings(&d, &moved).is_empty());
+        assert!(loosenings(&moved, &d).is_empty(), "and back");
     }
 
     #[test]

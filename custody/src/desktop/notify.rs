@@ -15,6 +15,7 @@
 
 use super::events::{OpenTarget, UiEvent};
 use super::service::Desktop;
+use super::settings::HideDetails;
 use crate::approver::PendingView;
 use crate::review::ReviewKind;
 use std::collections::HashMap;
@@ -129,14 +130,48 @@ pub fn principal_line(p: &PendingView) -> String {
     }
 }
 
+/// The whole body of a notification whose details are hidden (the screen
+/// is locked, or the setting says always): that an agent asks, never what,
+/// how much, where, or any text of the agent's.
+pub const HIDDEN_DETAILS: &str =
+    "An agent asks for your decision. Open Parley Custody to see what it asks.";
+
+/// What a notification that only tells says with its details hidden.
+const HIDDEN_TOLD: &str = "Open Parley Custody to see what happened.";
+
+/// Whether notifications now leave out what is asked: while the session is
+/// locked (or going to sleep), or always, as the settings say.
+pub fn hides_details(d: &Desktop) -> bool {
+    let always = d
+        .settings
+        .lock()
+        .map(|s| s.hide_notification_details == HideDetails::Always)
+        // Settings that cannot be read: the careful choice.
+        .unwrap_or(true);
+    always
+        || d.core
+            .as_ref()
+            .is_ok_and(|c| c.engine.session().hold().is_some())
+}
+
 /// The notification for `p`, before it is shown: summary, body, actions,
 /// category, urgency and icon (`icon`: a `file://` URI or a theme name).
-pub fn notification(p: &PendingView, icon: &str, lifetime: Duration) -> notify_rust::Notification {
-    let text = format!(
-        "{}\n{}",
-        body_text(&sentence(p)),
-        body_text(&principal_line(p))
-    );
+/// With `hide`, the body is [`HIDDEN_DETAILS`] alone.
+pub fn notification(
+    p: &PendingView,
+    icon: &str,
+    lifetime: Duration,
+    hide: bool,
+) -> notify_rust::Notification {
+    let text = if hide {
+        HIDDEN_DETAILS.to_string()
+    } else {
+        format!(
+            "{}\n{}",
+            body_text(&sentence(p)),
+            body_text(&principal_line(p))
+        )
+    };
     let mut n = notify_rust::Notification::new();
     n.appname("Parley Custody")
         .summary("A request needs your decision")
@@ -274,7 +309,9 @@ impl Notifier {
         };
         let d = d.clone();
         let me = self.clone();
-        let n = notification(p, icon(), lifetime);
+        let hide = hides_details(&d);
+        let n = notification(p, icon(), lifetime, hide);
+        let p = p.clone();
         tokio::spawn(async move {
             let handle = match tokio::time::timeout(SHOW_TIMEOUT, n.show_async()).await {
                 Ok(Ok(h)) => h,
@@ -290,17 +327,45 @@ impl Notifier {
                 use notify_rust::NotificationResponse as R;
                 let _ = act_tx.send(matches!(r, R::Default | R::Action(_)));
             });
-            tokio::select! {
-                _ = wait => {
-                    if act_rx.await.unwrap_or(false) {
-                        d.opener.open(OpenTarget::Review(id.clone()));
+            let shown_at = tokio::time::Instant::now();
+            let ends = tokio::time::sleep(lifetime);
+            tokio::pin!(wait, ends, rx);
+            // A lock while it is on screen: it is replaced (same id) by one
+            // that says only that an agent asks, before the lock screen shows it.
+            let mut session = d.core().ok().map(|c| c.engine.session().subscribe());
+            let mut hidden = hide;
+            loop {
+                tokio::select! {
+                    _ = &mut wait => {
+                        if act_rx.await.unwrap_or(false) {
+                            d.opener.open(OpenTarget::Review(id.clone()));
+                        }
+                        break;
                     }
-                }
-                _ = rx => {
-                    let _ = tokio::time::timeout(SHOW_TIMEOUT, handle.close_async()).await;
-                }
-                _ = tokio::time::sleep(lifetime) => {
-                    let _ = tokio::time::timeout(SHOW_TIMEOUT, handle.close_async()).await;
+                    _ = &mut rx => {
+                        let _ = tokio::time::timeout(SHOW_TIMEOUT, handle.close_async()).await;
+                        break;
+                    }
+                    _ = &mut ends => {
+                        let _ = tokio::time::timeout(SHOW_TIMEOUT, handle.close_async()).await;
+                        break;
+                    }
+                    Ok(()) = async {
+                        match session.as_mut() {
+                            Some(s) => s.changed().await.map_err(|_| ()),
+                            None => std::future::pending().await,
+                        }
+                    } => {
+                        if !hidden && hides_details(&d) {
+                            hidden = true;
+                            let left = lifetime.saturating_sub(shown_at.elapsed());
+                            let mut n = notification(&p, icon(), left, true);
+                            n.id(handle.id());
+                            if let Ok(Err(e)) = tokio::time::timeout(SHOW_TIMEOUT, n.show_async()).await {
+                                tracing::warn!("a notification could not be replaced by one without details: {e}");
+                            }
+                        }
+                    }
                 }
             }
             if let Ok(mut open) = me.open.lock() {
@@ -326,6 +391,11 @@ impl Notifier {
     /// Shows a notification that only tells, or with no notification
     /// service, the same words in the tray (its tooltip and menu).
     fn tell(&self, d: &Desktop, summary: &str, body: String) {
+        let body = if hides_details(d) {
+            HIDDEN_TOLD.to_string()
+        } else {
+            body
+        };
         if self.unavailable() {
             if let Some(t) = d.tray.get() {
                 let text = if body.starts_with(summary) {
@@ -409,7 +479,7 @@ mod tests {
     #[test]
     fn the_notification_names_the_agent_and_is_a_normal_request() {
         let mut p = crate::terminal::tests::pending("r1");
-        let n = notification(&p, "file:///icon.png", Duration::from_secs(60));
+        let n = notification(&p, "file:///icon.png", Duration::from_secs(60), false);
         assert!(
             n.body
                 .starts_with("“cactus orbit lemon frost” asks you to approve"),
@@ -471,7 +541,35 @@ mod tests {
         assert_eq!(still_waiting_sentence(&[]), None);
         // The human's name for the agent wins over its words.
         p.review.agent.name = "shopper".into();
-        let n = notification(&p, "x", Duration::from_secs(60));
+        let n = notification(&p, "x", Duration::from_secs(60), false);
         assert!(n.body.starts_with("“shopper” asks"), "{}", n.body);
+    }
+
+    #[test]
+    fn with_details_hidden_it_says_only_that_an_agent_asks() {
+        let mut p = crate::terminal::tests::pending("r1");
+        p.review.agent.name = "shopper".into();
+        p.review.service = "shop.example".into();
+        let shown = notification(&p, "x", Duration::from_secs(60), false);
+        assert!(shown.body.contains("shop.example"), "{}", shown.body);
+        let hidden = notification(&p, "x", Duration::from_secs(60), true);
+        assert_eq!(hidden.body, HIDDEN_DETAILS);
+        for secret in [
+            "shopper",
+            "shop.example",
+            p.review.cost.as_str(),
+            p.review.principal_short.as_str(),
+            "USD",
+        ] {
+            assert!(!hidden.body.contains(secret), "{secret} in {}", hidden.body);
+            assert!(
+                !hidden.summary.contains(secret),
+                "{secret} in {}",
+                hidden.summary
+            );
+        }
+        // Still a request's notification: it opens the review.
+        assert_eq!(hidden.summary, shown.summary);
+        assert_eq!(hidden.actions, shown.actions);
     }
 }

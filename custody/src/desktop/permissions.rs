@@ -10,6 +10,7 @@
 //! a window this UI says is in front, and (for anything that commits) the
 //! OS authentication that runs in this service.
 
+use crate::session::{Hold, SessionGate};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -191,9 +192,11 @@ struct WindowState {
 }
 
 /// The windows of one UI connection, as that UI reports them
-/// (`shown`, `focused`, `blurred`, `closed`).
+/// (`shown`, `focused`, `blurred`, `closed`), and the session they show on:
+/// while it is locked or going to sleep no window is armed, and on unlock
+/// every window arms from the start ([`crate::session`]).
 #[derive(Debug, Default)]
-pub struct Windows(Mutex<HashMap<String, WindowState>>);
+pub struct Windows(Mutex<HashMap<String, WindowState>>, SessionGate);
 
 /// A window report from the UI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -222,6 +225,16 @@ impl Note {
 }
 
 impl Windows {
+    /// The windows of a UI whose session is followed by `session`.
+    pub fn following(session: SessionGate) -> Windows {
+        Windows(Mutex::default(), session)
+    }
+
+    /// Why no window may sign now (the session is locked or going to sleep).
+    pub fn session_hold(&self) -> Option<Hold> {
+        self.1.hold()
+    }
+
     /// Records a report. Reports for labels no window of ours has are ignored.
     pub fn note(&self, label: &str, note: Note) {
         if WindowKind::of(label).is_none() {
@@ -258,9 +271,12 @@ impl Windows {
     }
 
     /// Whether `label` has been in front for [`APPROVE_DELAY`].
+    /// On unlock, every window waits the whole delay again.
     pub fn ready(&self, label: &str) -> bool {
+        let delay = APPROVE_DELAY.saturating_sub(DELAY_SLACK);
         self.armed_since(label)
-            .is_some_and(|t| t.elapsed() + DELAY_SLACK >= APPROVE_DELAY)
+            .is_some_and(|t| t.elapsed() >= delay)
+            && self.1.armed_since_open(delay)
     }
 
     fn armed_since(&self, label: &str) -> Option<Instant> {
@@ -383,5 +399,26 @@ mod tests {
         assert!(!w.focused("review-q1"));
         w.note("bogus", Note::Shown);
         assert!(!w.focused("bogus"));
+    }
+
+    #[test]
+    fn no_window_is_ready_while_locked_and_each_waits_the_whole_delay_after_unlock() {
+        let gate = SessionGate::new();
+        let w = Windows::following(gate.clone());
+        w.note("review-q1", Note::Shown);
+        std::thread::sleep(APPROVE_DELAY);
+        assert!(w.ready("review-q1"));
+        gate.set_locked(true);
+        assert_eq!(w.session_hold(), Some(Hold::Locked));
+        assert!(!w.ready("review-q1"), "disarmed while locked");
+        gate.set_locked(false);
+        assert_eq!(w.session_hold(), None);
+        assert!(w.focused("review-q1"), "still in front");
+        assert!(!w.ready("review-q1"), "the whole delay again after unlock");
+        std::thread::sleep(APPROVE_DELAY);
+        assert!(w.ready("review-q1"));
+        gate.set_asleep(true);
+        assert_eq!(w.session_hold(), Some(Hold::Asleep));
+        assert!(!w.ready("review-q1"), "disarmed while going to sleep");
     }
 }

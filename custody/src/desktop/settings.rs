@@ -45,6 +45,22 @@ pub struct Settings {
     /// End every approve-for-a-while grant when the session locks (the
     /// lock watcher calls [`crate::engine::Engine::end_short_grants`]).
     pub end_short_grants_on_lock: bool,
+    /// When notifications leave out what is asked (amount, service, the
+    /// agent's name): while the screen is locked (default), or always.
+    pub hide_notification_details: HideDetails,
+}
+
+/// "Hide details in notifications": a notification then says only that an
+/// agent asks, never what or how much, so a locked screen shows nothing of
+/// it to whoever walks by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum HideDetails {
+    /// While the screen is locked.
+    #[default]
+    WhenLocked,
+    /// Always.
+    Always,
 }
 
 impl Default for Settings {
@@ -61,6 +77,7 @@ impl Default for Settings {
             step_up: StepUpPolicy::default(),
             autostart_offered: false,
             end_short_grants_on_lock: true,
+            hide_notification_details: HideDetails::default(),
         }
     }
 }

@@ -140,6 +140,13 @@ impl Engine {
                 })
                 .ok_or(DecideError::NotPending)?
         };
+        // Locked or going to sleep: no approval counts (a denial still does).
+        if let (Some(h), false) = (
+            self.inner.config.session.hold(),
+            matches!(verdict, Verdict::Deny(_)),
+        ) {
+            return Err(DecideError::Session(h));
+        }
         let mut short = None;
         let (yes, reviewed) = match (reviewed, verdict) {
             (Reviewed::Consent(_), Verdict::Deny(r)) => {
@@ -227,7 +234,10 @@ impl Engine {
         let os = self
             .step_up(&need, &details, Some(item_event.clone()))
             .await
-            .map_err(DecideError::StepUp)?;
+            .map_err(|e| match e {
+                StepUpError::Held(h) => DecideError::Session(h),
+                e => DecideError::StepUp(e),
+            })?;
         let subject = match &reviewed {
             Reviewed::Consent(c) => {
                 Approval::subject_of_consent(&c.checked().proposal().hash, &c.agent().to_string())
@@ -237,6 +247,10 @@ impl Engine {
         // Custody may have been frozen while the OS asked.
         if self.signing_stopped() {
             return Err(DecideError::Frozen);
+        }
+        // Or the session locked, or sleep came, just as the OS answered.
+        if let Some(h) = self.inner.config.session.hold() {
+            return Err(DecideError::Session(h));
         }
         let approval = Approval::confirmed(yes, os, subject);
         // Authentication may have taken a while: the clock is read again.

@@ -45,6 +45,10 @@ pub enum DecideError {
     /// signed and the request is still waiting.
     #[error("not approved for a while: {0}; nothing was signed, and the request is still waiting")]
     ForAWhile(crate::for_a_while::Refused),
+    /// The session is locked or going to sleep ([`crate::session`]):
+    /// nothing is signed and no OS prompt starts; the request still waits.
+    #[error("{0}")]
+    Session(crate::session::Hold),
 }
 
 /// Why an agent could not be paused or resumed.
@@ -83,4 +87,8 @@ pub enum IssueError {
     /// read: nothing is signed, not even the human's own grant.
     #[error("custody is frozen (all agents stopped): nothing is signed until you unfreeze it")]
     Frozen,
+    /// The session is locked or going to sleep ([`crate::session`]):
+    /// nothing is signed and no OS prompt starts; the request still waits.
+    #[error("{0}")]
+    Session(crate::session::Hold),
 }

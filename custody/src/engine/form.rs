@@ -51,6 +51,10 @@ impl Engine {
             tracing::warn!("the human's grant was refused: custody is frozen");
             return Err(IssueError::Frozen);
         }
+        // Locked or going to sleep: the form signs nothing either.
+        if let Some(h) = self.inner.config.session.hold() {
+            return Err(IssueError::Session(h));
+        }
         let me = self.clone();
         let (agent, form, principal) = (agent.to_string(), form.into(), principal.cloned());
         let now = unix_now();
@@ -105,12 +109,18 @@ impl Engine {
         let os = self
             .step_up(&need, &details, Some(ev.clone()))
             .await
-            .map_err(IssueError::StepUp)?;
+            .map_err(|e| match e {
+                StepUpError::Held(h) => IssueError::Session(h),
+                e => IssueError::StepUp(e),
+            })?;
         let subject = Approval::subject_of_grant(&reviewed.agent().to_string(), reviewed.caveats());
         let approval = Approval::confirmed(yes, os, subject);
         // Custody may have been frozen while the OS asked.
         if self.signing_stopped() {
             return Err(IssueError::Frozen);
+        }
+        if let Some(h) = self.inner.config.session.hold() {
+            return Err(IssueError::Session(h));
         }
         // Nothing is signed that the log has no room to record.
         self.ready_to_record().map_err(IssueError::Audit)?;

@@ -28,6 +28,7 @@ use crate::review::{
     self, FormGrant, Rejection, Requester, ReviewContext, ReviewLimits, ReviewedConsent,
     ReviewedGrant,
 };
+use crate::session::SessionGate;
 use crate::signer;
 pub use crate::signer::SignError;
 use crate::stepup::{self, Action, Polkit, PromptDetails, StepUpError, StepUpNeed, StepUpPolicy};
@@ -54,6 +55,9 @@ pub struct EngineConfig {
     /// How OS authentication is asked (the desktop's agent, or a text agent
     /// on the daemon's terminal).
     pub polkit: Polkit,
+    /// The session's lock and sleep ([`crate::session`]): while it is
+    /// closed nothing is signed and no OS prompt starts.
+    pub session: SessionGate,
 }
 
 impl Default for EngineConfig {
@@ -64,6 +68,7 @@ impl Default for EngineConfig {
             step_up: StepUpPolicy::default(),
             polkit: Polkit::desktop(),
             retention: RetentionPolicy::default(),
+            session: SessionGate::new(),
         }
     }
 }
@@ -276,6 +281,11 @@ impl Engine {
         })
     }
 
+    /// The session's lock and sleep, as the engine follows it.
+    pub fn session(&self) -> &SessionGate {
+        &self.inner.config.session
+    }
+
     /// The step-up policy in force.
     pub fn step_up_policy(&self) -> &StepUpPolicy {
         &self.inner.config.step_up
@@ -337,9 +347,23 @@ impl Engine {
     /// refused at once with [`StepUpError::Busy`] and asks nothing, so the
     /// password the human types is only ever for the prompt they see, and
     /// a request injected meanwhile cannot queue its own prompt behind it.
+    ///
+    /// No prompt starts while the session is locked or going to sleep, and
+    /// one in flight is cancelled when it locks or sleep comes
+    /// ([`crate::session`]).
     async fn os_check(&self, action: Action, details: &PromptDetails) -> Result<(), StepUpError> {
         let _open = OnePrompt::take(&self.inner.prompting).ok_or(StepUpError::Busy)?;
-        self.inner.config.polkit.authenticate(action, details).await
+        let gate = &self.inner.config.session;
+        if let Some(h) = gate.hold() {
+            return Err(StepUpError::Held(h));
+        }
+        let _counted = gate.check_in_flight();
+        let stop = async { StepUpError::Held(gate.closed().await) };
+        self.inner
+            .config
+            .polkit
+            .authenticate_unless(action, details, stop)
+            .await
     }
 
     fn principals(&self) -> Result<Vec<PublicKey>, String> {

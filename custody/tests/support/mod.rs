@@ -8,6 +8,7 @@
 
 pub mod agent;
 pub mod custody;
+pub mod login1;
 pub mod requests;
 pub mod terminal;
 pub mod ui_relay;

@@ -71,6 +71,12 @@ fn refusal(what: &str, e: &StepUpError, without: &str) -> CallError {
         StepUpError::Refused => format!(
             "OS authentication failed or was cancelled: nothing changed (custody was asked to {what})."
         ),
+        StepUpError::Held(crate::session::Hold::Locked) => format!(
+            "No OS authentication starts while the screen is locked: unlock it, then try again. Nothing changed (custody was asked to {what})."
+        ),
+        StepUpError::Held(crate::session::Hold::Asleep) => format!(
+            "OS authentication was cancelled because the computer is going to sleep: nothing changed (custody was asked to {what})."
+        ),
         // Another OS prompt is open (one at a time): this change waits for
         // nothing; the human asks again once that one is answered.
         StepUpError::Busy => {

@@ -141,6 +141,11 @@ impl Caller {
         self.windows.focused(&self.label)
     }
 
+    /// Why no window may sign now: the session is locked or going to sleep.
+    fn session_hold(&self) -> Option<crate::session::Hold> {
+        self.windows.session_hold()
+    }
+
     /// Whether the window has been in front for [`APPROVE_DELAY`].
     fn ready(&self) -> bool {
         self.windows.ready(&self.label)

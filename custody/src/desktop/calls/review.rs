@@ -49,6 +49,9 @@ pub struct StatusView {
     pub approve_delay_ms: u64,
     /// Start at login.
     pub autostart: AutostartView,
+    /// `locked` or `asleep` while nothing may be approved (windows show
+    /// "Approve is off while the screen is locked"); `null` otherwise.
+    pub session: Option<&'static str>,
 }
 
 /// Everything the home window shows.
@@ -91,6 +94,12 @@ pub async fn status(state: &Desktop) -> R<StatusView> {
         version: env!("CARGO_PKG_VERSION"),
         approve_delay_ms: APPROVE_DELAY.as_millis() as u64,
         autostart: autostart_view(state),
+        session: state
+            .core
+            .as_ref()
+            .ok()
+            .and_then(|c| c.engine.session().hold())
+            .map(|h| h.tag()),
     })
 }
 
@@ -142,6 +151,16 @@ pub(super) fn may_sign(window: &Caller, gesture: Option<Gesture>, what: &str) ->
     // claim to be the terminal.
     if gesture == Gesture::Terminal {
         return Err(refuse!("{what} is given with the pointer in this window."));
+    }
+    // Locked, or going to sleep: no window is armed (the engine refuses too).
+    if let Some(h) = window.session_hold() {
+        return Err(refuse!(
+            "{what} is off while the {}.",
+            match h {
+                crate::session::Hold::Locked => "screen is locked: unlock it first",
+                crate::session::Hold::Asleep => "computer goes to sleep",
+            }
+        ));
     }
     if !window.focused() {
         return Err(refuse!(

@@ -1,0 +1,930 @@
+//! The session's lock and sleep (issue 30, item 2) with real parts: the
+//! real `parley-custodyd --approver desktop` in a private D-Bus session
+//! (its own `dbus-daemon`, gnome-keyring unlocked on it), where a login1 of
+//! the test's own (`support::login1`: `LockedHint` with its
+//! `PropertiesChanged`, `PrepareForSleep`, `Inhibit` handing out a real
+//! pipe) and a notification service that keeps what it is asked to show
+//! answer on the bus; custody finds login1 there through
+//! `$PARLEY_CUSTODY_LOGIN1_BUS`. The UI is the test, on the channel the
+//! service hands the UI it starts (`support::ui_relay`); the agent is a
+//! real client of the custody socket.
+//!
+//! What these stop: an approval from a review window while the session is
+//! locked (or right after unlock, before the arming delay ran again); a
+//! notification showing what is asked, how much and where on a locked
+//! screen; and a signature across sleep.
+
+mod support;
+
+use parley_core::proposal::proposal_hash;
+use parley_core::SecretKey;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use support::login1::{FakeLogin1, FakeScreenSaver, Note, SESSION_ID};
+use support::ui_relay::Relay;
+use support::{in_session, scratch, Session};
+use zeroize::Zeroizing;
+
+const WAIT: Duration = Duration::from_secs(60);
+/// The service's arming delay, plus the UI's slack.
+const ARMED: Duration = Duration::from_millis(1600);
+
+/// The desktop service, its login1 on the test's bus.
+struct Service {
+    child: Child,
+    data: PathBuf,
+    sock: PathBuf,
+    ui: PathBuf,
+    log: PathBuf,
+    relay: Relay,
+}
+
+impl Service {
+    fn start(login1_bus: &str) -> Service {
+        let dir = scratch();
+        let data = dir.join("custody");
+        std::fs::create_dir_all(&data).unwrap();
+        std::fs::write(
+            data.join("settings.json"),
+            r#"{"step_up": {"rule": "never"}}"#,
+        )
+        .unwrap();
+        let relay = Relay::install(&dir);
+        let sock = dir.join("custody.sock");
+        let ui = dir.join("ui").join("ui.sock");
+        let log = dir.join("service.log");
+        let child = Command::new(env!("CARGO_BIN_EXE_parley-custodyd"))
+            .args(["--approver", "desktop", "--hidden"])
+            .arg("--socket")
+            .arg(&sock)
+            .arg("--ui-socket")
+            .arg(&ui)
+            .arg("--data-dir")
+            .arg(&data)
+            .env("PARLEY_CUSTODY_UI", &relay.program)
+            .env("PARLEY_TEST_UI_RELAY", &relay.socket)
+            .env("PARLEY_CUSTODY_LOGIN1_BUS", login1_bus)
+            .env("XDG_SESSION_ID", SESSION_ID)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("start parley-custodyd");
+        let s = Service {
+            child,
+            data,
+            sock,
+            ui,
+            log,
+            relay,
+        };
+        let start = Instant::now();
+        while !(s.ui.exists() && s.sock.exists()) {
+            assert!(
+                start.elapsed() < WAIT,
+                "the service did not start:\n{}",
+                s.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        s
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Knocks at the door for the main window; the UI the service starts.
+    fn ui(&self) -> Ui {
+        let mut door = UnixStream::connect(&self.ui).expect("the door");
+        let hello = json!({"hello": {"ui": "parley-custody-ui", "version": "0.1.0", "pid": std::process::id()}});
+        let ask =
+            json!({"id": 1, "window": "main", "call": "open_window", "args": {"kind": "main"}});
+        door.write_all(format!("{hello}\n{ask}\n").as_bytes())
+            .unwrap();
+        let (stream, _started) = self.relay.next(WAIT, || self.log());
+        Ui::over(stream)
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The UI connection the service started: calls answered by id.
+struct Ui {
+    out: UnixStream,
+    rx: mpsc::Receiver<Value>,
+    next: u64,
+}
+
+impl Ui {
+    fn over(s: UnixStream) -> Ui {
+        let out = s.try_clone().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(s).lines() {
+                let Ok(line) = line else { break };
+                let v: Value = serde_json::from_str(&line).unwrap_or(json!({"garbled": line}));
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut ui = Ui { out, rx, next: 1 };
+        ui.send(json!({"hello": {"ui": "parley-custody-ui", "version": "0.1.0", "pid": std::process::id()}}));
+        let hello = ui.rx.recv_timeout(WAIT).expect("the service's hello");
+        assert_eq!(hello["hello"]["service"], "parley-custodyd", "{hello}");
+        ui
+    }
+
+    fn send(&mut self, v: Value) {
+        self.out.write_all(format!("{v}\n").as_bytes()).unwrap();
+    }
+
+    fn note(&mut self, window: &str, note: &str) {
+        self.send(json!({"window": window, "note": note}));
+    }
+
+    fn call(&mut self, window: &str, call: &str, args: Value) -> Result<Value, String> {
+        let id = self.next;
+        self.next += 1;
+        self.send(json!({"id": id, "window": window, "call": call, "args": args}));
+        loop {
+            let v = self.rx.recv_timeout(WAIT).expect("an answer");
+            if v["id"] == id {
+                return match v.get("ok") {
+                    Some(ok) => Ok(ok.clone()),
+                    None => Err(format!("{}: {}", v["err"]["code"], v["err"]["message"])),
+                };
+            }
+        }
+    }
+
+    /// What the home and review windows read: `session` is `locked`,
+    /// `asleep` or null.
+    fn session(&mut self, window: &str) -> Value {
+        self.call(window, "status", json!({})).unwrap()["session"].clone()
+    }
+
+    /// Waits until the service reports the session as `want`.
+    fn wait_session(&mut self, window: &str, want: Value) {
+        let end = Instant::now() + WAIT;
+        while self.session(window) != want {
+            assert!(Instant::now() < end, "the session never became {want}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// An agent's consent request on its own connection, kept open.
+struct Agent {
+    rx: mpsc::Receiver<Value>,
+    _conn: UnixStream,
+}
+
+impl Agent {
+    fn ask(sock: &Path, principal: &str, id: &str, service: &str, cents: i64) -> Agent {
+        let expires = parley_custody::engine::unix_now() + 1800;
+        let mut p = json!({
+            "id": format!("p_{id}"), "capability": "shop.order", "summary": "Order 3 meals",
+            "effects": [{"op": "charge", "target": "card ••42", "detail": "paid"}],
+            "cost": {"amount": cents, "currency": "USD"}, "risk": "low",
+            "undo": {"window": 1800}, "expires": expires
+        });
+        p["hash"] = json!(proposal_hash(&p).unwrap());
+        let agent = SecretKey::from_seed(&Zeroizing::new([7u8; 32]))
+            .public()
+            .to_string();
+        let req = json!({"custody": 1, "id": id, "op": "consent", "service": service,
+            "agent": agent, "proposal": p,
+            "consent": {"proposal": p["id"], "hash": p["hash"], "service": service,
+                        "capability": "shop.order", "principal": principal,
+                        "summary": "Order 3 meals", "expires": expires}});
+        let mut conn = UnixStream::connect(sock).expect("connect as an agent");
+        conn.write_all(format!("{req}\n").as_bytes()).unwrap();
+        let read = conn.try_clone().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(read).lines() {
+                let Ok(line) = line else { break };
+                if tx
+                    .send(serde_json::from_str(&line).unwrap_or(json!({})))
+                    .is_err()
+                {
+                    break;
+                }
+            }
+        });
+        let a = Agent { rx, _conn: conn };
+        let first = a.rx.recv_timeout(WAIT).expect("a first reply");
+        assert_eq!(first["kind"], "PENDING", "{first}");
+        a
+    }
+
+    fn final_within(&self, wait: Duration) -> Option<Value> {
+        let end = Instant::now() + wait;
+        while let Some(left) = end.checked_duration_since(Instant::now()) {
+            match self.rx.recv_timeout(left) {
+                Ok(v) if v["kind"] == "PENDING" => continue,
+                Ok(v) => return Some(v),
+                Err(_) => return None,
+            }
+        }
+        None
+    }
+}
+
+/// The notifications shown, once there are `n`.
+fn notes(fake: &FakeLogin1, n: usize) -> Vec<Note> {
+    let end = Instant::now() + WAIT;
+    loop {
+        let now = fake.notes();
+        if now.len() >= n {
+            return now;
+        }
+        assert!(
+            Instant::now() < end,
+            "{n} notifications never came: {now:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn session_bus() -> String {
+    std::env::var("DBUS_SESSION_BUS_ADDRESS").expect("the private session's bus")
+}
+
+#[test]
+fn a_locked_session_disarms_an_open_review_and_hides_the_notifications_details() {
+    let test = "a_locked_session_disarms_an_open_review_and_hides_the_notifications_details";
+    if !in_session(test, Session::Keyring) {
+        return;
+    }
+    let rt = support::rt();
+    let bus = session_bus();
+    let fake = rt.block_on(FakeLogin1::serve(&bus, true));
+    let svc = Service::start(&bus);
+    let mut ui = svc.ui();
+    // Custody holds a sleep delay inhibitor from the start.
+    rt.block_on(fake.wait_inhibitors(WAIT, |i| {
+        i.len() == 1 && i[0] == ("sleep|Parley Custody|delay".to_string(), true)
+    }));
+    let key = ui
+        .call("main", "key_create", json!({"label": "Ana"}))
+        .unwrap();
+    let principal = key["public"].as_str().unwrap().to_string();
+
+    // Unlocked: the notification says what is asked, and where.
+    let agent = Agent::ask(&svc.sock, &principal, "c1", "shop.example", 5830);
+    let shown = notes(&fake, 1);
+    assert!(
+        shown[0].body.contains("58.30 USD") && shown[0].body.contains("shop.example"),
+        "{shown:?}"
+    );
+    ui.note("review-q1", "shown");
+    std::thread::sleep(ARMED);
+
+    // Locked while the review is open and armed: it is not any more, and
+    // the notification on screen is replaced by one without details.
+    rt.block_on(fake.set_locked(true));
+    ui.wait_session("review-q1", json!("locked"));
+    let yes = json!({"id": "q1", "approve": true, "confirmed": false, "gesture": "click"});
+    let e = ui
+        .call("review-q1", "review_decide", yes.clone())
+        .unwrap_err();
+    assert!(
+        e.contains("Approve is off while the screen is locked"),
+        "{e}"
+    );
+    assert_eq!(
+        agent.final_within(Duration::from_millis(300)),
+        None,
+        "nothing decided"
+    );
+    let hidden = "An agent asks for your decision. Open Parley Custody to see what it asks.";
+    let shown = notes(&fake, 2);
+    assert_eq!(
+        (shown[1].replaces, shown[1].body.as_str()),
+        (1, hidden),
+        "{shown:?}"
+    );
+
+    // A request that comes while locked: its notification says only that an agent asks.
+    let second = Agent::ask(&svc.sock, &principal, "c2", "books.example", 1999);
+    let shown = notes(&fake, 3);
+    assert_eq!(
+        (shown[2].replaces, shown[2].body.as_str()),
+        (0, hidden),
+        "{shown:?}"
+    );
+    for n in &shown[1..] {
+        for secret in [
+            "books.example",
+            "shop.example",
+            "19.99",
+            "58.30",
+            "USD",
+            "Ana",
+            "shop.order",
+            "“",
+        ] {
+            assert!(
+                !n.body.contains(secret) && !n.summary.contains(secret),
+                "{secret}: {n:?}"
+            );
+        }
+    }
+
+    // Unlocked: the window arms from the start, the whole delay again.
+    rt.block_on(fake.set_locked(false));
+    ui.wait_session("review-q1", Value::Null);
+    let e = ui
+        .call("review-q1", "review_decide", yes.clone())
+        .unwrap_err();
+    assert!(e.contains("too soon"), "{e}");
+    std::thread::sleep(ARMED);
+    // Approved for a while: a short grant beside the consent…
+    let mut for_a_while = yes;
+    for_a_while["for_a_while"] = json!({"amount": 10000, "minutes": 15});
+    let done = ui.call("review-q1", "review_decide", for_a_while).unwrap();
+    assert_eq!(done["outcome"], "approved", "{done}");
+    let fin = agent.final_within(WAIT).unwrap();
+    assert_eq!(fin["kind"], "APPROVED", "{fin}");
+    let short = parley_core::grant::UnverifiedGrant::decode(
+        fin["for_a_while"]["grant"].as_str().expect("a short grant"),
+    )
+    .unwrap()
+    .id();
+    drop(second);
+
+    // …which the next lock ends (the setting is on by default): custody
+    // publishes its signed revocation, naming the lock.
+    rt.block_on(fake.set_locked(true));
+    let statement = svc.data.join("revocations").join(format!("{short}.json"));
+    let end = Instant::now() + WAIT;
+    while !statement.exists() {
+        assert!(
+            Instant::now() < end,
+            "the lock did not revoke {short}:\n{}",
+            svc.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let text = std::fs::read_to_string(&statement).unwrap();
+    assert!(text.contains("the session was locked"), "{text}");
+    rt.block_on(fake.set_locked(false));
+    ui.wait_session("main", Value::Null);
+
+    // "Hide details in notifications: always", saved in Settings: unlocked,
+    // a new request's notification says only that an agent asks.
+    let mut settings = ui.call("main", "settings_get", json!({})).unwrap()["settings"].clone();
+    assert_eq!(settings["hide_notification_details"], "when_locked");
+    settings["hide_notification_details"] = json!("always");
+    ui.call("main", "settings_save", json!({ "settings": settings }))
+        .expect("hiding details asks nothing");
+    let before = fake.notes().len();
+    let third = Agent::ask(&svc.sock, &principal, "c3", "tea.example", 450);
+    // (The "Approved" notification of the approval above may come in between.)
+    let end = Instant::now() + WAIT;
+    let request = loop {
+        let now = fake.notes();
+        if let Some(n) = now[before..]
+            .iter()
+            .find(|n| n.summary == "A request needs your decision")
+        {
+            break n.clone();
+        }
+        assert!(Instant::now() < end, "no notification for c3: {now:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!((request.replaces, request.body.as_str()), (0, hidden));
+    drop(third);
+    let log = svc.log();
+    assert!(
+        log.contains("following the session's lock and sleep"),
+        "{log}"
+    );
+}
+
+#[test]
+fn without_login1_the_desktops_screensaver_locks_the_review() {
+    let test = "without_login1_the_desktops_screensaver_locks_the_review";
+    if !in_session(test, Session::Keyring) {
+        return;
+    }
+    let rt = support::rt();
+    let bus = session_bus();
+    // No login1 on this bus at all: custody reads the lock from the screensaver.
+    let saver = rt.block_on(FakeScreenSaver::serve(&bus));
+    let svc = Service::start(&bus);
+    let mut ui = svc.ui();
+    let key = ui
+        .call("main", "key_create", json!({"label": "Ana"}))
+        .unwrap();
+    let principal = key["public"].as_str().unwrap().to_string();
+    let agent = Agent::ask(&svc.sock, &principal, "s1", "shop.example", 5830);
+    ui.note("review-q1", "shown");
+    std::thread::sleep(ARMED);
+    rt.block_on(saver.set_active(true));
+    ui.wait_session("review-q1", json!("locked"));
+    let yes = json!({"id": "q1", "approve": true, "confirmed": false, "gesture": "click"});
+    let e = ui
+        .call("review-q1", "review_decide", yes.clone())
+        .unwrap_err();
+    assert!(
+        e.contains("Approve is off while the screen is locked"),
+        "{e}"
+    );
+    rt.block_on(saver.set_active(false));
+    ui.wait_session("review-q1", Value::Null);
+    std::thread::sleep(ARMED);
+    let done = ui.call("review-q1", "review_decide", yes).unwrap();
+    assert_eq!(done["outcome"], "approved", "{done}");
+    assert_eq!(agent.final_within(WAIT).unwrap()["kind"], "APPROVED");
+    let log = svc.log();
+    assert!(log.contains("following the screensaver"), "{log}");
+}
+
+// ---------------------------------------------------------------------------
+// Sleep during a step-up, and a locked session, at the headless daemon's
+// terminal: the real daemon as an ordinary user with a password (polkit asks
+// root nothing), on a tmux pty, next to the real polkitd (scripts/
+// start-polkit.sh), its OS prompt from `pkttyagent` on the same terminal.
+
+/// The test's own OS user (the worktree's prefix).
+const USER: &str = "parley-t-lock";
+const PASSWORD: &str = "lock-sleep-Passw0rd";
+const UNLOCK: &str = include_str!("../../scripts/unlock-keyring.sh");
+
+fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+fn must(cmd: &mut Command) {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The user with its password, and polkit up with the user an owner of
+/// custody's actions.
+fn ensure_user_and_polkit() {
+    if nix::unistd::User::from_name(USER).ok().flatten().is_none() {
+        must(Command::new("useradd").args([
+            "--system",
+            "--no-create-home",
+            "--shell",
+            "/bin/sh",
+            USER,
+        ]));
+    }
+    let mut chpasswd = Command::new("chpasswd")
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("chpasswd");
+    writeln!(chpasswd.stdin.take().unwrap(), "{USER}:{PASSWORD}").unwrap();
+    assert!(chpasswd.wait().unwrap().success(), "chpasswd");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/start-polkit.sh");
+    must(Command::new("bash").arg(&script).arg(USER));
+}
+
+/// A directory of the test user's, mode 0700.
+fn own_dir(path: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(path).unwrap();
+    let uid = nix::unistd::User::from_name(USER).unwrap().unwrap().uid;
+    nix::unistd::chown(path, Some(uid), None).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700)).unwrap();
+    path.to_path_buf()
+}
+
+/// A private `dbus-daemon` every user may connect to (the login1 of the
+/// test answers there; the daemon runs as another user than the test).
+struct PrivateBus {
+    child: Child,
+    address: String,
+}
+
+impl PrivateBus {
+    fn start(dir: &Path) -> PrivateBus {
+        let path = dir.join("login1-bus");
+        let config = dir.join("login1-bus.conf");
+        std::fs::write(
+            &config,
+            format!(
+                r#"<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:path={}</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow user="*"/>
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+"#,
+                path.display()
+            ),
+        )
+        .unwrap();
+        let mut child = Command::new("dbus-daemon")
+            .arg(format!("--config-file={}", config.display()))
+            .args(["--nofork", "--print-address=1"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("dbus-daemon");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .expect("dbus-daemon's address");
+        PrivateBus {
+            child,
+            address: line.trim().to_string(),
+        }
+    }
+}
+
+impl Drop for PrivateBus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A tmux server of the test's, killed when dropped with what the test
+/// user left running.
+struct Tmux(String);
+
+impl Tmux {
+    fn cmd(&self, args: &[&str]) {
+        must(
+            Command::new("tmux")
+                .arg("-L")
+                .arg(&self.0)
+                .args(args)
+                .stdin(Stdio::null()),
+        );
+    }
+
+    fn keys(&self, k: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "daemon"];
+        args.extend_from_slice(k);
+        self.cmd(&args);
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.0, "kill-server"])
+            .stderr(Stdio::null())
+            .status();
+        let _ = Command::new("pkill").args(["-KILL", "-u", USER]).status();
+    }
+}
+
+/// Waits until `needle` appears in `log` after byte `from`; the byte after it.
+fn wait_in(log: &Path, needle: &str, from: usize) -> usize {
+    let start = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if let Some(i) = text.get(from..).and_then(|t| t.find(needle)) {
+            return from + i + needle.len();
+        }
+        assert!(
+            start.elapsed() < WAIT,
+            "timed out waiting for {needle:?}; the terminal shows:\n{}",
+            text.get(from..).unwrap_or(&text)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// An agent as the test user (python3 on the custody socket, which only
+/// the user's own processes may use): prints every reply as one line.
+fn agent_as_user(sock: &Path, request: &Value) -> (Child, mpsc::Receiver<Value>) {
+    let code = "import socket,sys\ns=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])\n\
+                s.sendall((sys.argv[2]+'\\n').encode())\nfor l in s.makefile():\n    print(l.strip(), flush=True)\n";
+    let mut child = Command::new("runuser")
+        .args(["-u", USER, "--", "python3", "-c", code])
+        .arg(sock)
+        .arg(request.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3 as the test user");
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines() {
+            let Ok(line) = line else { break };
+            if tx
+                .send(serde_json::from_str(&line).unwrap_or(json!({})))
+                .is_err()
+            {
+                break;
+            }
+        }
+    });
+    (child, rx)
+}
+
+fn consent(id: &str, principal: &str) -> Value {
+    let expires = parley_custody::engine::unix_now() + 1800;
+    let mut p = json!({
+        "id": format!("p_{id}"), "capability": "shop.order", "summary": "Order 3 meals",
+        "effects": [{"op": "charge", "target": "card ••42", "detail": "paid"}],
+        "cost": {"amount": 5830, "currency": "USD"}, "risk": "low",
+        "undo": {"window": 1800}, "expires": expires
+    });
+    p["hash"] = json!(proposal_hash(&p).unwrap());
+    let agent = SecretKey::from_seed(&Zeroizing::new([9u8; 32])).public();
+    json!({"custody": 1, "id": id, "op": "consent", "service": "shop.example",
+        "agent": agent.to_string(), "proposal": p,
+        "consent": {"proposal": p["id"], "hash": p["hash"], "service": "shop.example",
+                    "capability": "shop.order", "principal": principal,
+                    "summary": "Order 3 meals", "expires": expires}})
+}
+
+/// The final reply (not `PENDING`) within `wait`, if any.
+fn final_within(rx: &mpsc::Receiver<Value>, wait: Duration) -> Option<Value> {
+    let end = Instant::now() + wait;
+    while let Some(left) = end.checked_duration_since(Instant::now()) {
+        match rx.recv_timeout(left) {
+            Ok(v) if v["kind"] == "PENDING" => continue,
+            Ok(v) => return Some(v),
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+#[test]
+fn prepare_for_sleep_during_a_step_up_signs_nothing_and_the_terminal_refuses_while_locked() {
+    let test =
+        "prepare_for_sleep_during_a_step_up_signs_nothing_and_the_terminal_refuses_while_locked";
+    if !support::require_root(
+        test,
+        "it creates an OS user with a password and starts polkitd",
+    ) {
+        return;
+    }
+    let missing = support::not_on_path(&[
+        "tmux",
+        "runuser",
+        "script",
+        "pkttyagent",
+        "python3",
+        "dbus-daemon",
+        "dbus-run-session",
+        "gnome-keyring-daemon",
+    ]);
+    assert!(
+        missing.is_empty(),
+        "this test needs {missing:?}: run scripts/setup.sh"
+    );
+    ensure_user_and_polkit();
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::Builder::new()
+        .prefix("parley-lock")
+        .tempdir()
+        .unwrap();
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bus = PrivateBus::start(tmp.path());
+    let rt = support::rt();
+    let fake = rt.block_on(FakeLogin1::serve(&bus.address, false));
+    let home = own_dir(&tmp.path().join("home"));
+    let run_dir = own_dir(&home.join("run"));
+    let data = own_dir(&home.join("data"));
+    let sock = run_dir.join("custody.sock");
+    let screen = tmp.path().join("terminal.log");
+    let daemon = format!(
+        "exec dbus-run-session -- sh -c {unlock} sh {bin} --approver terminal --socket {sock} --data-dir {data}",
+        unlock = sh_quote(UNLOCK),
+        bin = sh_quote(env!("CARGO_BIN_EXE_parley-custodyd")),
+        sock = sh_quote(&sock.display().to_string()),
+        data = sh_quote(&data.display().to_string()),
+    );
+    let pane = format!(
+        "exec runuser -u {USER} -- env -i HOME={home} PATH=/usr/local/bin:/usr/bin:/bin \
+         XDG_RUNTIME_DIR={run} XDG_DATA_HOME={data} KEYRING_PW=lock-keyring-pw RUST_LOG=info \
+         PARLEY_CUSTODY_NAMESPACE=lock-sleep XDG_SESSION_ID={SESSION_ID} \
+         PARLEY_CUSTODY_LOGIN1_BUS={bus} script -qfec {daemon} /dev/null",
+        home = sh_quote(&home.display().to_string()),
+        run = sh_quote(&run_dir.display().to_string()),
+        data = sh_quote(&data.display().to_string()),
+        bus = sh_quote(&bus.address),
+        daemon = sh_quote(&daemon),
+    );
+    let tmux = Tmux(format!("{USER}-{}", std::process::id()));
+    tmux.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        "daemon",
+        "-x",
+        "200",
+        "-y",
+        "50",
+        &format!("sleep 0.5; {pane}"),
+    ]);
+    tmux.cmd(&[
+        "pipe-pane",
+        "-o",
+        "-t",
+        "daemon",
+        &format!("cat >> {}", sh_quote(&screen.display().to_string())),
+    ]);
+    let at = wait_in(&screen, "Create one now? [y/N]", 0);
+    tmux.keys(&["y", "Enter"]);
+    let at = wait_in(&screen, "listening on", at);
+    let text = std::fs::read_to_string(&screen).unwrap();
+    let principal = text
+        .split_whitespace()
+        .find(|w| w.starts_with("ed25519:"))
+        .expect("the daemon prints the principal key")
+        .to_string();
+    // Custody holds a sleep delay inhibitor while idle.
+    rt.block_on(fake.wait_inhibitors(WAIT, |i| {
+        i == [("sleep|Parley Custody|delay".to_string(), true)]
+    }));
+    let (_agent, replies) = agent_as_user(&sock, &consent("a", &principal));
+    let yes = |at: usize| {
+        let at = wait_in(&screen, "approve? [y/N] ", at);
+        std::thread::sleep(parley_custody::terminal::ANSWER_DELAY + Duration::from_millis(300));
+        tmux.keys(&["y", "Enter"]);
+        at
+    };
+
+    // The OS prompt is open (a step-up in flight) when sleep comes: it is
+    // cancelled, nothing is signed, and custody lets sleep go ahead.
+    let at = yes(at);
+    let at = wait_in(&screen, "Password: ", at);
+    rt.block_on(fake.prepare_for_sleep(true));
+    let at = wait_in(
+        &screen,
+        "not signed: Approve is off while the computer goes to sleep",
+        at,
+    );
+    rt.block_on(fake.wait_inhibitors(WAIT, |i| i.len() == 1 && !i[0].1));
+    assert_eq!(
+        final_within(&replies, Duration::from_millis(500)),
+        None,
+        "nothing signed"
+    );
+    // Asleep, a yes starts no OS prompt.
+    let asked = yes(at);
+    let at = wait_in(
+        &screen,
+        "not signed: Approve is off while the computer goes to sleep",
+        asked,
+    );
+    let shown = std::fs::read_to_string(&screen).unwrap();
+    assert!(
+        !shown[asked..at].contains("Password"),
+        "no OS prompt while asleep:\n{}",
+        &shown[asked..at]
+    );
+    // Awake: a new inhibitor.
+    rt.block_on(fake.prepare_for_sleep(false));
+    rt.block_on(fake.wait_inhibitors(WAIT, |i| i.len() == 2 && !i[0].1 && i[1].1));
+
+    // Locked: the terminal refuses an approval too, with a clear sentence.
+    rt.block_on(fake.set_locked(true));
+    std::thread::sleep(Duration::from_millis(300));
+    let asked = yes(at);
+    let at = wait_in(
+        &screen,
+        "not signed: Approve is off while the screen is locked",
+        asked,
+    );
+    let shown = std::fs::read_to_string(&screen).unwrap();
+    assert!(
+        !shown[asked..at].contains("Password"),
+        "no OS prompt while locked:\n{}",
+        &shown[asked..at]
+    );
+    assert_eq!(
+        final_within(&replies, Duration::from_millis(300)),
+        None,
+        "nothing signed"
+    );
+    // Unlocked: the password signs, once.
+    rt.block_on(fake.set_locked(false));
+    std::thread::sleep(Duration::from_millis(300));
+    let at = yes(at);
+    wait_in(&screen, "Password: ", at);
+    tmux.keys(&[PASSWORD, "Enter"]);
+    let a = final_within(&replies, WAIT).expect("a final reply");
+    assert_eq!(a["kind"], "APPROVED", "{a}");
+    drop(tmux);
+    let audit = parley_custody::audit::Audit::open(&parley_custody::paths::audit_path(&data))
+        .expect("the daemon's audit log");
+    let rows = audit
+        .query(&parley_custody::audit::Query {
+            kinds: vec![
+                parley_custody::audit::EventKind::ConsentApproved,
+                parley_custody::audit::EventKind::StepUpFailed,
+            ],
+            ..Default::default()
+        })
+        .unwrap();
+    let kinds: Vec<_> = rows.iter().map(|r| (r.kind, r.reason.clone())).collect();
+    assert_eq!(
+        kinds
+            .iter()
+            .filter(|k| k.0 == parley_custody::audit::EventKind::ConsentApproved)
+            .count(),
+        1,
+        "{kinds:?}"
+    );
+    assert!(
+        kinds
+            .iter()
+            .any(|k| k.1.as_deref().is_some_and(|r| r.contains("going-to-sleep"))),
+        "the cancelled step-up is in the log: {kinds:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// The engine itself, with the scripted approver: whatever the UI or the
+// terminal shows, nothing is signed while the session is locked or going
+// to sleep, the human's own grant form included; a denial still counts.
+
+#[test]
+fn the_engine_signs_nothing_while_locked_or_asleep_the_own_form_included() {
+    use parley_custody::approver::{Gesture, Verdict, Yes};
+    use parley_custody::audit::EventKind;
+    use parley_custody::engine::{unix_now, DecideError, EngineConfig, IssueError};
+    use parley_custody::ipc::peer::PeerInfo;
+    use parley_custody::session::{Hold, SessionGate};
+    use support::custody::{next_reply, no_step_up, Keys, TestCustody};
+    use support::requests::{order_request, seeded_agent};
+
+    support::rt().block_on(async {
+        let gate = SessionGate::new();
+        let config = EngineConfig {
+            session: gate.clone(),
+            ..no_step_up()
+        };
+        let mut c = TestCustody::start(Keys::File, config).await;
+        let peer = PeerInfo::from_creds(4242, 4242, None);
+        let mut rx = c.submit(
+            &peer,
+            order_request("w", 1, &seeded_agent(70), &c.principal, "shop.example"),
+        );
+        assert_eq!(next_reply(&mut rx).await["kind"], "PENDING");
+        let shown = c.shown.recv().await.unwrap();
+        let yes = Yes {
+            gesture: Gesture::Click,
+            second_confirmation: true,
+        };
+        let caveats = json!([{"svc": ["shop.example"]}, {"exp": unix_now() + 60}]);
+        let set = |hold: Hold, on: bool| match hold {
+            Hold::Locked => gate.set_locked(on),
+            Hold::Asleep => gate.set_asleep(on),
+        };
+        for hold in [Hold::Locked, Hold::Asleep] {
+            set(hold, true);
+            let r = c.engine.decide(&shown.id, Verdict::Approve(yes)).await;
+            assert!(
+                matches!(r, Err(DecideError::Session(h)) if h == hold),
+                "{r:?}"
+            );
+            let r = c
+                .engine
+                .issue_grant(&seeded_agent(71), &caveats, Some(&c.principal), None, yes)
+                .await;
+            assert!(
+                matches!(r, Err(IssueError::Session(h)) if h == hold),
+                "{r:?}"
+            );
+            set(hold, false);
+        }
+        assert!(c.rows(EventKind::ConsentApproved).is_empty());
+        assert!(c.rows(EventKind::GrantIssued).is_empty());
+        assert_eq!(c.engine.pending().len(), 1, "the request still waits");
+        // A denial counts while locked (it signs nothing).
+        gate.set_locked(true);
+        let r = c.engine.decide(&shown.id, Verdict::Deny(None)).await;
+        assert!(r.is_ok(), "{r:?}");
+        assert_eq!(next_reply(&mut rx).await["kind"], "DENIED");
+    });
+}
