@@ -15,20 +15,16 @@ use crate::approver::{Gesture, Yes};
 use crate::audit::Audit;
 use crate::keystore::Keystore;
 use crate::signer::{self, SignError};
-use crate::stepup::{Action, Polkit, PromptDetails, StepUpError, TextAgent};
+use crate::stepup::{self, PromptDetails, StepUpError, OS_AUTH};
 use parley_core::revocation::Revocation;
 use parley_core::PublicKey;
 use std::path::{Path, PathBuf};
 
-/// `confirmed_by` of a revocation the OS authenticated.
-pub const OS_AUTH: &str = "os-auth";
 /// `confirmed_by` of a revocation custody made itself, asking nothing:
 /// an approve-for-a-while grant ended by freeze or by the session's lock
 /// (a revocation only restricts, like freezing).
 pub const RESTRICTS_UNASKED: &str =
     "none asked: ending an approve-for-a-while grant only restricts";
-/// `confirmed_by` of a revocation made as root (polkit asks root nothing).
-pub const ROOT_UNASKED: &str = "root: no OS authentication (polkit asks root nothing)";
 
 /// Where custody publishes revocation statements: `revocations/` in its
 /// data directory, one `<grant id>.json` each.
@@ -70,20 +66,11 @@ pub struct Revoked {
     pub confirmed_by: &'static str,
 }
 
-fn is_root() -> bool {
-    nix::unistd::Uid::effective().is_root()
-}
-
 /// Asks polkit (its text agent on this terminal) before revoking: the
 /// human's `parley custody revoke`.
 pub async fn authenticate_on_terminal(grant: &str) -> Result<&'static str, RevokeError> {
-    if is_root() {
-        return Ok(ROOT_UNASKED);
-    }
-    Polkit::terminal(TextAgent::pkttyagent())
-        .authenticate(Action::Change, &details(grant))
+    stepup::confirm_change_on_terminal(&details(grant))
         .await
-        .map(|()| OS_AUTH)
         .map_err(RevokeError::NotAuthenticated)
 }
 

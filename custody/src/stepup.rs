@@ -116,6 +116,30 @@ pub const AS_ROOT: &str = "Custody runs as root (uid 0). OS authentication canno
      rule is chosen here, your click alone signs. Run custody as your normal desktop user for \
      real keys.";
 
+/// `confirmed_by` of a change (or revocation) the OS authenticated.
+pub const OS_AUTH: &str = "os-auth";
+
+/// `confirmed_by` of a change made by custody running as root: polkit asks
+/// root nothing, so no OS authentication protected it.
+pub const ROOT_UNASKED: &str = "root: no OS authentication (polkit asks root nothing)";
+
+/// Asks the OS, through polkit's text agent on this terminal, to
+/// authenticate the human for the change `details` names: the human's own
+/// commands (`parley custody unfreeze`, `parley custody revoke`). Returns
+/// what the change's audit row records as `confirmed_by`; as root, polkit
+/// would say yes unasked, and the row says so ([`ROOT_UNASKED`]).
+pub async fn confirm_change_on_terminal(
+    details: &PromptDetails,
+) -> Result<&'static str, StepUpError> {
+    if nix::unistd::Uid::effective().is_root() {
+        return Ok(ROOT_UNASKED);
+    }
+    Polkit::terminal(TextAgent::pkttyagent())
+        .authenticate(Action::Change, details)
+        .await
+        .map(|()| OS_AUTH)
+}
+
 /// [`AS_ROOT`] when custody's user is `uid` 0, else nothing.
 pub fn as_root_warning(uid: u32) -> Option<&'static str> {
     (uid == 0).then_some(AS_ROOT)

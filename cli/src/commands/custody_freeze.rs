@@ -15,14 +15,9 @@ use parley_core::lens;
 use parley_custody::audit::{Audit, Event, Freeze};
 use parley_custody::engine::unix_now;
 use parley_custody::paths;
-use parley_custody::stepup::{Action, Polkit, PromptDetails, TextAgent};
+use parley_custody::stepup::{confirm_change_on_terminal, PromptDetails};
 use serde::Serialize;
 use std::fmt;
-
-/// `confirmed_by` of an unfreeze the OS authenticated.
-const OS_AUTH: &str = "os-auth";
-/// `confirmed_by` of an unfreeze made as root (polkit asks root nothing).
-const ROOT_UNASKED: &str = "root: no OS authentication (polkit asks root nothing)";
 
 fn open_audit(a: &FreezeArgs) -> Result<Audit, CliError> {
     let dir = data_dir(a.data_dir.as_ref())?;
@@ -144,31 +139,17 @@ fn refused_view(e: &Event) -> RefusedView {
 /// Asks the OS to authenticate the human for the unfreeze (polkit's change
 /// action, its text agent on this terminal).
 fn authenticate() -> Result<&'static str, CliError> {
-    if is_root() {
-        return Ok(ROOT_UNASKED);
-    }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(CliError::bad)?;
     let details = PromptDetails::new().with("change", "unfreeze custody (let agents ask again)");
-    rt.block_on(Polkit::terminal(TextAgent::pkttyagent()).authenticate(Action::Change, &details))
-        .map(|()| OS_AUTH)
+    rt.block_on(confirm_change_on_terminal(&details))
         .map_err(|e| {
             CliError::bad(format!(
                 "OS authentication did not succeed ({e}): custody stays frozen"
             ))
         })
-}
-
-fn is_root() -> bool {
-    // The effective uid, the second field of `Uid:` in /proc/self/status.
-    std::fs::read_to_string("/proc/self/status").is_ok_and(|st| {
-        st.lines()
-            .find_map(|l| l.strip_prefix("Uid:"))
-            .and_then(|l| l.split_whitespace().nth(1).map(|e| e == "0"))
-            .unwrap_or(false)
-    })
 }
 
 /// Unfreezes custody after OS authentication, listing what was refused.

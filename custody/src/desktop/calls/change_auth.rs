@@ -15,14 +15,7 @@
 
 use super::{CallError, ErrorCode, R};
 use crate::engine::Engine;
-use crate::stepup::{PromptDetails, StepUpError};
-
-/// `confirmed_by` of a change the OS authenticated.
-pub const OS_AUTH: &str = "os-auth";
-
-/// `confirmed_by` of a change custody running as root made: polkit asks
-/// root nothing, so no OS authentication protected it.
-pub const ROOT_UNASKED: &str = "root: no OS authentication (polkit asks root nothing)";
+use crate::stepup::{PromptDetails, StepUpError, OS_AUTH, ROOT_UNASKED};
 
 /// Asks the OS to authenticate the human for `details` (its `change` says
 /// what, in words). Returns what the change's audit row records as
