@@ -104,6 +104,9 @@ print(a.getsockname()[1], b.getsockname()[1])')
   local bus_config=() as_user=() screen=1280x800x24
   # Wide enough for two review windows beside a centred one (sandbox.e2e.mjs).
   [[ "$kind" = sandbox* ]] && screen=1920x1080x24
+  # A new user's walk-through on a small screen (and, on demand, a common laptop's).
+  [ "$kind" = walkthrough ] && screen=1024x600x24
+  [ "$kind" = walkthrough-1366 ] && screen=1366x768x24
   if [ "$kind" = stepup ] || [ "$kind" = sandbox-user ]; then
     # The app as an ordinary user with a password (polkit asks root nothing),
     # next to a real polkitd; no notification daemon, so the review opens itself.
@@ -200,6 +203,11 @@ session crowd src-tauri/tests/e2e/crowd.e2e.mjs
 session wayland src-tauri/tests/e2e/wayland.e2e.mjs
 # A YEA MCP job server's refund approved in the review window with its phrase (issue 29).
 session mcp src-tauri/tests/e2e/mcp.e2e.mjs
+# A new user's whole story on a 1024×600 screen: every window fits, Deny and
+# Approve in view (screenshots walk-*.png); walkthrough-1366 only on demand.
+session walkthrough src-tauri/tests/e2e/walkthrough.e2e.mjs
+if [ -n "${E2E_ONLY:-}" ]; then session walkthrough-1366 src-tauri/tests/e2e/walkthrough.e2e.mjs; fi
+
 # The app as the package installed it: only when asked for by name
 # (scripts/test-package.sh, with PARLEY_APP=/usr/bin/parley-custody).
 if [ "${E2E_ONLY:-}" = installed ]; then

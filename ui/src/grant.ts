@@ -81,6 +81,8 @@ async function main() {
     known.append(o)
   }
   known.disabled = !!req || ctx.known_agents.length === 0
+  // A request's form is for the agent that asked: no other to pick.
+  known.hidden = !!req
   const label = input('agent-label', { placeholder: 'e.g. shopping assistant', maxlength: '64' })
   const existing = ctx.known_agents.find((a) => a.key === values.agent)
   if (existing?.label) label.value = existing.label
