@@ -75,6 +75,30 @@ function uiPid(service) {
   return tree(service).find((p) => comm(p) === 'parley-custody')
 }
 
+/** The review window's X id, or null (see reviewShown). */
+function reviewWindow() {
+  const r = spawnSync('xdotool', ['search', '--onlyvisible', '--name', '(Review request|\\(q[0-9]+\\)) — Parley Custody'], { encoding: 'utf8' })
+  return r.status === 0 ? r.stdout.trim().split('\n')[0] || null : null
+}
+
+/** Where the review's footer button `which` is on screen: the footer is
+ *  sticky at the window's bottom, Deny at its left, Approve after Deny and
+ *  "Deny and pause" (docs/screenshots/review.png, 620 px wide). */
+function buttonAt(win, which) {
+  const g = execFileSync('xdotool', ['getwindowgeometry', '--shell', win], { encoding: 'utf8' })
+  const v = Object.fromEntries(g.trim().split('\n').map((l) => l.split('=')))
+  const x = Number(v.X) + (which === 'approve' ? 411 : 61)
+  return [x, Number(v.Y) + Number(v.HEIGHT) - 80]
+}
+
+/** A real pointer click (X events, as a person's) on the review's `which` button. */
+function press(win, which) {
+  const [x, y] = buttonAt(win, which)
+  execFileSync('xdotool', ['mousemove', String(x), String(y)])
+  spawnSync('xdotool', ['windowfocus', win])
+  execFileSync('xdotool', ['click', '1'])
+}
+
 function reviewShown() {
   // A review window opens as "Review request — Parley Custody", then is titled
   // after its request ("Approve 10.01 USD at shop.example? (q1) — Parley Custody").
@@ -109,6 +133,48 @@ const times = []
 const after = []
 let withReview = null
 const me = agentKey()
+// BENCH_DECIDE=1 (scripts/bench-app.sh's default): each session also
+// approves one request (OS authentication, silent as root through polkit)
+// and denies another, each opened from its notification (dunst), with the
+// notification after Approve: every path a person's session takes.
+const DECIDE = process.env.BENCH_DECIDE === '1'
+const decided = { approved: 0, denied: 0 }
+
+/** Opens the newest request's review from its notification (or, with no
+ *  notification daemon, the service opened it) and waits for it. */
+async function reviewOf(i) {
+  if (DECIDE) {
+    await until(() => spawnSync('dunstctl', ['count', 'displayed'], { encoding: 'utf8' }).stdout.trim() !== '0', `the notification ${i}`, 20_000)
+    execFileSync('dunstctl', ['action', '0'])
+  }
+  return until(() => reviewWindow(), `review window ${i}`, 60_000)
+}
+
+/** One request decided with a click on `which`; the agent's final answer. */
+async function decide(agent, id, which, ask = false) {
+  if (ask) {
+    // Only this request's notification on screen, for its action.
+    execFileSync('dunstctl', ['close-all'])
+    const p = proposal(PARLEY, { id: `p_${id}`, amount: 3000 + Number(id.slice(1)) })
+    agent.send(consentRequest(id, { proposal: p, principal, agent: me }))
+    await agent.pending(id)
+  }
+  const win = await (ask ? reviewOf(id) : until(() => reviewWindow(), `review window ${id}`))
+  // Armed once the window has been in front for custody's delay (1.5 s).
+  spawnSync('xdotool', ['windowfocus', win])
+  await sleep(2200)
+  let fin = null
+  for (let tries = 0; tries < 5 && !fin; tries++) {
+    press(win, which)
+    fin = await Promise.race([agent.final(id), sleep(4000).then(() => null)])
+  }
+  if (!fin) throw new Error(`bench: no answer to ${id} after clicking ${which}`)
+  const want = which === 'approve' ? 'APPROVED' : 'DENIED'
+  if (fin.kind !== want) throw new Error(`bench: ${id}: ${JSON.stringify(fin)}, not ${want}`)
+  decided[which === 'approve' ? 'approved' : 'denied']++
+  await until(() => !reviewWindow(), `the review ${id} to close`, 20_000)
+}
+
 for (let i = 1; i <= RUNS; i++) {
   // A UI session as a person has one: the app opened from the tray (its home
   // window reads the queue, the agents and the audit log), then a review.
@@ -119,9 +185,11 @@ for (let i = 1; i <= RUNS; i++) {
   await sleep(2500)
   const agent = await Agent.connect(SOCK)
   const p = proposal(PARLEY, { id: `p_b${i}`, amount: 1000 + i })
+  if (DECIDE) execFileSync('dunstctl', ['close-all'])
   const sent = performance.now()
   agent.send(consentRequest(`b${i}`, { proposal: p, principal, agent: me }))
-  await until(() => reviewShown(), `review window ${i}`, 60_000)
+  if (DECIDE) await reviewOf(i)
+  else await until(() => reviewShown(), `review window ${i}`, 60_000)
   times.push(performance.now() - sent)
   if (withReview === null) {
     await sleep(2000)
@@ -129,6 +197,11 @@ for (let i = 1; i <= RUNS; i++) {
     withReview = procs.map(mem).reduce((a, b) => ({ rss: a.rss + b.rss, pss: a.pss + b.pss }), { rss: 0, pss: 0 })
     withReview.procs = procs.length
     withReview.each = procs.map((p) => ({ comm: comm(p), ...mem(p) }))
+  }
+  if (DECIDE) {
+    // This request approved, then another denied.
+    await decide(agent, `b${i}`, 'approve')
+    await decide(agent, `d${i}`, 'deny', true)
   }
   // Next run starts with no UI process: the agent withdraws, the UI exits.
   const pid = uiPid(svc.pid)
@@ -161,8 +234,8 @@ const lines = [
   `service idle, no window: RSS ${mb(idle.rss)} MiB, PSS ${mb(idle.pss)} MiB (goal < 30 MB)`,
   `one review window, everything (${withReview.procs} processes: service, UI, WebKit): RSS ${mb(withReview.rss)} MiB, PSS ${mb(withReview.pss)} MiB (goal < 250 MB)`,
   `  of which: ${withReview.each.map((p) => `${p.comm} RSS ${mb(p.rss)} / PSS ${mb(p.pss)} MiB`).join('; ')}`,
-  `service idle after each UI session (open the UI, a review, close the UI), ${after.length} sessions: RSS ${after.map((m) => mb(m.rss)).join(', ')} MiB; max ${mb(Math.max(...after.map((m) => m.rss)))} MiB, threads ${after.map((m) => m.threads).join(', ')}, last − first ${mb(after.at(-1).rss - after[0].rss)} MiB (goal < 30 MB, flat)`,
-  `consent request → review window on screen, UI process started each time, ${RUNS} runs: p50 ${pct(times, 50).toFixed(0)} ms, p95 ${pct(times, 95).toFixed(0)} ms, max ${Math.max(...times).toFixed(0)} ms (goal p95 < 400 ms)`,
+  `service idle after each UI session (open the UI, a review${DECIDE ? ', approved with OS authentication and its notifications, then another denied' : ''}, close the UI), ${after.length} sessions${DECIDE ? ` (${decided.approved} approved, ${decided.denied} denied)` : ''}: RSS ${after.map((m) => mb(m.rss)).join(', ')} MiB; max ${mb(Math.max(...after.map((m) => m.rss)))} MiB, threads ${after.map((m) => m.threads).join(', ')}, last − first ${mb(after.at(-1).rss - after[0].rss)} MiB (goal < 30 MB, flat)`,
+  `consent request → review window on screen${DECIDE ? ' (opened from its notification)' : ''}, UI process started each time, ${RUNS} runs: p50 ${pct(times, 50).toFixed(0)} ms, p95 ${pct(times, 95).toFixed(0)} ms, max ${Math.max(...times).toFixed(0)} ms (goal p95 < 400 ms)`,
 ]
 for (const l of lines) console.log(`figure: ${l}`)
 if (process.env.BENCH_OUT) {

@@ -6,7 +6,7 @@
 # notification daemon (so the service opens the review itself). Release-like
 # build (the app profile). Prints figures; writes them to target/bench-app.txt.
 #   scripts/bench-app.sh            BENCH_RUNS=20 by default (UI sessions: the
-#     service's idle RSS is printed after each)
+#     service's idle RSS is printed after each; BENCH_DECIDE below)
 #   BENCH_PROFILE=debug scripts/bench-app.sh   the debug build the tests made
 #     (no release-like build; the WebKit processes, most of the memory, are
 #     the system's either way; the times are not comparable)
@@ -32,8 +32,16 @@ export HOME="$T/home" XDG_RUNTIME_DIR="$T/run" XDG_DATA_HOME="$T/data" XDG_CONFI
   CUSTODY_SERVICE="$repo/target/$dir/parley-custodyd" PARLEY_CLI="$repo/target/$dir/parley" \
   BENCH_OUT="$repo/target/bench-app.txt" RUST_LOG="${RUST_LOG:-warn}"
 mkdir -p "$PARLEY_CUSTODY_DATA" && chmod 700 "$PARLEY_CUSTODY_DATA"
-# The figures are about the windows, not OS authentication.
-printf '{"step_up": {"rule": "never"}}\n' >"$PARLEY_CUSTODY_DATA/settings.json"
+# BENCH_DECIDE=1 (the default): each UI session also approves a request
+# (with OS authentication: polkit, silent as root) and denies one, each
+# opened from its notification (dunst). BENCH_DECIDE=0: open, review, close
+# only, with no OS authentication and no notification daemon.
+export BENCH_DECIDE="${BENCH_DECIDE:-1}"
+if [ "$BENCH_DECIDE" = 1 ]; then
+  scripts/start-polkit.sh
+else
+  printf '{"step_up": {"rule": "never"}}\n' >"$PARLEY_CUSTODY_DATA/settings.json"
+fi
 xvfb-run -a -s "-screen 0 1366x768x24" dbus-run-session --config-file="$T/session.conf" -- bash -c '
   set -euo pipefail
   printf "%s" "bench-keyring-password" | gnome-keyring-daemon --unlock --components=secrets >/dev/null
@@ -42,5 +50,14 @@ xvfb-run -a -s "-screen 0 1366x768x24" dbus-run-session --config-file="$T/sessio
       org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null | grep -q "boolean true"; do
     i=$((i+1)); [ "$i" -gt 100 ] && { echo "gnome-keyring did not start" >&2; exit 1; }; sleep 0.1
   done
+  if [ "$BENCH_DECIDE" = 1 ]; then
+    dunst >/dev/null 2>&1 &
+    i=0
+    until dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+        org.freedesktop.DBus.NameHasOwner string:org.freedesktop.Notifications 2>/dev/null | grep -q "boolean true"; do
+      i=$((i+1)); [ "$i" -gt 100 ] && { echo "dunst did not start" >&2; exit 1; }; sleep 0.1
+    done
+  fi
   node scripts/bench-app.mjs
+  kill $(jobs -p) 2>/dev/null || true
 '

@@ -108,6 +108,9 @@ print(a.getsockname()[1], b.getsockname()[1])')
   local bus_config=() as_user=() screen=1280x800x24
   # Wide enough for two review windows beside a centred one (sandbox.e2e.mjs).
   [[ "$kind" = sandbox* ]] && screen=1920x1080x24
+  # A new user's walk-through on a small screen (and, on demand, a common laptop's).
+  [ "$kind" = walkthrough ] && screen=1024x600x24
+  [ "$kind" = walkthrough-1366 ] && screen=1366x768x24
   if [ "$kind" = stepup ] || [ "$kind" = sandbox-user ]; then
     # The app as an ordinary user with a password (polkit asks root nothing),
     # next to a real polkitd; no notification daemon, so the review opens itself.
@@ -241,6 +244,11 @@ session mcp src-tauri/tests/e2e/mcp.e2e.mjs
 session for-a-while src-tauri/tests/e2e/for-a-while.e2e.mjs
 # A review window disarmed while the session is locked, armed from the start after unlock (issue 30).
 session lock src-tauri/tests/e2e/lock.e2e.mjs
+# A new user's whole story on a 1024×600 screen: every window fits, Deny and
+# Approve in view (screenshots walk-*.png); walkthrough-1366 only on demand.
+session walkthrough src-tauri/tests/e2e/walkthrough.e2e.mjs
+if [ -n "${E2E_ONLY:-}" ]; then session walkthrough-1366 src-tauri/tests/e2e/walkthrough.e2e.mjs; fi
+
 # The app as the package installed it: only when asked for by name
 # (scripts/test-package.sh, with PARLEY_APP=/usr/bin/parley-custody).
 if [ "${E2E_ONLY:-}" = installed ]; then

@@ -743,12 +743,6 @@ pub fn render(r: &Review, closes_at: i64) -> String {
             shown(&r.requester.chain_line)
         );
     }
-    let label = r
-        .agent
-        .label
-        .as_deref()
-        .map(|l| format!(" \"{}\"", shown(l)))
-        .unwrap_or_default();
     let known = if r.agent.known {
         ""
     } else {
@@ -759,10 +753,15 @@ pub fn render(r: &Review, closes_at: i64) -> String {
     } else {
         "agent      "
     };
-    let _ = writeln!(s, "{holder} {}{label}{known}", shown(&r.agent.short));
-    if !r.agent.phrase.is_empty() {
-        let _ = writeln!(s, "            words: {}", shown(&r.agent.phrase));
-    }
+    // The one name every view gives it (the human's, else its four words),
+    // then the key and, under a name of the human's, the words as details.
+    let _ = writeln!(s, "{holder} {}{known}", shown(&r.agent.name));
+    let words = if r.agent.label.is_some() && !r.agent.phrase.is_empty() {
+        format!(", words: {}", shown(&r.agent.phrase))
+    } else {
+        String::new()
+    };
+    let _ = writeln!(s, "            key {}{words}", shown(&r.agent.short));
     if let Some(a) = &r.activity {
         let _ = writeln!(s, "so far      {}", shown(&a.words));
     }
@@ -904,6 +903,33 @@ pub(crate) mod tests {
         drop(tx);
         assert_eq!(w.next().map(|p| p.id), Some("B".into()));
         assert!(w.next().is_none());
+    }
+
+    #[test]
+    fn the_prompt_names_the_agent_by_its_one_name_the_key_after_it() {
+        let mut r = consent_review();
+        let text = render(&r, 0);
+        assert!(
+            text.contains("agent       cactus orbit lemon frost — never granted to before\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("            key {}\n", r.agent.short)),
+            "{text}"
+        );
+        r.agent.relabel(Some("shopper\u{202e}"));
+        let text = render(&r, 0);
+        assert!(
+            text.contains("agent       shopper\\u{202e} — never granted to before\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "            key {}, words: cactus orbit lemon frost\n",
+                r.agent.short
+            )),
+            "{text}"
+        );
     }
 
     #[test]

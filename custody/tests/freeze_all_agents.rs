@@ -104,6 +104,12 @@ fn freezing_from_the_cli_denies_three_waiting_requests_and_refuses_new_ones_unse
         assert_eq!(un["unfrozen"], true, "{un}");
         assert_eq!(un["refused"], 1, "{un}");
         assert_eq!(un["refused_rows"].as_array().unwrap().len(), 1, "{un}");
+        // The agent by its one name (no name given: its four words), its key beside it.
+        let name = un["refused_rows"][0]["agent_name"]
+            .as_str()
+            .unwrap_or_default();
+        assert_eq!(name.split(' ').count(), 4, "{un}");
+        assert!(!name.starts_with("ed25519:"), "{un}");
         tokio::time::sleep(parley_custody::engine::FREEZE_WATCH_EVERY * 2).await;
         let mut again = submit(&c, "a", 8, &agent(20));
         assert_eq!(next_reply(&mut again).await["kind"], "PENDING");

@@ -77,10 +77,12 @@ async function main() {
   agent.readOnly = !!req
   const known = h('select', { id: 'known', testid: 'known-agents', attrs: { 'aria-label': 'Known agents' } }, h('option', { attrs: { value: '' } }, 'Pick a known agent…'))
   for (const a of ctx.known_agents) {
-    const o = h('option', { attrs: { value: a.key } }, `${a.label ? `${a.label} — ` : ''}${a.short}${a.waiting ? ' (waiting now)' : ''}${a.last_seen ? ` (last seen ${when(a.last_seen)})` : ''}`)
+    const o = h('option', { attrs: { value: a.key } }, `${agentName(a)} — ${a.short}${a.waiting ? ' (waiting now)' : ''}${a.last_seen ? ` (last seen ${when(a.last_seen)})` : ''}`)
     known.append(o)
   }
   known.disabled = !!req || ctx.known_agents.length === 0
+  // A request's form is for the agent that asked: no other to pick.
+  known.hidden = !!req
   const label = input('agent-label', { placeholder: 'e.g. shopping assistant', maxlength: '64' })
   const existing = ctx.known_agents.find((a) => a.key === values.agent)
   if (existing?.label) label.value = existing.label
@@ -188,7 +190,7 @@ async function main() {
     ? h(
         'div',
         { class: 'banner', testid: 'request-banner' },
-        h('p', null, 'Answering a grant request from ', h('code', { title: req.review.agent.key }, req.review.agent.short), req.review.agent.label ? ` “${req.review.agent.label}”` : '', ` (user ${req.review.requester.user}, pid ${req.review.requester.pid ?? 'unknown'}).`),
+        h('p', null, 'Answering a grant request from ', h('strong', { testid: 'request-agent' }, agentName(req.review.agent)), ' ', h('code', { class: 'muted', title: req.review.agent.key }, req.review.agent.short), ` (user ${req.review.requester.user}, pid ${req.review.requester.pid ?? 'unknown'}).`),
         h('p', null, `It asked: ${req.review.preview}.`),
         req.review.their_words ? h('p', null, 'Its reason (its words): ', h('q', null, req.review.their_words)) : null,
         values.extra.length ? h('p', { class: 'warn' }, `${values.extra.length} requested condition(s) have no field here and are kept as requested (see the exact caveats).`) : null,

@@ -211,8 +211,9 @@ replace(
   app,
   h('header', { class: 'home-head' }, h('h1', null, 'Parley Custody'), mainNav('home', (m) => say(status, 'error', m))),
   banners,
-  freezeSection,
+  // First run: the welcome (create a key) comes first, above Stop all agents.
   welcome,
+  freezeSection,
   identity,
   autostartOffer,
   pendingSection,

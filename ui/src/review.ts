@@ -69,7 +69,8 @@ function who(r: Review): HTMLElement {
 }
 
 function agent(r: Review): HTMLElement {
-  const shown = h('span', { class: 'label', testid: 'agent-label' }, r.agent.label ? ` “${r.agent.label}”` : '')
+  // The human's name for it leads; the key is the detail after it.
+  const shown = h('strong', { class: 'label', testid: 'agent-label' }, r.agent.label ? `“${r.agent.label}” ` : '')
   const nameMsg = h('span', { class: 'muted', testid: 'agent-name-status' })
   const name = h('input', { testid: 'agent-name', attrs: { type: 'text', maxlength: '64', spellcheck: 'false', 'aria-label': 'Your name for this agent', placeholder: 'e.g. shopping bot' } }) as HTMLInputElement
   name.value = r.agent.label ?? ''
@@ -85,7 +86,7 @@ function agent(r: Review): HTMLElement {
     const label = name.value.trim()
     try {
       await api.agentLabelSet(r.agent.key, label || null)
-      setText(shown, label ? ` “${label}”` : '')
+      setText(shown, label ? `“${label}” ` : '')
       setText(nameMsg, label ? ' Saved: every review of this key shows it.' : ' Name removed.')
     } catch (e) {
       setText(nameMsg, ` ${errorText(e)}`)
@@ -94,8 +95,8 @@ function agent(r: Review): HTMLElement {
   return h(
     'div',
     { class: 'agent' },
-    h('code', { testid: 'agent-key', title: r.agent.key }, r.agent.short),
     shown,
+    h('code', { testid: 'agent-key', title: r.agent.key }, r.agent.short),
     r.agent.known
       ? h('span', { class: 'muted' }, ' — granted to before')
       : h('span', { class: 'badge badge-warn', testid: 'agent-new' }, 'never granted to before'),

@@ -82,7 +82,7 @@ async function loadKeys() {
 }
 
 function keysSection(): HTMLElement {
-  const label = h('input', { testid: 'new-key-label', attrs: { type: 'text', maxlength: '128', placeholder: 'label, e.g. personal' } })
+  const label = h('input', { testid: 'new-key-label', attrs: { type: 'text', maxlength: '128', placeholder: 'label, e.g. personal', 'aria-label': 'Label of the new key' } })
   const create = h('button', { class: 'btn', testid: 'new-key', attrs: { type: 'button' } }, 'Create key')
   create.addEventListener('click', async () => {
     try {
@@ -94,9 +94,9 @@ function keysSection(): HTMLElement {
       say(keyMsg, 'error', errorText(e))
     }
   })
-  const path = h('input', { testid: 'import-path', attrs: { type: 'text', spellcheck: 'false', placeholder: '~/.parley/principal.key' } })
+  const path = h('input', { testid: 'import-path', attrs: { type: 'text', spellcheck: 'false', placeholder: '~/.parley/principal.key', 'aria-label': 'The key file to import' } })
   path.value = '~/.parley/principal.key'
-  const ilabel = h('input', { testid: 'import-label', attrs: { type: 'text', maxlength: '128', placeholder: 'label' } })
+  const ilabel = h('input', { testid: 'import-label', attrs: { type: 'text', maxlength: '128', placeholder: 'label', 'aria-label': 'Label of the imported key' } })
   ilabel.value = 'imported'
   const imp = h('button', { class: 'btn', testid: 'import', attrs: { type: 'button' } }, 'Import')
   const shredBox = h('div', { class: 'msg msg-warn', testid: 'shred-offer' })
@@ -128,6 +128,7 @@ function keysSection(): HTMLElement {
     h('h2', null, 'Principal keys'),
     keysStore,
     keysList,
+    h('h3', null, 'Create another key'),
     h('div', { class: 'inline' }, label, create),
     h('h3', null, 'Import an upstream principal.key'),
     h('p', { class: 'muted' }, 'A key made by the Parley tooling (parley init) can be imported into the keychain once.'),

@@ -17,6 +17,7 @@ use parley_custody::engine::unix_now;
 use parley_custody::paths;
 use parley_custody::stepup::{confirm_change_on_terminal, PromptDetails};
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::fmt;
 
 fn open_audit(a: &FreezeArgs) -> Result<Audit, CliError> {
@@ -83,6 +84,8 @@ pub fn status(a: &FreezeArgs) -> Result<Report, CliError> {
 struct RefusedView {
     at: i64,
     peer_uid: Option<u32>,
+    /// The agent's one name (the human's, else its four words), as every view names it.
+    agent_name: Option<String>,
     agent: Option<String>,
     service: Option<String>,
 }
@@ -118,7 +121,10 @@ impl fmt::Display for UnfrozenView {
                 "  {}  uid {}  agent {}  service {}",
                 lens::time(r.at),
                 r.peer_uid.map_or("?".into(), |u| u.to_string()),
-                r.agent.as_deref().unwrap_or("?"),
+                match (&r.agent_name, &r.agent) {
+                    (Some(n), Some(k)) => format!("\"{n}\" ({k})"),
+                    _ => "?".into(),
+                },
                 r.service.as_deref().unwrap_or("-"),
             )?;
         }
@@ -126,11 +132,14 @@ impl fmt::Display for UnfrozenView {
     }
 }
 
-fn refused_view(e: &Event) -> RefusedView {
+fn refused_view(e: &Event, labels: &BTreeMap<String, String>) -> RefusedView {
     let safe = |s: &Option<String>| s.as_deref().map(parley_custody::display::safe);
     RefusedView {
         at: e.at,
         peer_uid: e.peer_uid,
+        agent_name: e.agent.as_deref().map(|a| {
+            parley_custody::fingerprint::agent_name_of_text(a, labels.get(a).map(String::as_str))
+        }),
         agent: safe(&e.agent),
         service: safe(&e.service),
     }
@@ -166,6 +175,11 @@ pub fn unfreeze(a: &FreezeArgs) -> Result<Report, CliError> {
         return Ok(Report::new(&v, 0));
     }
     let confirmed_by = authenticate()?;
+    let labels: BTreeMap<String, String> = audit
+        .agent_labels()
+        .map_err(CliError::bad)?
+        .into_iter()
+        .collect();
     let done = audit
         .unfreeze(unix_now(), Some(confirmed_by))
         .map_err(CliError::bad)?;
@@ -174,7 +188,11 @@ pub fn unfreeze(a: &FreezeArgs) -> Result<Report, CliError> {
             unfrozen: true,
             since: Some(u.freeze.at),
             refused: u.freeze.refused,
-            refused_rows: u.refused_rows.iter().map(refused_view).collect(),
+            refused_rows: u
+                .refused_rows
+                .iter()
+                .map(|e| refused_view(e, &labels))
+                .collect(),
             confirmed_by: Some(confirmed_by),
         },
         None => UnfrozenView {

@@ -171,6 +171,9 @@ test('deny: an irreversible, high-risk proposal is denied with a reason; nothing
   await wd.click(tid('deny'))
   const fin = await agent.final('c2')
   assert.deepEqual([fin.kind, fin.reason], ['DENIED', 'not today'])
+  // Its window shows the result, then closes by itself: gone before the next request (a window
+  // closing under the next steps moves the focus while they click).
+  await wd.until(async () => (await wd.handles()).length === 1, 'the denied review’s window closed')
   await backToMain()
 })
 
@@ -188,7 +191,10 @@ test('grant request: the human narrows it in the form; the agent receives exactl
   await openNewestReview()
   assert.match(await wd.text(tid('preview')), /at shop\.example/)
   assert.match(await wd.text(tid('warnings')), /splitting/)
+  const words = await wd.text(tid('agent-phrase'))
   await openGrantForm()
+  // The form names the agent as every view does (no name yet: its four words), the key after it.
+  assert.equal(await wd.text(tid('request-agent')), words)
   // Back to the review, in the same window, and to the form again; asking
   // for the form from elsewhere brings this window forward, opening none.
   await wd.click(tid('cancel'))
@@ -239,6 +245,17 @@ test('grant form with no request: the token is shown once, to copy', async () =>
   await backToMain()
   await wd.click(tid('open-grant'))
   await wd.switchToWindow(/grant\.html$/)
+  // Known agents by their one name (the label given on the last Issue), the key's short form after it;
+  // picking one fills in its key, never the text shown.
+  await wd.$('#known')
+  const known = await wd.exec(`return [...document.querySelectorAll('#known option')].map((o) => [o.value, o.textContent])`)
+  const mine = known.find(([k]) => k === agentPub)
+  assert.ok(mine, JSON.stringify(known))
+  assert.ok(mine[1].startsWith(`groceries bot — ${agentPub.slice(0, 18)}…`), mine[1])
+  await wd.exec(`const s = document.querySelector('#known'); s.value = arguments[0]; s.dispatchEvent(new Event('change')); return 1`, agentPub)
+  assert.equal(await wd.prop('#agent', 'value'), agentPub)
+  assert.equal(await wd.prop('#agent-label', 'value'), 'groceries bot')
+  await wd.exec(`document.querySelector('#agent-label').value = ''; return 1`)
   await wd.type('#agent', other)
   await wd.type('#services', 'books.example')
   await wd.click('#verb-COMMIT')

@@ -102,13 +102,17 @@ export async function openNewestReview(timeout = 15_000) {
 /** From the review window of a grant request, opens it in the grant form
  *  (to narrow, or widen, it): in the same window, never a second one. */
 export async function openGrantForm() {
-  const before = (await wd.handles()).length
+  const before = new Set(await wd.handles())
   const here = await wd.handle()
   await wd.click(tid('edit-grant'))
   await wd.until(async () => /grant\.html#request=q\d+$/.test(await wd.url()), 'the review window showing the grant form')
   await wd.$(tid('request-banner'))
+  // Settled: custody's sentence of the request's caveats is in (its arrival
+  // moves everything below it, and a click aimed before it would miss).
+  await wd.until(() => wd.exec(`return !!document.querySelector('[data-testid="preview"]')?.textContent.trim()`), 'custody’s preview of the grant')
   assert.equal(await wd.handle(), here, 'the form is in the review’s own window')
-  assert.equal((await wd.handles()).length, before, 'no second window for the same request')
+  // (Compared by handle: another request's window may close meanwhile.)
+  assert.deepEqual((await wd.handles()).filter((x) => !before.has(x)), [], 'no second window for the same request')
 }
 
 /** Waits until button `id` in the current window is enabled (armed after its delay). */

@@ -97,6 +97,15 @@ export class WebDriver {
     for (let attempt = 0; ; attempt++) {
       const id = await this.$(css)
       try {
+        // Into the middle of the view first, as a person would scroll to it:
+        // WebKitWebDriver's own scroll aligns the element's bottom with the
+        // viewport's, and a layout with fractional pixels then leaves it a
+        // fraction of a pixel outside, where the click is silently lost (no
+        // event reaches the page, no error comes back).
+        await this.req('POST', '/execute/sync', {
+          script: `arguments[0].scrollIntoView({ block: 'center', inline: 'nearest' })`,
+          args: [{ [ELEMENT]: id }],
+        })
         await this.req('POST', `/element/${id}/click`, {})
         return
       } catch (e) {
