@@ -27,6 +27,12 @@ BIN_DIR="$FUZZ/target/x86_64-unknown-linux-gnu/release"
 # fresh one holding the seeds only, so it takes the same time every run.
 CORPUS="${CORPUS:-$FUZZ/corpus}"
 build_targets() {
+  # cargo fuzz has no --locked: without this check a dependency added to the
+  # workspace would be written into the tracked fuzz/Cargo.lock by the build.
+  if ! (cd "$FUZZ" && cargo fetch --locked --target x86_64-unknown-linux-gnu -q); then
+    echo "fuzz: fuzz/Cargo.lock is out of date with the crates it fuzzes: run 'cargo update -w' in fuzz/ and commit it" >&2
+    return 1
+  fi
   if [ "${1:-}" = "--dev" ]; then
     BIN_DIR="$FUZZ/target/x86_64-unknown-linux-gnu/debug"
     (cd "$FUZZ" && cargo fuzz build --dev -s none >&2)
