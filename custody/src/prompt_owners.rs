@@ -184,7 +184,9 @@ pub fn unnamed(user: &str, uid: u32, policy: Option<&str>) -> Option<Unnamed> {
     Some(Unnamed {
         user: user.to_string(),
         words: format!(
-            "Your OS password prompt cannot say what it signs (it shows $(decision)): polkit              names the decision only for users an administrator named as owners of custody's              polkit actions, and {user} is not one yet. The password is still asked."
+            "Your OS password prompt cannot say what it signs (it shows $(decision)): polkit \
+             names the decision only for users an administrator named as owners of custody's \
+             polkit actions, and {user} is not one yet. The password is still asked."
         ),
     })
 }

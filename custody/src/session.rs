@@ -403,7 +403,8 @@ mod linux {
             ),
             Err(e) => {
                 tracing::warn!(
-                    "custody found no login1 session ({e}); it reads the lock from the                      desktop's screensaver, and follows sleep through login1"
+                    "custody found no login1 session ({e}); it reads the lock from the \
+                     desktop's screensaver, and follows sleep through login1"
                 );
                 None
             }
@@ -425,7 +426,8 @@ mod linux {
             if session.is_none() {
                 if let Err(e) = follow_screensaver(gate).await {
                     tracing::warn!(
-                        "custody cannot see whether the screen is locked (no login1 session;                          screensaver: {e}): approvals are not held while it is locked"
+                        "custody cannot see whether the screen is locked (no login1 session; \
+                         screensaver: {e}): approvals are not held while it is locked"
                     );
                 }
             }
