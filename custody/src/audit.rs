@@ -20,7 +20,9 @@
 //! `C` only when they hold a value, so every row written by format 1 keeps
 //! its hash and a migrated log verifies unchanged. Likewise the column
 //! format 3 added, `peer_chain` (the requester's process chain as JSON,
-//! [`crate::ipc::process_chain`]), enters `C` only when set. See
+//! [`crate::ipc::process_chain`]), enters `C` only when set, and so does
+//! format 4's `for_a_while` (the minutes of an approve-for-a-while grant,
+//! the one mark of a short grant, [`Audit::live_short_grants`]). See
 //! [`Event::canonical_fields`].
 //!
 //! A one-row table `chain_head(count, last_seq, head)` is updated in the same
@@ -104,6 +106,7 @@ mod pause;
 mod query;
 mod retention;
 mod revoked;
+mod short_grants;
 mod space;
 mod store;
 
@@ -119,6 +122,7 @@ pub use history::{Total, MAX_LIVE_GRANTS, MAX_SERVICES};
 pub use pause::Pause;
 pub use query::{Query, DEFAULT_LIMIT, MAX_LIMIT};
 pub use retention::{OpenTally, Recorded, RetentionPolicy};
+pub use short_grants::LiveShortGrant;
 pub use space::{human_bytes, MIN_FREE_BYTES};
 pub use store::DbSettings;
 

@@ -36,8 +36,9 @@ pub const MINUTES: [u32; 4] = [5, 15, 30, 60];
 pub const CEILING_TIMES: i64 = 10;
 /// How many amounts the windows and the terminal offer.
 const CHOICES: usize = 4;
-/// The audit `reason` of a short grant starts with this (how custody finds
-/// the live ones to end).
+/// The audit `reason` of a `short_grant_refused` row starts with this. A
+/// short grant itself is known by its row's `for_a_while` column, never by
+/// any reason text (an agent's grant request can say anything there).
 pub const REASON_PREFIX: &str = "approve for a while: ";
 
 /// What the human chose: at most `amount` (minor units of the order's

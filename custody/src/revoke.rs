@@ -7,24 +7,24 @@
 //! grant revoked in the audit log (`grant_revoked`, the `revoked_grants`
 //! table).
 //!
+//! Custody also revokes approve-for-a-while grants itself, asking no one,
+//! on freeze and when the session locks ([`end_unasked`]): with its own
+//! narrowly typed approval ([`Approval::unasked_revocation`]), made only
+//! from a live short grant, which the audit row names truthfully
+//! (`custody, unasked: …`).
+//!
 //! A revocation binds only services that read it: one that does not check
 //! revocations keeps accepting the grant until it expires.
 
-use crate::approval::Approval;
+use crate::approval::{Approval, Unasked};
 use crate::approver::{Gesture, Yes};
-use crate::audit::Audit;
+use crate::audit::{Audit, LiveShortGrant};
 use crate::keystore::Keystore;
 use crate::signer::{self, SignError};
 use crate::stepup::{self, PromptDetails, StepUpError, OS_AUTH};
 use parley_core::revocation::Revocation;
 use parley_core::PublicKey;
 use std::path::{Path, PathBuf};
-
-/// `confirmed_by` of a revocation custody made itself, asking nothing:
-/// an approve-for-a-while grant ended by freeze or by the session's lock
-/// (a revocation only restricts, like freezing).
-pub const RESTRICTS_UNASKED: &str =
-    "none asked: ending an approve-for-a-while grant only restricts";
 
 /// Where custody publishes revocation statements: `revocations/` in its
 /// data directory, one `<grant id>.json` each.
@@ -120,26 +120,79 @@ pub fn revoke_confirmed(
     what: Revoke<'_>,
     confirmed_by: &'static str,
 ) -> Result<Revoked, RevokeError> {
-    let Revoke {
-        grant,
-        reason,
-        also,
-        now,
-    } = what;
-    let principal = check(audit, data_dir, grant)?;
-    let reason = match reason.trim() {
-        "" => "revoked by the human",
-        r => r,
-    };
+    let principal = check(audit, data_dir, what.grant)?;
     let approval = Approval::confirmed(
         Yes {
             gesture: Gesture::Terminal,
             second_confirmation: true,
         },
         confirmed_by == OS_AUTH,
-        Approval::subject_of_revocation(grant),
+        Approval::subject_of_revocation(what.grant),
     );
-    let r = signer::sign_revocation(keystore, &principal, grant, reason, &approval, now)?;
+    publish(
+        keystore,
+        audit,
+        data_dir,
+        &principal,
+        what,
+        &approval,
+        confirmed_by,
+    )
+}
+
+/// Custody ending the live approve-for-a-while grant `grant` itself,
+/// asking no one (`why`: freeze, the session's lock): signed with
+/// custody's own unasked approval of exactly this revocation, the reason
+/// [`Unasked::reason`], the row's `confirmed_by` [`Unasked::confirmed_by`].
+pub fn end_unasked(
+    keystore: &Keystore,
+    audit: &mut Audit,
+    data_dir: &Path,
+    grant: &LiveShortGrant,
+    why: Unasked,
+    now: i64,
+) -> Result<Revoked, RevokeError> {
+    let principal = check(audit, data_dir, grant.token_id())?;
+    let approval = Approval::unasked_revocation(grant, why);
+    let what = Revoke {
+        grant: grant.token_id(),
+        reason: why.reason(),
+        also: &[],
+        now,
+    };
+    publish(
+        keystore,
+        audit,
+        data_dir,
+        &principal,
+        what,
+        &approval,
+        why.confirmed_by(),
+    )
+}
+
+/// Signs the revocation with `approval`, writes the statement into
+/// custody's directory (and `what.also`) and records it.
+fn publish(
+    keystore: &Keystore,
+    audit: &mut Audit,
+    data_dir: &Path,
+    principal: &PublicKey,
+    what: Revoke<'_>,
+    approval: &Approval,
+    confirmed_by: &'static str,
+) -> Result<Revoked, RevokeError> {
+    let Revoke {
+        grant,
+        reason,
+        also,
+        now,
+    } = what;
+    let reason = match reason.trim() {
+        "" => "revoked by the human",
+        r => r,
+    };
+    let r = signer::sign_revocation(keystore, principal, grant, reason, approval, now)?;
     let text = serde_json::to_string_pretty(&r.to_value()).unwrap_or_default() + "\n";
     let mut files = Vec::new();
     let own = revocations_dir(data_dir);

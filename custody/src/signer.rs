@@ -12,7 +12,10 @@
 //! A third shape grants nothing: a revocation statement naming one grant
 //! custody issued ([`parley_core::revocation`], an extension), signed only
 //! with an approval of exactly that revocation ([`crate::revoke`] makes it
-//! after the OS authenticated the human).
+//! after the OS authenticated the human). Only this shape also takes
+//! custody's own unasked approval
+//! ([`Approval::unasked_revocation`]: an approve-for-a-while grant ended by
+//! freeze or the session's lock); a grant or a consent never does.
 
 use crate::approval::Approval;
 use crate::keystore::{Keystore, KeystoreError};
@@ -48,6 +51,10 @@ pub enum SignError {
     /// The approval was for something else: a bug, nothing signed.
     #[error("internal check failed: the approval does not cover this request; nothing was signed")]
     NotApproved,
+    /// Custody's own unasked approval offered for a grant or a consent: a
+    /// bug, nothing signed (it only ever revokes a short grant).
+    #[error("internal check failed: no human approved this (custody's own unasked approval only ends an approve-for-a-while grant); nothing was signed")]
+    NoHuman,
     /// The self-check after signing failed: a bug, never handed out.
     #[error("internal check failed after signing ({0}); nothing was handed out")]
     SelfCheck(String),
@@ -61,7 +68,8 @@ fn nonce() -> Result<String, SignError> {
 
 /// Signs a statement revoking grant `grant` (an extension,
 /// [`parley_core::revocation`]) with `principal`'s key, only with an
-/// approval of exactly that revocation.
+/// approval of exactly that revocation: a human's, or custody's own
+/// unasked one, which only a live short grant can yield.
 pub(crate) fn sign_revocation(
     keys: &Keystore,
     principal: &parley_core::PublicKey,
@@ -90,6 +98,9 @@ pub(crate) fn sign_consent(
     now: i64,
 ) -> Result<Signed, SignError> {
     let checked = reviewed.checked();
+    if !approved.by_a_human() {
+        return Err(SignError::NoHuman);
+    }
     let subject =
         Approval::subject_of_consent(&checked.proposal().hash, &reviewed.agent().to_string());
     if !approved.covers(&subject) {
@@ -146,6 +157,9 @@ pub(crate) fn sign_grant(
     approved: &Approval,
     now: i64,
 ) -> Result<Signed, SignError> {
+    if !approved.by_a_human() {
+        return Err(SignError::NoHuman);
+    }
     let subject = Approval::subject_of_grant(&reviewed.agent().to_string(), reviewed.caveats());
     if !approved.covers(&subject) {
         return Err(SignError::NotApproved);
@@ -172,4 +186,125 @@ pub(crate) fn sign_grant(
         exp,
         token,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::approval::Unasked;
+    use crate::approver::{Gesture, Yes};
+    use crate::keystore::{KdfParams, Passphrase};
+    use crate::review::{review_consent, review_grant, Requester, ReviewContext, ReviewLimits};
+    use parley_core::proposal::proposal_hash;
+    use parley_core::PublicKey;
+    use serde_json::json;
+    use zeroize::Zeroizing;
+
+    const NOW: i64 = 1_800_000_000;
+
+    fn keystore(dir: &std::path::Path) -> (Keystore, PublicKey) {
+        let ks = Keystore::file_store_with_params(
+            &dir.join("keys"),
+            Passphrase::new(Zeroizing::new("signer test".into())),
+            KdfParams::new(KdfParams::MIN_M_KIB, 1, 1).unwrap(),
+        )
+        .unwrap();
+        let p = ks.create("me").unwrap();
+        (ks, p)
+    }
+
+    fn ctx(principals: &[PublicKey]) -> ReviewContext<'_> {
+        ReviewContext {
+            now: NOW,
+            principals,
+            principal_labels: &[],
+            limits: ReviewLimits::default(),
+            requester: Requester {
+                user: "agent".into(),
+                uid: 1001,
+                pid: None,
+                exe: None,
+                chain: Vec::new(),
+                chain_line: String::new(),
+            },
+            agent_label: None,
+            agent_known: false,
+        }
+    }
+
+    fn agent() -> PublicKey {
+        parley_core::SecretKey::from_seed(&Zeroizing::new([7; 32])).public()
+    }
+
+    /// Custody's unasked approval ends a short grant and nothing else: even
+    /// one whose subject named exactly this grant or consent (which the
+    /// crate never makes) is refused, and nothing is signed.
+    #[test]
+    fn custodys_unasked_approval_signs_no_grant_and_no_consent() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ks, principal) = keystore(dir.path());
+        let principals = [principal.clone()];
+
+        let g = review_grant(
+            &agent().to_string(),
+            &json!([{"svc": ["shop.example"]}, {"exp": NOW + 600}]),
+            None,
+            Some(&principal),
+            &ctx(&principals),
+        )
+        .unwrap();
+        let subject = Approval::subject_of_grant(&g.agent().to_string(), g.caveats());
+        for why in [Unasked::Frozen, Unasked::SessionLocked] {
+            let unasked = Approval::unasked_for_test(why, subject.clone());
+            assert!(matches!(
+                sign_grant(&ks, &g, &unasked, NOW),
+                Err(SignError::NoHuman)
+            ));
+        }
+        // The same subject from a human signs (the refusal is the approval's
+        // kind, not the grant).
+        let yes = Yes {
+            gesture: Gesture::Click,
+            second_confirmation: false,
+        };
+        sign_grant(&ks, &g, &Approval::confirmed(yes, false, subject), NOW).unwrap();
+
+        let mut p = json!({"id": "p1", "capability": "shop.order", "summary": "Order",
+            "effects": [{"op": "create", "target": "order"}],
+            "cost": {"amount": 700, "currency": "USD"}, "risk": "low",
+            "undo": {"window": 600}, "expires": NOW + 600});
+        p["hash"] = json!(proposal_hash(&p).unwrap());
+        let consent = json!({"proposal": "p1", "hash": p["hash"], "service": "shop.example",
+            "capability": "shop.order", "principal": principal.to_string(),
+            "summary": "Order", "expires": NOW + 600});
+        let c = review_consent(
+            &consent,
+            &p,
+            "shop.example",
+            &agent().to_string(),
+            &ctx(&principals),
+        )
+        .unwrap();
+        let subject = Approval::subject_of_consent(
+            &c.checked().proposal().hash,
+            &c.agent().to_string(),
+        );
+        let unasked = Approval::unasked_for_test(Unasked::Frozen, subject.clone());
+        assert!(matches!(
+            sign_consent(&ks, &c, &unasked, NOW),
+            Err(SignError::NoHuman)
+        ));
+        sign_consent(&ks, &c, &Approval::confirmed(yes, false, subject), NOW).unwrap();
+
+        // A revocation it does sign.
+        let unasked =
+            Approval::unasked_for_test(Unasked::SessionLocked, Approval::subject_of_revocation("g1"));
+        let r = sign_revocation(&ks, &principal, "g1", "the session was locked", &unasked, NOW)
+            .unwrap();
+        assert_eq!(r.reason, "the session was locked");
+        assert!(matches!(
+            sign_revocation(&ks, &principal, "g2", "x", &unasked, NOW),
+            Err(SignError::NotApproved)
+        ));
+    }
 }

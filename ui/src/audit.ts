@@ -39,6 +39,14 @@ export const KIND_WORDS: Record<EventKind, string> = {
 
 const app = byId('app')
 
+/** What a row records, in words. An approve-for-a-while grant is known by its
+ *  `for_a_while` column (custody's engine alone sets it), never by its reason,
+ *  which an agent may have written. */
+export function kindWords(e: EventView): string {
+  if (e.kind === 'grant_issued' && typeof e.for_a_while === 'number') return `Grant issued for a while (${e.for_a_while} minutes, approve for a while)`
+  return KIND_WORDS[e.kind] ?? e.kind
+}
+
 function agentCell(e: EventView): HTMLElement | string {
   if (!e.agent) return ''
   return agentCellOf(e.agent, e.agent_short ?? e.agent, e.agent_label, e.agent_name, e.agent_phrase)
@@ -71,7 +79,9 @@ function details(e: EventView): HTMLElement {
   if (e.preview) parts.push(h('div', null, e.preview))
   if (e.caveat_words.length) parts.push(h('details', null, h('summary', null, 'caveats'), h('ul', null, ...e.caveat_words.map((w) => h('li', null, w))), e.caveats ? h('code', { class: 'json' }, e.caveats) : null))
   if (e.expires && (e.kind === 'grant_issued' || e.kind === 'consent_approved')) parts.push(h('div', { class: 'muted' }, `until ${when(e.expires)}`))
-  if (e.confirmed_by) parts.push(h('div', { class: 'muted', testid: 'confirmed-by' }, `confirmed by ${CONFIRMED_WORDS(e.confirmed_by)}`))
+  // Custody's own revocation (freeze, the session's lock) says so, not a gesture.
+  if (e.confirmed_by?.startsWith('custody, unasked')) parts.push(h('div', { class: 'muted', testid: 'confirmed-by' }, `by ${e.confirmed_by}`))
+  else if (e.confirmed_by) parts.push(h('div', { class: 'muted', testid: 'confirmed-by' }, `confirmed by ${CONFIRMED_WORDS(e.confirmed_by)}`))
   if (e.reason) parts.push(h('div', { class: 'reason-text' }, e.reason))
   if (e.count !== null && e.count !== undefined) parts.push(h('div', { class: 'muted' }, `stands for ${e.count} requests${e.span ? ` from ${when(e.span[0])} to ${when(e.span[1])}` : ''}`))
   if (e.cut) parts.push(h('div', { class: 'muted' }, `oversized fields cut (original sizes): ${e.cut}`))
@@ -114,7 +124,7 @@ function render(view: AuditView, filter: AuditFilter) {
               h(
                 'tr',
                 { testid: 'live-row' },
-                h('td', null, 'Grant'),
+                h('td', { testid: 'live-what' }, typeof e.for_a_while === 'number' ? 'Grant for a while' : 'Grant'),
                 h('td', null, agentCell(e)),
                 h('td', null, listWords(e.service)),
                 h('td', null, e.preview ?? '', e.caveat_words.length ? h('ul', { class: 'words' }, ...e.caveat_words.map((w) => h('li', null, w))) : null),
@@ -168,7 +178,7 @@ function render(view: AuditView, filter: AuditFilter) {
                 { class: `kind-${e.kind}`, testid: 'event-row', attrs: { 'data-kind': e.kind } },
                 h('td', null, String(e.seq)),
                 h('td', { class: 'when', title: String(e.at) }, whenExact(e.at)),
-                h('td', { class: 'kind' }, KIND_WORDS[e.kind] ?? e.kind),
+                h('td', { class: 'kind' }, kindWords(e)),
                 h('td', null, agentCell(e)),
                 h('td', null, listWords(e.service)),
                 h('td', null, details(e)),

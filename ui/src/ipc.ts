@@ -298,7 +298,8 @@ export interface EventView {
   preview: string | null
   reason: string | null
   principal: string | null
-  /** How the human confirmed a signed decision: click, hold or terminal, then +second, +os-auth. */
+  /** How a signed decision was confirmed: click, hold or terminal, then +second, +os-auth; or
+   *  `custody, unasked: …` for custody's own revocation of an approve-for-a-while grant. */
   confirmed_by: string | null
   /** Fields an agent sent oversized, cut, with their original sizes. */
   cut: string | null
@@ -307,6 +308,9 @@ export interface EventView {
   span: [number, number] | null
   /** The requester's process chain as stored (JSON text, display-safe). */
   peer_chain?: string | null
+  /** Only on an approve-for-a-while grant's row: the minutes the human chose. Set by custody's
+   *  engine alone: the one mark of a short grant (never its reason, which an agent may write). */
+  for_a_while?: number | null
   /** The row's place in the hash chain. */
   prev?: string
   row_hash?: string

@@ -18,15 +18,16 @@ use sha2::{Digest, Sha256};
 /// The `prev` of the first row.
 pub const GENESIS: &str = "parley-custody/audit/v1/genesis";
 
-/// The columns formats 2 and 3 added: they enter a row's hash only when
+/// The columns formats 2, 3 and 4 added: they enter a row's hash only when
 /// they hold a value, so rows written before them keep their hash.
-const LATER_COLUMNS: [&str; 6] = [
+const LATER_COLUMNS: [&str; 7] = [
     "confirmed_by",
     "cut",
     "count",
     "span_start",
     "span_end",
     "peer_chain",
+    "for_a_while",
 ];
 
 impl Event {
@@ -38,7 +39,7 @@ impl Event {
         m.remove("row_hash");
         // Set after the row was hashed; the compaction row vouches for it.
         m.remove("compacted_by");
-        // Format 2 and 3 columns: only when set, so older rows keep their hash.
+        // Format 2, 3 and 4 columns: only when set, so older rows keep their hash.
         for later in LATER_COLUMNS {
             if m.get(later).is_some_and(serde_json::Value::is_null) {
                 m.remove(later);

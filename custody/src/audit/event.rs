@@ -255,6 +255,13 @@ pub struct NewEvent {
     /// The requesting peer's process chain, as JSON (format 3; see
     /// [`crate::ipc::process_chain::ProcessChain::to_audit_text`]).
     pub peer_chain: Option<String>,
+    /// Set only on the `grant_issued` row of an approve-for-a-while grant
+    /// (format 4): the minutes the human chose. Written by the engine's
+    /// short-grant path alone, never from anything an agent sent, and the
+    /// only way custody recognises a short grant (to end it on freeze or
+    /// lock, to label it): never the `reason`, which can carry an agent's
+    /// words.
+    pub for_a_while: Option<i64>,
 }
 
 impl NewEvent {
@@ -284,6 +291,7 @@ impl NewEvent {
             span_start: None,
             span_end: None,
             peer_chain: None,
+            for_a_while: None,
         }
     }
 }
@@ -294,7 +302,7 @@ impl NewEvent {
 /// export reads the same from one version to the next (the fields
 /// themselves are defined once, in [`NewEvent`] and [`Event`]; a test keeps
 /// this list complete).
-pub const COLUMNS: &str = "seq,at,kind,peer_uid,peer_pid,peer_exe,agent,service,capability,hash,cost_amount,cost_currency,risk,undo,expires,token_id,caveats,reason,principal,prev,row_hash,confirmed_by,cut,count,span_start,span_end,compacted_by,peer_chain";
+pub const COLUMNS: &str = "seq,at,kind,peer_uid,peer_pid,peer_exe,agent,service,capability,hash,cost_amount,cost_currency,risk,undo,expires,token_id,caveats,reason,principal,prev,row_hash,confirmed_by,cut,count,span_start,span_end,compacted_by,peer_chain,for_a_while";
 
 /// A stored event: what it says ([`NewEvent`]) and its place in the chain.
 /// Serializes as one flat object, its keys in [`COLUMNS`] order (`--json`
@@ -438,7 +446,7 @@ fn cut_text(v: &str) -> String {
 
 /// Integer bounds (canonical JSON hashes only ±(2^53−1)).
 fn check_ints(ev: &NewEvent) -> Result<(), AuditError> {
-    let ints: [(&'static str, Option<i64>); 8] = [
+    let ints: [(&'static str, Option<i64>); 9] = [
         ("at", Some(ev.at)),
         ("peer_pid", ev.peer_pid),
         ("cost_amount", ev.cost_amount),
@@ -447,6 +455,7 @@ fn check_ints(ev: &NewEvent) -> Result<(), AuditError> {
         ("count", ev.count),
         ("span_start", ev.span_start),
         ("span_end", ev.span_end),
+        ("for_a_while", ev.for_a_while),
     ];
     for (field, value) in ints {
         if let Some(v) = value {

@@ -18,22 +18,24 @@ use serde::Serialize;
 use std::path::Path;
 
 /// The schema version in `PRAGMA user_version`.
-pub(super) const SCHEMA_VERSION: i64 = 3;
+pub(super) const SCHEMA_VERSION: i64 = 4;
 
 /// The columns of `events`, in the order [`read_event`] reads them.
 pub(super) const COLUMNS: &str =
     "seq, at, kind, peer_uid, peer_pid, peer_exe, agent, service, capability, \
      hash, cost_amount, cost_currency, risk, undo, expires, token_id, caveats, reason, principal, \
-     prev, row_hash, confirmed_by, cut, count, span_start, span_end, compacted_by, peer_chain";
+     prev, row_hash, confirmed_by, cut, count, span_start, span_end, compacted_by, peer_chain, \
+     for_a_while";
 
 /// The columns a new row is written with: all but `compacted_by`.
 const INSERT_COLUMNS: &str = "seq, at, kind, peer_uid, peer_pid, peer_exe, agent, service, \
      capability, hash, cost_amount, cost_currency, risk, undo, expires, token_id, caveats, reason, \
-     principal, prev, row_hash, confirmed_by, cut, count, span_start, span_end, peer_chain";
+     principal, prev, row_hash, confirmed_by, cut, count, span_start, span_end, peer_chain, \
+     for_a_while";
 
-/// The columns formats 2 and 3 added, with their types (the migration adds
-/// them to an older table).
-const ADDED_COLUMNS: [(&str, &str); 7] = [
+/// The columns formats 2, 3 and 4 added, with their types (the migration
+/// adds them to an older table).
+const ADDED_COLUMNS: [(&str, &str); 8] = [
     ("confirmed_by", "TEXT"),
     ("cut", "TEXT"),
     ("count", "INTEGER"),
@@ -41,6 +43,7 @@ const ADDED_COLUMNS: [(&str, &str); 7] = [
     ("span_end", "INTEGER"),
     ("compacted_by", "INTEGER"),
     ("peer_chain", "TEXT"),
+    ("for_a_while", "INTEGER"),
 ];
 
 const SCHEMA: &str = "
@@ -72,7 +75,8 @@ CREATE TABLE IF NOT EXISTS events (
     span_start INTEGER,
     span_end INTEGER,
     compacted_by INTEGER,
-    peer_chain TEXT
+    peer_chain TEXT,
+    for_a_while INTEGER
 ) STRICT;
 CREATE INDEX IF NOT EXISTS events_at ON events(at);
 CREATE INDEX IF NOT EXISTS events_agent ON events(agent);
@@ -91,6 +95,7 @@ const SCHEMA_V2: &str = "
 CREATE INDEX IF NOT EXISTS events_kind_uid_at ON events(kind, peer_uid, at);
 CREATE INDEX IF NOT EXISTS events_compacted_by ON events(compacted_by) WHERE compacted_by IS NOT NULL;
 CREATE INDEX IF NOT EXISTS events_token_id ON events(token_id) WHERE token_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS events_for_a_while ON events(expires) WHERE for_a_while IS NOT NULL;
 CREATE TABLE IF NOT EXISTS checkpoint (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     seq INTEGER NOT NULL,
@@ -313,8 +318,8 @@ impl Audit {
     }
 }
 
-/// Adds the format 2 columns to a format 1 `events` table (existing rows
-/// get `NULL`, which leaves their hashes as they were).
+/// Adds the columns of formats 2 to 4 to an older `events` table (existing
+/// rows get `NULL`, which leaves their hashes as they were).
 fn migrate_events(tx: &rusqlite::Transaction<'_>) -> Result<(), rusqlite::Error> {
     let mut have = Vec::new();
     {
@@ -444,6 +449,7 @@ pub(super) fn read_event(row: &rusqlite::Row<'_>) -> Result<Event, AuditError> {
             span_start: row.get(24).map_err(corrupt)?,
             span_end: row.get(25).map_err(corrupt)?,
             peer_chain: row.get(27).map_err(corrupt)?,
+            for_a_while: row.get(28).map_err(corrupt)?,
         },
         prev: row.get(19).map_err(corrupt)?,
         row_hash: row.get(20).map_err(corrupt)?,
@@ -503,5 +509,46 @@ mod tests {
         assert_eq!(names(COLUMNS), fields, "COLUMNS");
         fields.retain(|f| f != "compacted_by");
         assert_eq!(names(INSERT_COLUMNS), fields, "INSERT_COLUMNS");
+    }
+
+    /// A format 3 file (no `for_a_while` column) opens: the column is
+    /// added, its rows keep their hashes, and a short grant written after
+    /// it is found live.
+    #[test]
+    fn a_format_3_log_opens_and_takes_short_grants() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.sqlite3");
+        {
+            let mut a = Audit::open(&path).unwrap();
+            let mut ev = NewEvent::new(EventKind::GrantIssued, 10);
+            ev.token_id = Some("old".into());
+            ev.expires = Some(i64::from(u32::MAX));
+            a.append(&ev).unwrap();
+        }
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(
+                "DROP INDEX events_for_a_while; ALTER TABLE events DROP COLUMN for_a_while; \
+                 PRAGMA user_version = 3;",
+            )
+            .unwrap();
+        }
+        let mut a = Audit::open(&path).unwrap();
+        assert!(a.verify().unwrap().ok);
+        assert!(a.live_short_grants(20).unwrap().is_empty());
+        let mut ev = NewEvent::new(EventKind::GrantIssued, 20);
+        ev.token_id = Some("short".into());
+        ev.expires = Some(1000);
+        ev.for_a_while = Some(15);
+        a.append(&ev).unwrap();
+        assert!(a.verify().unwrap().ok);
+        let live = a.live_short_grants(30).unwrap();
+        assert_eq!(live.len(), 1);
+        assert_eq!(live[0].token_id(), "short");
+        let version: i64 = a
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
     }
 }

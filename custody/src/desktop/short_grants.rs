@@ -3,14 +3,12 @@
 //! human's setting *End approve-for-a-while grants when the screen locks*
 //! on (the default), every live one is revoked
 //! ([`crate::engine::Engine::end_short_grants`], asking nothing: a
-//! revocation only restricts).
+//! revocation only restricts; the rows say `custody, unasked: the session
+//! locked`).
 
 use super::events::UiEvent;
 use super::service::Desktop;
 use super::settings::Settings;
-
-/// The reason signed into revocations made on lock.
-pub const ENDED_ON_LOCK: &str = "the session was locked";
 
 impl Desktop {
     /// Called when the session locks. Ends every live approve-for-a-while
@@ -25,7 +23,9 @@ impl Desktop {
         if !on {
             return Vec::new();
         }
-        let ended = core.engine.end_short_grants(ENDED_ON_LOCK);
+        let ended = core
+            .engine
+            .end_short_grants(crate::approval::Unasked::SessionLocked);
         if !ended.is_empty() {
             tracing::warn!(
                 "the session locked: {} approve-for-a-while grant(s) revoked",

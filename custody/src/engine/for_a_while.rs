@@ -223,10 +223,12 @@ impl Engine {
         Ok(SignedShort { plan, signed })
     }
 
-    /// Writes the short grant's `grant_issued` row (its reason starts with
-    /// [`REASON_PREFIX`]; `ev` is the consent's row) and returns what the
-    /// agent is sent, or `None` (logged) when the row could not be written:
-    /// then the grant is never handed out.
+    /// Writes the short grant's `grant_issued` row (`ev` is the consent's
+    /// row), marked by its `for_a_while` column (the minutes chosen): the
+    /// only mark custody reads to know a short grant (never the reason,
+    /// which for a grant request is the agent's). Returns what the agent is
+    /// sent, or `None` (logged) when the row could not be written: then the
+    /// grant is never handed out.
     pub(super) fn record_short(&self, s: SignedShort, mut ev: NewEvent) -> Option<ShortGrant> {
         let SignedShort { plan, signed } = s;
         let g = &plan.grant;
@@ -237,7 +239,8 @@ impl Engine {
         ev.hash = None;
         ev.cost_amount = Some(plan.choice.amount);
         ev.cost_currency = Some(plan.offer.order.currency.clone());
-        ev.reason = Some(format!("{REASON_PREFIX}{}", plan.words));
+        ev.reason = Some(plan.words.clone());
+        ev.for_a_while = Some(i64::from(plan.choice.minutes));
         if let Err(e) = self.log(ev) {
             tracing::error!("the approve-for-a-while grant was not handed out: {e}");
             return None;
@@ -268,66 +271,44 @@ impl Engine {
     }
 
     /// Ends every live approve-for-a-while grant: signs and publishes a
-    /// revocation for each ([`crate::revoke`]) and records it. Asks nothing:
-    /// a revocation only restricts. Called on freeze, and by the session's
-    /// lock when the human's setting says so. Returns the grant ids ended;
-    /// one that cannot be ended is logged and the others still are.
-    /// Blocking (SQLite, the keystore).
-    pub fn end_short_grants(&self, reason: &str) -> Vec<String> {
+    /// revocation for each ([`crate::revoke::end_unasked`]) and records it.
+    /// Asks nothing: a revocation only restricts; the approval is custody's
+    /// own, unasked, and the rows say why (`why`). Called on freeze, and by
+    /// the session's lock when the human's setting says so. Which grants:
+    /// exactly the live short grants the log marks as such
+    /// ([`crate::audit::Audit::live_short_grants`]), however many. Returns
+    /// the grant ids ended; one that cannot be ended is logged and the
+    /// others still are. Blocking (SQLite, the keystore).
+    pub fn end_short_grants(&self, why: Unasked) -> Vec<String> {
         let now = unix_now();
-        let live = {
-            let audit = lock(&self.inner.audit);
-            let rows = audit.query(&Query {
-                kinds: vec![EventKind::GrantIssued],
-                since: Some(now - 2 * 3600),
-                live_at: Some(now),
-                limit: Some(1000),
-                ..Default::default()
-            });
-            match rows {
-                Ok(rows) => rows
-                    .into_iter()
-                    .filter(|r| {
-                        r.reason
-                            .as_deref()
-                            .is_some_and(|x| x.starts_with(REASON_PREFIX))
-                    })
-                    .filter_map(|r| r.token_id.clone())
-                    .filter(|id| matches!(audit.revocation_of(id), Ok(None)))
-                    .collect::<Vec<_>>(),
-                Err(e) => {
-                    tracing::error!("live approve-for-a-while grants could not be read: {e}");
-                    Vec::new()
-                }
+        let live = match lock(&self.inner.audit).live_short_grants(now) {
+            Ok(live) => live,
+            Err(e) => {
+                tracing::error!("live approve-for-a-while grants could not be read: {e}");
+                Vec::new()
             }
         };
         let mut ended = Vec::new();
-        for id in live {
+        for grant in live {
             let mut audit = lock(&self.inner.audit);
             let data = audit
                 .path()
                 .parent()
                 .map(Path::to_path_buf)
                 .unwrap_or_default();
-            let done = revoke::revoke_confirmed(
-                &self.inner.keystore,
-                &mut audit,
-                &data,
-                revoke::Revoke {
-                    grant: &id,
-                    reason,
-                    also: &[],
-                    now,
-                },
-                revoke::RESTRICTS_UNASKED,
-            );
+            let done =
+                revoke::end_unasked(&self.inner.keystore, &mut audit, &data, &grant, why, now);
             match done {
-                Ok(_) => ended.push(id),
-                Err(e) => tracing::error!("approve-for-a-while grant {id} was not ended: {e}"),
+                Ok(_) => ended.push(grant.token_id().to_owned()),
+                Err(e) => tracing::error!(
+                    "approve-for-a-while grant {} was not ended: {e}",
+                    grant.token_id()
+                ),
             }
         }
         ended
     }
 }
 
+use crate::approval::Unasked;
 use std::path::Path;

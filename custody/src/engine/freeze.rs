@@ -22,10 +22,6 @@ pub const FREEZE_WATCH_EVERY: Duration = Duration::from_millis(500);
 const DENIED_FROZEN: &str =
     "custody_frozen: the human stopped all agents (custody is frozen); nothing was signed";
 
-/// The reason signed into the revocation of an approve-for-a-while grant
-/// ended by a freeze.
-pub const SHORT_ENDED_FROZEN: &str = "custody was frozen (all agents stopped)";
-
 impl Engine {
     /// The freeze in force, if any, for showing (a log that cannot be read
     /// shows as not frozen, and says so in the daemon's log). The signing
@@ -91,7 +87,7 @@ impl Engine {
             .map_err(|e| PauseError::Audit(e.to_string()))?;
         let denied = self.deny_all_pending();
         // Approve-for-a-while grants end too (revoked, asking nothing).
-        self.end_short_grants(SHORT_ENDED_FROZEN);
+        self.end_short_grants(crate::approval::Unasked::Frozen);
         Ok((f, denied))
     }
 
@@ -127,7 +123,7 @@ impl Engine {
                 // A freeze another process wrote (the human's command) ends
                 // the approve-for-a-while grants as one made here does.
                 if frozen && was != Some(true) {
-                    me.end_short_grants(SHORT_ENDED_FROZEN);
+                    me.end_short_grants(crate::approval::Unasked::Frozen);
                 }
                 frozen
             })
