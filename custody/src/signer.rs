@@ -285,10 +285,8 @@ mod tests {
             &ctx(&principals),
         )
         .unwrap();
-        let subject = Approval::subject_of_consent(
-            &c.checked().proposal().hash,
-            &c.agent().to_string(),
-        );
+        let subject =
+            Approval::subject_of_consent(&c.checked().proposal().hash, &c.agent().to_string());
         let unasked = Approval::unasked_for_test(Unasked::Frozen, subject.clone());
         assert!(matches!(
             sign_consent(&ks, &c, &unasked, NOW),
@@ -297,10 +295,19 @@ mod tests {
         sign_consent(&ks, &c, &Approval::confirmed(yes, false, subject), NOW).unwrap();
 
         // A revocation it does sign.
-        let unasked =
-            Approval::unasked_for_test(Unasked::SessionLocked, Approval::subject_of_revocation("g1"));
-        let r = sign_revocation(&ks, &principal, "g1", "the session was locked", &unasked, NOW)
-            .unwrap();
+        let unasked = Approval::unasked_for_test(
+            Unasked::SessionLocked,
+            Approval::subject_of_revocation("g1"),
+        );
+        let r = sign_revocation(
+            &ks,
+            &principal,
+            "g1",
+            "the session was locked",
+            &unasked,
+            NOW,
+        )
+        .unwrap();
         assert_eq!(r.reason, "the session was locked");
         assert!(matches!(
             sign_revocation(&ks, &principal, "g2", "x", &unasked, NOW),

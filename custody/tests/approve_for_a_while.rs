@@ -15,6 +15,7 @@ mod support;
 
 use parley_core::grant::UnverifiedGrant;
 use parley_core::Dialect;
+use parley_custody::approval::Unasked;
 use parley_custody::approver::{Gesture, PendingView, Verdict, Yes};
 use parley_custody::audit::EventKind;
 use parley_custody::engine::{unix_now, DecideError};
@@ -217,10 +218,12 @@ fn story(dialect: Dialect) {
             .expect("the short grant's row");
         let reason = row.reason.as_deref().unwrap_or_default();
         assert!(
-            reason.starts_with("approve for a while: and let ")
+            reason.starts_with("and let ")
                 && reason.ends_with("spend up to 100.00 USD more at shop.example in the next 15 minutes without asking"),
             "{reason}"
         );
+        // Marked as a short grant by its own column (the minutes chosen).
+        assert_eq!(row.for_a_while, Some(15));
         assert_eq!(row.agent.as_deref(), Some(agent.as_str()));
         assert_eq!(c.rows(EventKind::ConsentApproved).len(), 1);
 
@@ -248,7 +251,15 @@ fn story(dialect: Dialect) {
         // The everyday grant was not the human's for-a-while: not ended.
         let everyday_id = UnverifiedGrant::decode(&everyday).unwrap().id();
         assert!(revoked.iter().all(|r| r.token_id.as_deref() != Some(everyday_id.as_str())));
-        assert!(c.engine.end_short_grants("again").is_empty(), "ended once");
+        assert!(
+            c.engine.end_short_grants(Unasked::Frozen).is_empty(),
+            "ended once"
+        );
+        // Custody's own revocation, and the row says so, not a gesture.
+        assert_eq!(
+            revoked[0].confirmed_by.as_deref(),
+            Some("custody, unasked: custody was frozen")
+        );
         assert!(parley_custody::audit::Audit::open(&c.audit_path)
             .unwrap()
             .verify()
@@ -544,7 +555,7 @@ fn end_short_grants_revokes_each_live_one_with_the_reason_and_asks_nothing() {
             let token = frame["for_a_while"]["grant"].as_str().unwrap();
             ids.push(UnverifiedGrant::decode(token).unwrap().id());
         }
-        let mut ended = c.engine.end_short_grants("the session was locked");
+        let mut ended = c.engine.end_short_grants(Unasked::SessionLocked);
         ended.sort();
         ids.sort();
         assert_eq!(ended, ids);
@@ -556,16 +567,12 @@ fn end_short_grants_revokes_each_live_one_with_the_reason_and_asks_nothing() {
         let rows = c.rows(EventKind::GrantRevoked);
         assert_eq!(rows.len(), 2);
         for r in &rows {
-            assert!(
-                r.confirmed_by
-                    .as_deref()
-                    .unwrap_or_default()
-                    .starts_with("none asked"),
-                "{:?}",
-                r.confirmed_by
+            assert_eq!(
+                r.confirmed_by.as_deref(),
+                Some("custody, unasked: the session locked")
             );
         }
-        assert!(c.engine.end_short_grants("again").is_empty());
+        assert!(c.engine.end_short_grants(Unasked::SessionLocked).is_empty());
         // The consents themselves are not grants for a while: untouched.
         assert_eq!(c.rows(EventKind::ConsentApproved).len(), 2);
     });
@@ -691,5 +698,153 @@ fn refusals_in_a_loop_are_logged_bounded() {
             REFUSALS_PER_AGENT_HOUR as usize
         );
         assert!(c.rows(EventKind::GrantIssued).is_empty());
+    });
+}
+
+/// A short grant is what custody's engine marked as one, never what a
+/// reason says: an agent's grant request whose reason begins "approve for
+/// a while: ", approved by the human, and a grant row whose reason carries
+/// those words, are not ended by the freeze's ending of short grants nor
+/// shown as one; the real short grant beside them is.
+#[test]
+fn a_grant_whose_reason_says_approve_for_a_while_is_not_a_short_grant() {
+    use parley_custody::audit::{Audit, NewEvent};
+    use parley_custody::desktop::views::EventView;
+    use parley_custody::for_a_while::REASON_PREFIX;
+    rt_per_core().block_on(async {
+        let mut c = TestCustody::start(Keys::File, no_step_up()).await;
+        let words = format!("{REASON_PREFIX}and let it spend up to 9999.00 USD without asking");
+        // 1. The agent asks for a grant with those words as its reason.
+        let req = Request::from_value(&json!({"custody": 1, "id": "g", "op": "grant",
+            "agent": support::requests::agent_key().to_string(), "reason": words,
+            "caveats": [{"svc": ["shop.example"]}, {"exp": unix_now() + 1800}]}))
+        .unwrap();
+        let mut rx = c.submit(&peer(), req);
+        assert_eq!(next_reply(&mut rx).await["kind"], "PENDING");
+        let v = shown(&mut c).await;
+        c.engine.decide(&v.id, Verdict::Approve(YES)).await.unwrap();
+        let issued = next_reply(&mut rx).await;
+        assert_eq!(issued["kind"], "ISSUED", "{issued}");
+        let asked = UnverifiedGrant::decode(issued["grant"].as_str().unwrap())
+            .unwrap()
+            .id();
+        // 2. A grant row whose reason itself carries the words (as any
+        // writer of the reason column could leave it), live, custody's own.
+        let forged = "grant-with-those-words";
+        Audit::open(&c.audit_path)
+            .unwrap()
+            .append(&NewEvent {
+                token_id: Some(forged.into()),
+                principal: Some(c.principal.to_string()),
+                agent: Some(support::requests::agent_key().to_string()),
+                expires: Some(unix_now() + 1800),
+                reason: Some(words.clone()),
+                ..NewEvent::new(EventKind::GrantIssued, unix_now())
+            })
+            .unwrap();
+        // 3. A real short grant beside them.
+        let mut rx = c.submit(&peer(), order(&c, 1));
+        assert_eq!(next_reply(&mut rx).await["kind"], "PENDING");
+        let v = shown(&mut c).await;
+        let w = ForAWhile {
+            amount: 5000,
+            minutes: 5,
+        };
+        c.engine
+            .decide(&v.id, Verdict::ApproveForAWhile(YES, w))
+            .await
+            .unwrap();
+        let frame = next_reply(&mut rx).await;
+        let short = UnverifiedGrant::decode(frame["for_a_while"]["grant"].as_str().unwrap())
+            .unwrap()
+            .id();
+
+        // The freeze ends the short grant only.
+        c.engine.freeze("stop").unwrap();
+        let revoked: Vec<String> = c
+            .rows(EventKind::GrantRevoked)
+            .into_iter()
+            .filter_map(|r| r.token_id.clone())
+            .collect();
+        assert_eq!(revoked, [short.clone()]);
+        assert!(c.engine.end_short_grants(Unasked::Frozen).is_empty());
+
+        // Labelled by the column: the view (and the UI, which reads it) marks
+        // the short grant alone.
+        for row in c.rows(EventKind::GrantIssued) {
+            let id = row.token_id.clone().unwrap();
+            let view = serde_json::to_value(EventView::new(&row, |_| None)).unwrap();
+            if id == short {
+                assert_eq!(view["for_a_while"], 5, "{view}");
+            } else {
+                assert!(id == asked || id == forged, "{id}");
+                assert_eq!(row.for_a_while, None);
+                assert!(view["for_a_while"].is_null(), "{view}");
+            }
+        }
+    });
+}
+
+/// More live short grants than the old cap (the newest 1000 grants of the
+/// last two hours) are all ended: custody selects exactly the live short
+/// grants, however many. The rows are written straight into the log (one
+/// human approval each would take far longer), as the engine writes them.
+#[test]
+fn ending_short_grants_loses_none_past_a_thousand() {
+    use parley_custody::audit::{Audit, NewEvent};
+    rt_per_core().block_on(async {
+        let c = TestCustody::start(Keys::File, no_step_up()).await;
+        let now = unix_now();
+        let mut audit = Audit::open(&c.audit_path).unwrap();
+        let mut ids = Vec::new();
+        for n in 0..1005 {
+            let id = format!("short-{n:04}");
+            audit
+                .append(&NewEvent {
+                    token_id: Some(id.clone()),
+                    principal: Some(c.principal.to_string()),
+                    agent: Some(support::requests::agent_key().to_string()),
+                    expires: Some(now + 3000),
+                    for_a_while: Some(60),
+                    reason: Some("and let it spend without asking".into()),
+                    ..NewEvent::new(EventKind::GrantIssued, now - 600)
+                })
+                .unwrap();
+            ids.push(id);
+        }
+        // Newer ordinary grants, which the old cap counted first.
+        for n in 0..20 {
+            audit
+                .append(&NewEvent {
+                    token_id: Some(format!("plain-{n}")),
+                    principal: Some(c.principal.to_string()),
+                    expires: Some(now + 3000),
+                    ..NewEvent::new(EventKind::GrantIssued, now)
+                })
+                .unwrap();
+        }
+        drop(audit);
+        let engine = c.engine.clone();
+        let mut ended =
+            tokio::task::spawn_blocking(move || engine.end_short_grants(Unasked::Frozen))
+                .await
+                .unwrap();
+        ended.sort();
+        assert_eq!(ended.len(), 1005);
+        assert_eq!(ended, ids);
+        let revoked = Audit::open(&c.audit_path)
+            .unwrap()
+            .query(&parley_custody::audit::Query {
+                kinds: vec![EventKind::GrantRevoked],
+                limit: Some(5000),
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(revoked.len(), 1005);
+        assert!(Audit::open(&c.audit_path)
+            .unwrap()
+            .live_short_grants(unix_now())
+            .unwrap()
+            .is_empty());
     });
 }

@@ -147,6 +147,11 @@ fn line(e: &Event, labels: &BTreeMap<String, String>) -> String {
     if let Some(x) = e.expires {
         field("expires", lens::time(x));
     }
+    // An approve-for-a-while grant, as custody's engine marked it (never
+    // read from its reason, which an agent's request may have written).
+    if let Some(m) = e.for_a_while {
+        field("for_a_while", format!("{m}min"));
+    }
     if let Some(h) = &e.hash {
         field("hash", v(h));
     }
@@ -433,5 +438,12 @@ mod tests {
         );
         let labels = BTreeMap::from([(key.to_string(), "shopper".to_string())]);
         assert!(line(&named, &labels).contains("agent=\"shopper\""));
+        // A short grant is named by its column, an agent's words are not.
+        let mut short = named.clone();
+        short.event.kind = EventKind::GrantIssued;
+        short.event.reason = Some("approve for a while: and let it spend".into());
+        assert!(!line(&short, &labels).contains("for_a_while="));
+        short.event.for_a_while = Some(15);
+        assert!(line(&short, &labels).contains("for_a_while=15min"));
     }
 }
