@@ -876,16 +876,14 @@ fn a_format_1_log_is_migrated_and_still_verifies() {
         .unwrap()
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
     // Exports carry the new column.
     let mut csv = Vec::new();
     parley_custody::audit::export_csv(&rows, &mut csv).unwrap();
     let csv = String::from_utf8(csv).unwrap();
-    assert!(csv
-        .lines()
-        .next()
-        .unwrap()
-        .ends_with(",confirmed_by,cut,count,span_start,span_end,compacted_by,peer_chain"));
+    assert!(csv.lines().next().unwrap().ends_with(
+        ",confirmed_by,cut,count,span_start,span_end,compacted_by,peer_chain,for_a_while"
+    ));
     assert!(csv.contains("\"terminal+os-auth\""));
     let mut jsonl = Vec::new();
     parley_custody::audit::export_jsonl(&rows, &mut jsonl).unwrap();
