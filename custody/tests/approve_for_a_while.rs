@@ -766,7 +766,7 @@ fn a_grant_whose_reason_says_approve_for_a_while_is_not_a_short_grant() {
             .into_iter()
             .filter_map(|r| r.token_id.clone())
             .collect();
-        assert_eq!(revoked, [short.clone()]);
+        assert_eq!(revoked, vec![short.clone()]);
         assert!(c.engine.end_short_grants(Unasked::Frozen).is_empty());
 
         // Labelled by the column: the view (and the UI, which reads it) marks
