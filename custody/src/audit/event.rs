@@ -82,8 +82,10 @@ pub enum EventKind {
     /// The human unfroze custody after OS authentication (`confirmed_by`;
     /// `count` = the requests refused while frozen).
     CustodyUnfrozen,
-    /// The human revoked a live grant (`token_id`; `reason`; `hash` = the
-    /// signed revocation statement's id) after OS authentication.
+    /// A live grant was revoked (`token_id`; `reason`; `hash` = the
+    /// signed revocation statement's id): by the human after OS
+    /// authentication, or, for an approve-for-a-while grant only, by custody
+    /// itself on freeze or lock (`confirmed_by` = `custody, unasked: …`).
     GrantRevoked,
     /// An "approve for a while" choice was refused (`reason`: why; the
     /// request's own fields): nothing was signed.
@@ -244,7 +246,9 @@ pub struct NewEvent {
     pub principal: Option<String>,
     /// How the human confirmed a signed decision, set by the engine (free
     /// text: `click`, `click+second`, `click+os-auth`, `terminal`,
-    /// `terminal+os-auth`; for a failed step-up, why it failed).
+    /// `terminal+os-auth`; for a failed step-up, why it failed; for
+    /// custody's own revocation of a short grant, `custody, unasked: ` and
+    /// why, [`crate::approval::Unasked::confirmed_by`]).
     pub confirmed_by: Option<String>,
     /// How many requests this row stands for (summary rows; `None` = one).
     pub count: Option<i64>,
