@@ -8,7 +8,7 @@
 //! No approver (desktop, terminal, a test) can hand the signer a yes that
 //! skipped a check: the constructors are private to this crate.
 //!
-//! The one approval no human gave is [`Approval::unasked_revocation`]:
+//! The one approval no human gave is `Approval::unasked_revocation`:
 //! custody ending an approve-for-a-while grant on freeze or when the
 //! session locks ([`Unasked`]). It is made only from a
 //! [`LiveShortGrant`] (which only the audit log's short-grant query

@@ -9,7 +9,7 @@
 //!
 //! Custody also revokes approve-for-a-while grants itself, asking no one,
 //! on freeze and when the session locks ([`end_unasked`]): with its own
-//! narrowly typed approval ([`Approval::unasked_revocation`]), made only
+//! narrowly typed approval (`Approval::unasked_revocation`), made only
 //! from a live short grant, which the audit row names truthfully
 //! (`custody, unasked: …`).
 //!

@@ -14,7 +14,7 @@ use rusqlite::params;
 /// `for_a_while`), not expired, not revoked. Only
 /// [`Audit::live_short_grants`] makes one, so holding one is evidence that
 /// custody's log records it as a short grant: what custody's own unasked
-/// revocation ([`crate::approval::Approval::unasked_revocation`]) needs.
+/// revocation (`Approval::unasked_revocation`, crate-private) needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LiveShortGrant {
     token_id: String,
