@@ -94,7 +94,7 @@ test('review: a control scrolled into view (the name field, its Save) stops abov
 })
 
 test('review: on 1366×768 and 1024×600 the footer (Deny, Approve, the status) is on screen without scrolling, however long the review', async () => {
-  const p = consent({ review: { why: { rule: 'per_exceeded', words: 'Your grant allows 40.00 USD per order; this is 71.36 USD (31.36 USD over); custody approved 0.00 of its 100.00 USD since it was issued' } } })
+  const p = consent({ review: { why: { rule: 'per_exceeded', words: 'Your grant allows 40.00 USD per order; this is 71.36 USD (31.36 USD over); custody approved 0.00 USD of its 100.00 USD since it was issued' } } })
   p.review.effects = Array.from({ length: 30 }, (_, i) => ({ op: 'other', line: `· effect ${i}` }))
   for (const screen of SCREENS) {
     const page = await open('review.html#q1', reviewFixtures(p), { label: 'review-q1', width: screen.width, height: screen.height })
@@ -132,7 +132,7 @@ test('review: on 1366×768 and 1024×600 the footer (Deny, Approve, the status) 
 })
 
 test('review: says why custody asks, in its words, right after what the service says it is', async () => {
-  const words = 'Your grant allows 40.00 USD per order; this is 71.36 USD (31.36 USD over); custody approved 0.00 of its 100.00 USD since it was issued'
+  const words = 'Your grant allows 40.00 USD per order; this is 71.36 USD (31.36 USD over); custody approved 0.00 USD of its 100.00 USD since it was issued'
   const p = consent({ review: { why: { rule: 'per_exceeded', words } } })
   const page = await open('review.html#q1', reviewFixtures(p), { label: 'review-q1', width: 620, height: 680 })
   await page.locator(tid('why')).waitFor()

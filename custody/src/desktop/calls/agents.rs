@@ -103,14 +103,15 @@ pub async fn agent_pause(state: &Desktop, agent: String, secs: Option<i64>) -> R
     pauses_view(state).await
 }
 
-/// The agent in words for an OS prompt: its four words and the human's
-/// label ("agent \"cactus orbit lemon frost\" (\"shopper\")").
+/// The agent in words for an OS prompt: by its one name, as every view
+/// names it (the human's name for it, else its four words):
+/// `agent "shopper"`, `agent "cactus orbit lemon frost"`.
 fn agent_words(state: &Desktop, key: &PublicKey) -> String {
-    let phrase = crate::fingerprint::phrase(key);
-    match state.agent_label(&key.to_string()) {
-        Some(label) => format!("agent \"{phrase}\" (\"{label}\")"),
-        None => format!("agent \"{phrase}\""),
-    }
+    let label = state.agent_label(&key.to_string());
+    format!(
+        "agent \"{}\"",
+        crate::fingerprint::agent_name(key, label.as_deref())
+    )
 }
 
 /// Ends an agent's pause; its requests are shown again. A pause in force
