@@ -282,7 +282,9 @@ async function main() {
     // shown only while it is the current plan's (never a stale one).
     // The grant has a subject: the agent, by its one name when custody knows it.
     const who = ctx.known_agents.find((a) => a.key === agent.value.trim())
-    const subject = label.value.trim() || (who ? agentName(who) : req ? agentName(req.review.agent) : 'The agent')
+    // A name is marked as a name (quoted), as the review and home show it.
+    const name = label.value.trim() || (who ? agentName(who) : req ? agentName(req.review.agent) : '')
+    const subject = name ? `“${name}”` : 'The agent'
     setText(preview, v ? `${subject} ${v.preview}.` : '')
     setText(checking, v ? '' : wantedKey ? 'Checking with custody…' : '')
     const key = v ? v.principal_short : null
