@@ -80,7 +80,9 @@ pub fn agent_name_of_text(key: &str, label: Option<&str>) -> String {
     })
 }
 
-fn name_or(label: Option<&str>, otherwise: impl FnOnce() -> String) -> String {
+/// The one name: `label` when the human gave one (display-safe, cut to
+/// [`NAME_CHARS`]), else `otherwise` (the four words).
+pub(crate) fn name_or(label: Option<&str>, otherwise: impl FnOnce() -> String) -> String {
     match label.map(str::trim).filter(|l| !l.is_empty()) {
         Some(l) => crate::display::bounded(l, NAME_CHARS),
         None => otherwise(),

@@ -928,3 +928,78 @@ fn the_engine_signs_nothing_while_locked_or_asleep_the_own_form_included() {
         assert_eq!(next_reply(&mut rx).await["kind"], "DENIED");
     });
 }
+
+#[test]
+fn after_unlock_a_waiting_requests_notification_says_again_what_it_asks() {
+    let test = "after_unlock_a_waiting_requests_notification_says_again_what_it_asks";
+    if !in_session(test, Session::Keyring) {
+        return;
+    }
+    let rt = support::rt();
+    let bus = session_bus();
+    let fake = rt.block_on(FakeLogin1::serve(&bus, true));
+    let svc = Service::start(&bus);
+    let mut ui = svc.ui();
+    let key = ui
+        .call("main", "key_create", json!({"label": "Ana"}))
+        .unwrap();
+    let principal = key["public"].as_str().unwrap().to_string();
+    let hidden = "An agent asks for your decision. Open Parley Custody to see what it asks.";
+
+    // Notification 1, with its details; locked: replaced without them.
+    let first = Agent::ask(&svc.sock, &principal, "c1", "shop.example", 5830);
+    let shown = notes(&fake, 1);
+    assert!(shown[0].body.contains("58.30 USD"), "{shown:?}");
+    rt.block_on(fake.set_locked(true));
+    ui.wait_session("main", json!("locked"));
+    let shown = notes(&fake, 2);
+    assert_eq!(
+        (shown[1].replaces, shown[1].body.as_str()),
+        (1, hidden),
+        "{shown:?}"
+    );
+    // Notification 2 comes while locked, without details; its request is
+    // denied before the unlock (a denial counts while locked).
+    let second = Agent::ask(&svc.sock, &principal, "c2", "books.example", 1999);
+    let shown = notes(&fake, 3);
+    assert_eq!(
+        (shown[2].replaces, shown[2].body.as_str()),
+        (0, hidden),
+        "{shown:?}"
+    );
+    let no = json!({"id": "q2", "approve": false, "confirmed": false, "reason": null});
+    ui.call("review-q2", "review_decide", no)
+        .expect("a denial while locked");
+    assert_eq!(second.final_within(WAIT).unwrap()["kind"], "DENIED");
+    // The human names the agent meanwhile.
+    let agent = SecretKey::from_seed(&Zeroizing::new([7u8; 32]))
+        .public()
+        .to_string();
+    ui.call(
+        "main",
+        "agent_label_set",
+        json!({"agent": agent, "label": "shopper"}),
+    )
+    .unwrap();
+
+    // Unlocked: the request still waiting has its notification (same id)
+    // say again what it asks, naming the agent as it is named now; the
+    // denied one is not shown again.
+    rt.block_on(fake.set_locked(false));
+    ui.wait_session("main", Value::Null);
+    let shown = notes(&fake, 4);
+    let again = &shown[3];
+    assert_eq!(again.replaces, 1, "{shown:?}");
+    assert_eq!(again.summary, shown[0].summary);
+    for said in ["“shopper” asks you to approve", "58.30 USD", "shop.example"] {
+        assert!(again.body.contains(said), "{said}: {again:?}");
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let all = fake.notes();
+    assert!(
+        !all.iter()
+            .any(|n| n.replaces == 2 || n.body.contains("books.example")),
+        "the denied request's notification is not shown again: {all:?}"
+    );
+    drop(first);
+}

@@ -109,7 +109,7 @@ fn the_review_says_which_grant_the_proposal_exceeds_and_by_how_much() {
         assert_eq!(
             why.words,
             "Your grant allows 40.00 USD per order; this is 58.30 USD (18.30 USD over); \
-             custody approved 0.00 of its 100.00 USD since it was issued"
+             custody approved 0.00 USD of its 100.00 USD since it was issued"
         );
         // And the terminal prompt says the same.
         let text = parley_custody::terminal::render(&over.review, unix_now() + 60);

@@ -17,6 +17,12 @@ export interface ForAWhilePart {
   chosen: () => ForAWhile | null
   /** Disables the controls (decided, busy). */
   disable: (off: boolean) => void
+  /**
+   * Asks custody for the offer again (the agent renamed while the review is
+   * open): its words name the agent as the rest of the review does, and the
+   * human's choice stays as it was where it is still offered.
+   */
+  refresh: () => Promise<void>
 }
 
 /** What money `amount` (minor units) reads as, in the offer's words. */
@@ -67,34 +73,50 @@ export function forAWhilePart(p: PendingView): ForAWhilePart {
   amount.addEventListener('change', draw)
   minutes.addEventListener('change', draw)
 
-  void api
-    .reviewForAWhile(p.id)
-    .then((o) => {
-      if (!o || !o.amounts.length) return
-      offer = o
-      replace(amount, ...o.amounts.map((a, i) => h('option', { attrs: { value: String(a) } }, o.amount_words[i])))
-      // The smallest amount at least this order, else the smallest.
-      const first = o.amounts.find((a) => a >= o.order.amount) ?? o.amounts[0]
-      amount.value = String(first)
-      replace(minutes, ...o.minutes.map((m) => h('option', { attrs: { value: String(m) } }, `${m} minutes`)))
-      minutes.value = String(o.minutes.includes(15) ? 15 : o.minutes[0])
+  const labelWords = h('span', { testid: 'for-a-while-label' })
+  /** Shows custody's offer `o`; the choice made so far stays where `o` still offers it. */
+  const show = (o: ForAWhileOffer | null) => {
+    if (!o || !o.amounts.length) {
+      offer = null
+      section.hidden = true
+      draw()
+      return
+    }
+    const was = offer ? { amount: Number(amount.value), minutes: Number(minutes.value) } : null
+    offer = o
+    replace(amount, ...o.amounts.map((a, i) => h('option', { attrs: { value: String(a) } }, o.amount_words[i])))
+    // Kept; else the smallest amount at least this order, else the smallest.
+    const first = was && o.amounts.includes(was.amount) ? was.amount : (o.amounts.find((a) => a >= o.order.amount) ?? o.amounts[0])
+    amount.value = String(first)
+    replace(minutes, ...o.minutes.map((m) => h('option', { attrs: { value: String(m) } }, `${m} minutes`)))
+    minutes.value = String(was && o.minutes.includes(was.minutes) ? was.minutes : o.minutes.includes(15) ? 15 : o.minutes[0])
+    setText(labelWords, ` Also let ${o.agent_name} spend more at ${o.service} without asking, for a while`)
+    if (!section.childElementCount) {
       replace(
         section,
-        h(
-          'label',
-          { class: 'for-a-while-label', attrs: { for: 'for-a-while-on' } },
-          on,
-          ` Also let ${o.agent_name} spend more at ${o.service} without asking, for a while`,
-        ),
+        h('label', { class: 'for-a-while-label', attrs: { for: 'for-a-while-on' } }, on, labelWords),
         h('div', { class: 'inline for-a-while-choices' }, h('span', { class: 'muted' }, 'up to '), amount, h('span', { class: 'muted' }, ' more, for '), minutes),
         said,
       )
-      section.hidden = false
-      draw()
-    })
-    .catch(() => {
-      section.hidden = true
-    })
+    }
+    section.hidden = false
+    draw()
+  }
+  // One question at a time, and only the newest answer shown.
+  let asked = 0
+  const load = async () => {
+    const mine = ++asked
+    let o: ForAWhileOffer | null
+    try {
+      o = await api.reviewForAWhile(p.id)
+    } catch {
+      // Unreadable now: what is shown stays (custody checks the choice on Approve).
+      if (mine === asked && !offer) section.hidden = true
+      return
+    }
+    if (mine === asked) show(o)
+  }
+  void load()
 
   return {
     section,
@@ -106,5 +128,6 @@ export function forAWhilePart(p: PendingView): ForAWhilePart {
         draw()
       }
     },
+    refresh: load,
   }
 }

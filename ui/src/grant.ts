@@ -168,6 +168,11 @@ async function main() {
   )
   widenBox.hidden = true
   const issueHint = h('span', { class: 'hint', testid: 'issue-hint' })
+  // The session locked or going to sleep (the service says so): issuing is
+  // off, as Approve is in a review, and the page says why (the engine
+  // refuses to sign meanwhile whatever the page shows).
+  const held = h('p', { class: 'msg msg-warn', testid: 'session-held', attrs: { role: 'status' } })
+  held.hidden = true
   // Errors show for a field once the human has typed in or left it, or
   // asked what is missing: a blank form is not a list of mistakes.
   const touched = new Set<string>()
@@ -235,6 +240,7 @@ async function main() {
       req ? null : field('Note (optional)', note, null),
     ),
     h('section', { class: 'preview-box' }, h('h2', null, 'This grant'), preview, signer, widenBox, warnings, h('h3', null, 'Exact caveats that will be signed'), exact, checking),
+    held,
     h('div', { class: 'actions' }, cancel, issue, issueHint, missing),
     status,
     result,
@@ -264,6 +270,7 @@ async function main() {
   let seq = 0
   let armedAt = performance.now()
   let focused = document.hasFocus()
+  let session: 'locked' | 'asleep' | null = null
   // The "now" an expiry preset counts from: it moves only when the expiry is
   // chosen again and every 30 s, so that what was previewed stays what is
   // issued (a preset recomputed on every keystroke would change the caveats
@@ -282,7 +289,9 @@ async function main() {
     // shown only while it is the current plan's (never a stale one).
     // The grant has a subject: the agent, by its one name when custody knows it.
     const who = ctx.known_agents.find((a) => a.key === agent.value.trim())
-    const subject = label.value.trim() || (who ? agentName(who) : req ? agentName(req.review.agent) : 'The agent')
+    // A name is marked as a name (quoted), as the review and home show it.
+    const name = label.value.trim() || (who ? agentName(who) : req ? agentName(req.review.agent) : '')
+    const subject = name ? `“${name}”` : 'The agent'
     setText(preview, v ? `${subject} ${v.preview}.` : '')
     setText(checking, v ? '' : wantedKey ? 'Checking with custody…' : '')
     const key = v ? v.principal_short : null
@@ -302,9 +311,11 @@ async function main() {
     const widen = current ? shown!.view.widenings : []
     const left = APPROVE_DELAY_MS - (performance.now() - armedAt)
     const ready = current && (widen.length === 0 || widenConfirm.checked) && !issued && !issuing && ctx.principals.length > 0
-    issue.disabled = !ready || !focused || left > 0
+    issue.disabled = !ready || !focused || session !== null || left > 0
     issue.dataset.state = issue.disabled ? 'waiting' : 'ready'
-    if (issued || !ready) setText(issueHint, current && widen.length && !widenConfirm.checked ? 'Confirm the widening above first.' : '')
+    if (!issued && session === 'locked') setText(issueHint, 'Issue is off while the screen is locked.')
+    else if (!issued && session === 'asleep') setText(issueHint, 'Issue is off while the computer goes to sleep.')
+    else if (issued || !ready) setText(issueHint, current && widen.length && !widenConfirm.checked ? 'Confirm the widening above first.' : '')
     else if (!focused) setText(issueHint, 'Issue is off while this window is not in front.')
     else if (left > 0) setText(issueHint, `Issue in ${(left / 1000).toFixed(1)} s`)
     else setText(issueHint, 'Click, or press and hold, with the pointer.')
@@ -356,6 +367,29 @@ async function main() {
     updateIssue()
   })
   widenConfirm.addEventListener('change', () => updateIssue())
+  // The session's lock and sleep, as the service follows it: Issue is off
+  // while locked; on unlock the whole delay again (the service checks the same).
+  const followSession = async () => {
+    try {
+      const now = (await api.status()).session ?? null
+      if (session !== null && now === null) armedAt = performance.now()
+      session = now
+    } catch {
+      return
+    }
+    held.hidden = session === null || issued
+    setText(
+      held,
+      session === 'asleep'
+        ? 'The computer is going to sleep: issuing is off until it wakes up. Nothing is signed meanwhile.'
+        : session === 'locked'
+          ? 'The screen is locked: issuing is off until you unlock it. Nothing is signed meanwhile.'
+          : '',
+    )
+    updateIssue()
+  }
+  void on('status-changed', () => void followSession())
+  void followSession()
   setInterval(updateIssue, 100)
   if (ctx.principals.length === 0) {
     say(status, 'error', 'There is no principal key to sign with yet: create one in Settings first.')

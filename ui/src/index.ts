@@ -41,6 +41,9 @@ let pending: PendingView[] = []
 function renderStatus(s: StatusView) {
   const items: HTMLElement[] = []
   if (!s.running) items.push(h('p', { class: 'msg msg-error', testid: 'not-running' }, s.error ?? 'Custody is not running.'))
+  // Locked or going to sleep: nothing is approved or issued meanwhile (the engine refuses); requests wait.
+  if (s.session === 'locked') items.push(h('p', { class: 'msg msg-warn', testid: 'session-held' }, 'The screen is locked: approving and issuing are off until you unlock it. Requests wait; nothing is signed meanwhile.'))
+  else if (s.session === 'asleep') items.push(h('p', { class: 'msg msg-warn', testid: 'session-held' }, 'The computer is going to sleep: approving and issuing are off until it wakes up. Requests wait; nothing is signed meanwhile.'))
   for (const w of s.warnings) items.push(h('p', { class: 'msg msg-warn' }, w))
   if (s.socket) {
     items.push(

@@ -68,7 +68,16 @@ function who(r: Review): HTMLElement {
   )
 }
 
-function agent(r: Review): HTMLElement {
+/** The agent's one name as a name in a sentence: quoted, as home and the notifications show it. */
+function named(a: Review['agent']): string {
+  return `“${agentName(a)}”`
+}
+
+/**
+ * The agent, named by the human here; `renamed` is told a name saved here.
+ * `relabel` shows the name custody gives it now (renamed anywhere).
+ */
+function agent(r: Review, renamed: (label: string | null) => void): { el: HTMLElement; relabel: (label: string | null) => void } {
   // The human's name for it leads; the key is the detail after it.
   const shown = h('strong', { class: 'label', testid: 'agent-label' }, r.agent.label ? `“${r.agent.label}” ` : '')
   const nameMsg = h('span', { class: 'muted', testid: 'agent-name-status' })
@@ -86,13 +95,15 @@ function agent(r: Review): HTMLElement {
     const label = name.value.trim()
     try {
       await api.agentLabelSet(r.agent.key, label || null)
-      setText(shown, label ? `“${label}” ` : '')
       setText(nameMsg, label ? ' Saved: every review of this key shows it.' : ' Name removed.')
+      // The new name, everywhere in this review (custody's own view of it
+      // follows with pending-changed).
+      renamed(label || null)
     } catch (e) {
       setText(nameMsg, ` ${errorText(e)}`)
     }
   }
-  return h(
+  const el = h(
     'div',
     { class: 'agent' },
     shown,
@@ -109,6 +120,7 @@ function agent(r: Review): HTMLElement {
       h('div', { class: 'inline' }, name, h('button', { class: 'btn btn-small', testid: 'agent-name-save', attrs: { type: 'button' }, on: { click: () => void save() } }, 'Save name'), nameMsg),
     ),
   )
+  return { el, relabel: (label: string | null) => setText(shown, label ? `“${label}” ` : '') }
 }
 
 function principal(r: Review): HTMLElement {
@@ -164,7 +176,7 @@ function consentBody(r: Review): Body {
   return {
     // A job's "service" is its server's key: the headline names the tool.
     title: r.job ? `Run ${r.job.tool} for ${r.cost}? — Parley Custody` : `Approve ${r.cost} at ${r.service}? — Parley Custody`,
-    kind: r.job ? `The job server ${agentName(r.agent)} asks you to approve a plan` : `${agentName(r.agent)} asks for your consent`,
+    kind: r.job ? `The job server ${named(r.agent)} asks you to approve a plan` : `${named(r.agent)} asks for your consent`,
     headline: r.job ? `${r.job.tool}: ${r.cost}` : `${r.cost} at ${r.service}`,
     top: [theirWords(r, 'What the service says it is (its words, not checked)'), why(r)],
     details: [facts, effects, h('p', { class: 'hash' }, 'Proposal hash ', h('code', { testid: 'hash', title: r.hash }, `${r.hash_short}…`))],
@@ -191,7 +203,7 @@ function grantBody(r: Review): Body {
     title: `Grant for ${r.service || 'every service'}? — Parley Custody`,
     kind: 'An agent asks for a grant',
     // A subject: "shopping bot may ask for offers…", never a bare "may…".
-    headline: `${agentName(r.agent)} ${r.preview}`,
+    headline: `${named(r.agent)} ${r.preview}`,
     top: [theirWords(r, 'The agent’s reason (its words, not checked)')],
     details: [facts, caveats],
   }
@@ -333,14 +345,44 @@ function render(p: PendingView): void {
     confirm,
     h('div', { class: 'foot-line' }, hint, queue),
   )
+  const asked = agent(r, (label) => void applyName(label, label ?? r.agent.phrase))
+  const kindLine = h('div', { class: 'kind', testid: 'kind' }, body.kind)
+  const headline = h('h1', { testid: 'headline' }, body.headline)
+  // The agent renamed while this review is open (here, in the audit view,
+  // in another review): custody's name for it now, in every line that
+  // names it, the approve-for-a-while offer's words included.
+  const applyName = async (label: string | null, name: string | undefined) => {
+    const was = agentName(r.agent)
+    r.agent.label = label
+    r.agent.name = name
+    asked.relabel(label)
+    if (agentName(r.agent) === was) return
+    const b = (bodies[r.kind] ?? grantBody)(r)
+    setText(kindLine, b.kind)
+    setText(headline, b.headline)
+    document.title = b.title
+    await forAWhile?.refresh()
+  }
+  let renaming = 0
+  const renamed = async () => {
+    const mine = ++renaming
+    let now: PendingView | null
+    try {
+      now = await api.reviewGet(p.id)
+    } catch {
+      return
+    }
+    if (!now || mine !== renaming || closed || now.review.agent.key !== r.agent.key) return
+    await applyName(now.review.agent.label ?? null, now.review.agent.name)
+  }
   replace(
     app,
-    h('header', { class: 'review-head' }, h('div', { class: 'kind', testid: 'kind' }, body.kind), h('h1', { testid: 'headline' }, body.headline)),
+    h('header', { class: 'review-head' }, kindLine, headline),
     forAWhile?.section ?? null,
     ...body.top,
     warnings,
     job?.section ?? null,
-    h('section', { class: 'requested' }, h('h2', null, 'Asked by'), who(r), agent(r)),
+    h('section', { class: 'requested' }, h('h2', null, 'Asked by'), who(r), asked.el),
     ...body.details,
     countdown,
     stepUp,
@@ -363,6 +405,7 @@ function render(p: PendingView): void {
   void on('pending-changed', () => {
     void drawAlike()
     void drawQueue()
+    void renamed()
   })
 
   const setBusy = (b: boolean) => {

@@ -89,6 +89,42 @@ test('for a while: when only the grant needs the password, its words say the OS 
   await asked.close()
 })
 
+test('for a while: the agent renamed while the review is open, the offer names it by its new name and keeps the choice', async () => {
+  const page = await open('review.html#q1', fixtures(consent(), { agent_label_set: null }), { label: 'review-q1', width: 1024, height: 600 })
+  await page.locator(tid('for-a-while-on')).check()
+  await page.locator(tid('for-a-while-amount')).selectOption('20000')
+  await page.locator(tid('for-a-while-minutes')).selectOption('60')
+  assert.equal(await text(page, 'for-a-while-label'), 'Also let cactus orbit lemon frost spend more at shop.example without asking, for a while')
+  // Named in this review: custody's offer now names it so.
+  await page.evaluate(() => (window.__PARLEY_FIXTURES__.review_for_a_while = { ...window.__PARLEY_FIXTURES__.review_for_a_while, agent_name: 'shopping bot' }))
+  await page.locator(`${tid('agent-naming')} summary`).click()
+  await page.locator(tid('agent-name')).fill('shopping bot')
+  await page.locator(tid('agent-name-save')).click()
+  await page.waitForFunction(() => /shopping bot/.test(document.querySelector('[data-testid="for-a-while-foot"]').textContent))
+  const said = (name) => `let ${name} spend up to 200.00 USD more at shop.example in the next 60 minutes without asking`
+  assert.equal(await text(page, 'for-a-while-label'), 'Also let shopping bot spend more at shop.example without asking, for a while')
+  assert.ok((await text(page, 'for-a-while-words')).includes(said('shopping bot')), await text(page, 'for-a-while-words'))
+  assert.equal(await text(page, 'for-a-while-foot'), `Approving also lets ${said('shopping bot').replace(/^let /, '')}.`)
+  // Renamed in another window: custody says pending-changed; the offer follows.
+  await page.evaluate(() => {
+    const f = window.__PARLEY_FIXTURES__
+    f.review_for_a_while = { ...f.review_for_a_while, agent_name: 'groceries' }
+    f.review_get = { ...f.review_get, review: { ...f.review_get.review, agent: { ...f.review_get.review.agent, label: 'groceries', name: 'groceries' } } }
+    return window.__parleyEmit('pending-changed')
+  })
+  await page.waitForFunction(() => /groceries/.test(document.querySelector('[data-testid="for-a-while-foot"]').textContent))
+  assert.ok((await text(page, 'for-a-while-words')).includes(said('groceries')), await text(page, 'for-a-while-words'))
+  assert.equal(await text(page, 'for-a-while-label'), 'Also let groceries spend more at shop.example without asking, for a while')
+  // The choice the human made stands, and Approve sends it.
+  assert.equal(await page.locator(tid('for-a-while-on')).isChecked(), true)
+  await enabled(page, 'approve')
+  await page.locator(tid('approve')).click()
+  await page.locator(`${tid('status')}.msg-ok`).waitFor()
+  assert.deepEqual((await approvals(page))[0].for_a_while, { amount: 20000, minutes: 60 })
+  assert.deepEqual(page.problems, [])
+  await page.close()
+})
+
 test('for a while: not shown when custody offers nothing (a grant request, a job, frozen)', async () => {
   for (const [p, offer] of [
     [consent(), null],

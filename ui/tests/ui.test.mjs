@@ -94,7 +94,7 @@ test('review: a control scrolled into view (the name field, its Save) stops abov
 })
 
 test('review: on 1366×768 and 1024×600 the footer (Deny, Approve, the status) is on screen without scrolling, however long the review', async () => {
-  const p = consent({ review: { why: { rule: 'per_exceeded', words: 'Your grant allows 40.00 USD per order; this is 71.36 USD (31.36 USD over); custody approved 0.00 of its 100.00 USD since it was issued' } } })
+  const p = consent({ review: { why: { rule: 'per_exceeded', words: 'Your grant allows 40.00 USD per order; this is 71.36 USD (31.36 USD over); custody approved 0.00 USD of its 100.00 USD since it was issued' } } })
   p.review.effects = Array.from({ length: 30 }, (_, i) => ({ op: 'other', line: `· effect ${i}` }))
   for (const screen of SCREENS) {
     const page = await open('review.html#q1', reviewFixtures(p), { label: 'review-q1', width: screen.width, height: screen.height })
@@ -132,14 +132,14 @@ test('review: on 1366×768 and 1024×600 the footer (Deny, Approve, the status) 
 })
 
 test('review: says why custody asks, in its words, right after what the service says it is', async () => {
-  const words = 'Your grant allows 40.00 USD per order; this is 71.36 USD (31.36 USD over); custody approved 0.00 of its 100.00 USD since it was issued'
+  const words = 'Your grant allows 40.00 USD per order; this is 71.36 USD (31.36 USD over); custody approved 0.00 USD of its 100.00 USD since it was issued'
   const p = consent({ review: { why: { rule: 'per_exceeded', words } } })
   const page = await open('review.html#q1', reviewFixtures(p), { label: 'review-q1', width: 620, height: 680 })
   await page.locator(tid('why')).waitFor()
   assert.equal(await text(page, 'why'), words)
   const order = await page.evaluate(() => ['headline', 'summary', 'why', 'requester', 'service'].map((i) => document.querySelector(`[data-testid="${i}"]`)).every((el, k, a) => k === 0 || a[k - 1].compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING))
   assert.ok(order, 'amount, what, why, who, then the details')
-  assert.match(await text(page, 'kind'), /^cactus orbit lemon frost asks for your consent$/)
+  assert.match(await text(page, 'kind'), /^“cactus orbit lemon frost” asks for your consent$/)
   if (process.env.UPDATE_SCREENSHOTS) await page.screenshot({ path: join(here, '..', '..', 'docs', 'screenshots', 'review-consent.png') })
   await page.close()
 })
@@ -224,7 +224,49 @@ test('review: other waiting requests are counted in the footer, with the way to 
 test('review: a grant request\u2019s heading has a subject', async () => {
   const page = await open('review.html#q7', reviewFixtures(grantRequest()), { label: 'review-q7' })
   await page.locator(tid('headline')).waitFor()
-  assert.match(await text(page, 'headline'), /^cactus orbit lemon frost may /)
+  assert.match(await text(page, 'headline'), /^“cactus orbit lemon frost” may /)
+  await page.close()
+})
+
+test('review: the heading marks the agent\u2019s one name as a name, its four words or the human\u2019s name, as home and notifications do', async () => {
+  // Unnamed: the four words, quoted (never bare words run into the sentence).
+  for (const [p, id, want] of [
+    [consent(), 'kind', '“cactus orbit lemon frost” asks for your consent'],
+    [grantRequest(), 'headline', /^“cactus orbit lemon frost” may ASK/],
+    [consent({ review: { agent: { key: AGENT, short: 'ed25519:gTl3Dqh9F1…', phrase: 'cactus orbit lemon frost', label: 'shopping bot', name: 'shopping bot', known: true } } }), 'kind', '“shopping bot” asks for your consent'],
+  ]) {
+    const page = await open(`review.html#${p.id}`, reviewFixtures(p), { label: `review-${p.id}` })
+    await page.locator(tid(id)).waitFor()
+    if (typeof want === 'string') assert.equal(await text(page, id), want)
+    else assert.match(await text(page, id), want)
+    assert.deepEqual(page.problems, [])
+    await page.close()
+  }
+})
+
+test('review: renamed while open (here or in another window), every line that names the agent says the new name', async () => {
+  const p = consent()
+  const page = await open('review.html#q1', reviewFixtures(p, { agent_label_set: null, status: status({ pending: 1 }) }), { label: 'review-q1' })
+  await page.locator(tid('approve')).waitFor()
+  assert.equal(await text(page, 'kind'), '“cactus orbit lemon frost” asks for your consent')
+  // Named from this review.
+  await page.locator(`${tid('agent-naming')} summary`).click()
+  await page.locator(tid('agent-name')).fill('shopping bot')
+  await page.locator(tid('agent-name-save')).click()
+  await page.waitForFunction(() => /shopping bot/.test(document.querySelector('[data-testid="kind"]').textContent))
+  assert.equal(await text(page, 'kind'), '“shopping bot” asks for your consent')
+  assert.equal((await text(page, 'agent-label')).trim(), '“shopping bot”')
+  // Renamed in the audit view: custody tells every window (pending-changed), and its view names it so.
+  await page.evaluate(() => {
+    const f = window.__PARLEY_FIXTURES__
+    f.review_get = { ...f.review_get, review: { ...f.review_get.review, agent: { ...f.review_get.review.agent, label: 'groceries', name: 'groceries' } } }
+    return window.__parleyEmit('pending-changed')
+  })
+  await page.waitForFunction(() => /groceries/.test(document.querySelector('[data-testid="kind"]').textContent))
+  assert.equal(await text(page, 'kind'), '“groceries” asks for your consent')
+  assert.equal((await text(page, 'agent-label')).trim(), '“groceries”')
+  assert.deepEqual(await calls(page, 'review_decide'), [], 'a rename decides nothing')
+  assert.deepEqual(page.problems, [])
   await page.close()
 })
 
@@ -691,7 +733,7 @@ test('grant form: preview, exact caveats, warnings, and issuing', async () => {
   // The grant in words is custody's sentence of exactly the caveats shown
   // (custody/src/review/preview.rs says them; its tests check the words).
   await page.waitForFunction(() => document.querySelector('[data-testid="preview"]').textContent.includes('"per"'))
-  assert.equal(await text(page, 'preview'), `shopping bot may, says custody, ${JSON.stringify(json)}.`)
+  assert.equal(await text(page, 'preview'), `“shopping bot” may, says custody, ${JSON.stringify(json)}.`)
   assert.deepEqual(json.slice(0, -1), [
     { svc: ['shop.example'] },
     { verbs: ['ASK', 'INTENT', 'COMMIT'] },
@@ -742,7 +784,7 @@ test('grant form: the grant in words is custody\'s sentence of the current plan,
   assert.match(await text(page, 'preview-state'), /Checking with custody/)
   await page.waitForFunction(() => document.querySelector('[data-testid="preview"]').textContent.includes('mail.example'))
   const json = JSON.parse(await text(page, 'caveats-json'))
-  assert.equal(await text(page, 'preview'), `shopping bot may, says custody, ${JSON.stringify(json)}.`)
+  assert.equal(await text(page, 'preview'), `“shopping bot” may, says custody, ${JSON.stringify(json)}.`)
   assert.deepEqual(page.problems, [])
   await page.close()
 })
@@ -771,7 +813,7 @@ test('grant form: YEA measured limits become each/total caveats, in words, never
     { total: { of: 'storage', max: 15, scale: 1, unit: 'GB' } },
   ])
   await page.waitForFunction(() => document.querySelector('[data-testid="preview"]').textContent.includes('"storage"'))
-  assert.equal(await text(page, 'preview'), `shopping bot may, says custody, ${JSON.stringify(json)}.`)
+  assert.equal(await text(page, 'preview'), `“shopping bot” may, says custody, ${JSON.stringify(json)}.`)
   assert.ok(!(await page.locator(`${tid('form-warnings')} li`).allInnerTexts()).some((w) => /no spending limit/.test(w)), 'a measured limit is a limit')
   // Refused: a decimal count, spend without a currency, a bad measure name, mixing with Parley's fields.
   await row(1, 'total', '2.5', '', 'emails')

@@ -117,9 +117,18 @@ pub async fn run(opts: DesktopOptions) -> Result<Ended, String> {
         let follow = AbortOnDrop(tokio::spawn(crate::session::follow(gate)));
         let tell = AbortOnDrop(tokio::spawn(async move {
             let is_locked = |s: &crate::session::SessionState| s.locked_hint || s.screensaver;
+            // The tray says so while locked or going to sleep.
+            let show_held = |held| {
+                if let Some(t) = d.tray.get() {
+                    t.show_held(held);
+                }
+            };
             let mut was_locked = is_locked(&changes.borrow());
+            show_held(changes.borrow().hold());
             while changes.changed().await.is_ok() {
-                let locked = is_locked(&changes.borrow_and_update());
+                let now = *changes.borrow_and_update();
+                show_held(now.hold());
+                let locked = is_locked(&now);
                 if locked && !was_locked {
                     // Approve-for-a-while grants end on lock (a setting, on
                     // by default); SQLite and the keystore block.

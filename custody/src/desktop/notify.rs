@@ -331,7 +331,9 @@ impl Notifier {
             let ends = tokio::time::sleep(lifetime);
             tokio::pin!(wait, ends, rx);
             // A lock while it is on screen: it is replaced (same id) by one
-            // that says only that an agent asks, before the lock screen shows it.
+            // that says only that an agent asks, before the lock screen shows
+            // it; the unlock replaces it again with the request's own words,
+            // as the request reads now, if it still waits.
             let mut session = d.core().ok().map(|c| c.engine.session().subscribe());
             let mut hidden = hide;
             loop {
@@ -356,14 +358,28 @@ impl Notifier {
                             None => std::future::pending().await,
                         }
                     } => {
-                        if !hidden && hides_details(&d) {
-                            hidden = true;
-                            let left = lifetime.saturating_sub(shown_at.elapsed());
-                            let mut n = notification(&p, icon(), left, true);
-                            n.id(handle.id());
-                            if let Ok(Err(e)) = tokio::time::timeout(SHOW_TIMEOUT, n.show_async()).await {
-                                tracing::warn!("a notification could not be replaced by one without details: {e}");
-                            }
+                        let hide = hides_details(&d);
+                        if hide == hidden {
+                            continue;
+                        }
+                        let shown = if hide {
+                            Some(p.clone())
+                        } else {
+                            // Gone meanwhile: its notification closes (`rx`), never shown again.
+                            d.pending_labelled().into_iter().find(|w| w.id == id)
+                        };
+                        let Some(shown) = shown else { continue };
+                        hidden = hide;
+                        let left = lifetime
+                            .saturating_sub(shown_at.elapsed())
+                            .max(Duration::from_secs(1));
+                        let mut n = notification(&shown, icon(), left, hide);
+                        n.id(handle.id());
+                        if let Ok(Err(e)) = tokio::time::timeout(SHOW_TIMEOUT, n.show_async()).await {
+                            tracing::warn!(
+                                "a notification could not be replaced by one {} details: {e}",
+                                if hide { "without" } else { "with its" }
+                            );
                         }
                     }
                 }

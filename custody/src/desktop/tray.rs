@@ -4,7 +4,9 @@
 //! asking now (for 15 minutes, for 1 hour, or until resumed in the audit
 //! view: its requests are refused unseen meanwhile), then Open, Issue a
 //! grant…, Audit log, Settings, Quit. Agents are named by their one name
-//! ([`crate::fingerprint::agent_name`]), never by their key.
+//! ([`crate::fingerprint::agent_name`]), never by their key. While the
+//! session is locked (or going to sleep) the menu and tooltip say that
+//! nothing is approved meanwhile ([`crate::session`]).
 //!
 //! With no tray host (a bare X server, GNOME without the AppIndicator
 //! extension) the item still exists on the bus, [`Tray::available`] says
@@ -16,6 +18,7 @@ use super::service::Desktop;
 use crate::approver::PendingView;
 use crate::display;
 use crate::review::ReviewKind;
+use crate::session::Hold;
 use ksni::menu::{StandardItem, SubMenu};
 use ksni::{MenuItem, TrayMethods};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -154,6 +157,16 @@ struct Item {
     /// What custody last told the human with no notification service
     /// ("Approved …", "Still waiting: …"), display-safe, for a minute.
     told: Option<String>,
+    /// The session is locked or going to sleep: nothing is approved.
+    held: Option<Hold>,
+}
+
+/// The tray's line for a locked (or sleeping) session.
+fn held_line(h: Hold) -> &'static str {
+    match h {
+        Hold::Locked => "Screen locked: approving and issuing are off until you unlock it",
+        Hold::Asleep => "Going to sleep: approving and issuing are off until it wakes up",
+    }
 }
 
 impl Item {
@@ -275,6 +288,10 @@ impl ksni::Tray for Item {
                     (false, 1) => "1 pending request".into(),
                     (false, n) => format!("{n} pending requests"),
                 };
+                let state = match self.held {
+                    Some(h) => format!("{}\n{state}", held_line(h)),
+                    None => state,
+                };
                 match &self.told {
                     Some(t) => format!("{}\n{state}", display::menu_label(t)),
                     None => state,
@@ -295,6 +312,9 @@ impl ksni::Tray for Item {
             n => format!("{n} pending requests"),
         };
         let mut menu = vec![item(header, false, |_| {})];
+        if let Some(h) = self.held {
+            menu.push(item(held_line(h).into(), false, |_| {}));
+        }
         if let Some(t) = &self.told {
             menu.push(item(menu_text(t), false, |_| {}));
         }
@@ -406,6 +426,7 @@ impl Tray {
             online: online.clone(),
             frozen: false,
             told: None,
+            held: None,
         };
         let handle = match make().spawn().await {
             Ok(h) => h,
@@ -436,6 +457,15 @@ impl Tray {
         let handle = self.handle.clone();
         self.rt.spawn(async move {
             handle.update(move |m| m.frozen = frozen).await;
+        });
+    }
+
+    /// Shows whether the session is locked or going to sleep (menu,
+    /// tooltip); returns at once.
+    pub fn show_held(&self, held: Option<Hold>) {
+        let handle = self.handle.clone();
+        self.rt.spawn(async move {
+            handle.update(move |m| m.held = held).await;
         });
     }
 
@@ -541,6 +571,7 @@ mod tests {
             online: Arc::new(AtomicBool::new(true)),
             frozen: false,
             told: None,
+            held: None,
         };
         assert!(labels(&m).iter().any(|l| l.starts_with("Stop all agents")));
         assert_eq!(ksni::Tray::title(&m), "Parley Custody");
@@ -564,6 +595,49 @@ mod tests {
             ksni::Tray::status(&m),
             ksni::Status::NeedsAttention
         ));
+    }
+
+    #[test]
+    fn the_tray_says_when_the_session_is_locked_or_going_to_sleep() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let mut m = Item {
+            desktop: Weak::new(),
+            rt: rt.handle().clone(),
+            icons: Vec::new(),
+            count: 1,
+            lines: Vec::new(),
+            online: Arc::new(AtomicBool::new(true)),
+            frozen: false,
+            told: None,
+            held: None,
+        };
+        let said = |m: &Item| {
+            let mut l = labels(m);
+            l.push(ksni::Tray::tool_tip(m).description);
+            l.join("\n")
+        };
+        assert!(!said(&m).contains("lock"), "{}", said(&m));
+        m.held = Some(Hold::Locked);
+        assert_eq!(
+            labels(&m)[..2],
+            [
+                "1 pending request".to_string(),
+                "Screen locked: approving and issuing are off until you unlock it".to_string()
+            ]
+        );
+        assert_eq!(
+            ksni::Tray::tool_tip(&m).description,
+            "Screen locked: approving and issuing are off until you unlock it\n1 pending request"
+        );
+        m.held = Some(Hold::Asleep);
+        assert_eq!(
+            labels(&m)[1],
+            "Going to sleep: approving and issuing are off until it wakes up"
+        );
+        m.held = None;
+        assert!(!said(&m).contains("lock"), "{}", said(&m));
     }
 
     #[test]

@@ -8,8 +8,9 @@
 //!
 //! Every value is display-safe and short ([`PromptDetails::with`]); each
 //! part of the sentence is cut on its own first, so a long service id or
-//! label can never push the amount, the agent's words or the hash out of
-//! the sentence.
+//! label can never push the amount, the agent's name or the hash out of
+//! the sentence. The agent is named as every other view names it: by its
+//! one name (the human's name for it, else its four words).
 
 use super::*;
 use crate::display::bounded;
@@ -21,8 +22,9 @@ const AMOUNT_CHARS: usize = 24;
 const SERVICE_CHARS: usize = 32;
 /// Longest capability in the sentence.
 const CAPABILITY_CHARS: usize = 16;
-/// Longest agent name (the human's label) in the sentence.
-const LABEL_CHARS: usize = 16;
+/// Longest agent name in the sentence: room for any four words (each list
+/// word has at most 8 letters) and for most names a human gives.
+const NAME_CHARS: usize = 36;
 /// Longest list of grant limits in the sentence.
 const LIMITS_CHARS: usize = 36;
 /// Characters of the hash shown: enough to compare with the review's.
@@ -39,13 +41,13 @@ fn part(s: &str, max: usize) -> String {
     }
 }
 
-/// The agent as the prompt names it: its four words and, when the human
-/// named it, that name: `agent "cactus orbit lemon frost" (Alice's shopper)`.
-fn agent_words(phrase: &str, label: Option<&str>) -> String {
-    match label.filter(|l| !l.trim().is_empty()) {
-        Some(l) => format!("agent \"{phrase}\" ({})", part(l, LABEL_CHARS)),
-        None => format!("agent \"{phrase}\""),
-    }
+/// The agent as the prompt names it: by its one name, the human's name for
+/// it when there is one (`agent "Alice's shopper"`), else its four words
+/// (`agent "cactus orbit lemon frost"`), as every other view names it
+/// ([`crate::fingerprint::agent_name`]).
+fn agent_named(r: &review::Review, label: Option<&str>) -> String {
+    let name = crate::fingerprint::name_or(label, || r.agent.phrase.clone());
+    format!("agent \"{}\"", part(&name, NAME_CHARS))
 }
 
 /// The prompt for approving a consent: what it spends, where, for which
@@ -56,7 +58,7 @@ pub(super) fn consent(r: &review::Review, label: Option<&str>) -> PromptDetails 
     let service = part(&r.service, SERVICE_CHARS);
     let capability = part(&r.capability, CAPABILITY_CHARS);
     let hash: String = r.hash.chars().take(HASH_CHARS).collect();
-    let agent = agent_words(&r.agent.phrase, label);
+    let agent = agent_named(r, label);
     let decision = format!(
         "a consent for {amount} at {service} ({capability}) asked by {agent}, proposal {hash}"
     );
@@ -77,18 +79,14 @@ pub(super) fn consent(r: &review::Review, label: Option<&str>) -> PromptDetails 
 pub(super) fn consent_and_grant(r: &review::Review, label: Option<&str>, grant: &str) -> String {
     let hash: String = r.hash.chars().take(HASH_CHARS).collect();
     let grant = part(grant, 64);
-    // Tighter and tighter until it fits: the label goes first, then the
-    // amount and service are cut shorter; the hash and the grant stay.
-    let tries = [
-        (AMOUNT_CHARS, 20, label),
-        (AMOUNT_CHARS, 20, None),
-        (14, 12, None),
-    ];
+    // Tighter until it fits: the amount and service are cut shorter; the
+    // agent's one name, the hash and the grant stay.
+    let agent = agent_named(r, label);
+    let tries = [(AMOUNT_CHARS, 20), (14, 12)];
     let mut s = String::new();
-    for (amount_max, service_max, label) in tries {
+    for (amount_max, service_max) in tries {
         let amount = part(&r.cost, amount_max);
         let service = part(&r.service, service_max);
-        let agent = agent_words(&r.agent.phrase, label);
         s = format!(
             "a consent for {amount} at {service} asked by {agent}, proposal {hash}, and {grant}"
         );
@@ -102,7 +100,7 @@ pub(super) fn consent_and_grant(r: &review::Review, label: Option<&str>, grant: 
 /// The prompt for issuing a grant: to which agent, at which services, with
 /// which verbs and limits, until when.
 pub(super) fn grant(r: &review::Review, label: Option<&str>, caveats: &[Caveat]) -> PromptDetails {
-    let agent = agent_words(&r.agent.phrase, label);
+    let agent = agent_named(r, label);
     let services = caveats
         .iter()
         .find_map(|c| match c {
@@ -175,16 +173,59 @@ mod tests {
         r.capability = "order".into();
         r.agent.phrase = "cactus orbit lemon frost".into();
         r.hash = "1a2b3c4d5e6f7g8h".into();
-        let d = consent(&r, Some("Alice's shopper"));
+        let d = consent(&r, None);
         assert_eq!(
             d.get("decision").unwrap(),
             "a consent for 58.30 USD at shop.example (order) asked by agent \
-             \"cactus orbit lemon frost\" (Alice's shopper), proposal 1a2b3c4d"
+             \"cactus orbit lemon frost\", proposal 1a2b3c4d"
         );
+        assert_eq!(d.get("agent"), Some("agent \"cactus orbit lemon frost\""));
         assert_eq!(d.get("amount"), Some("58.30 USD"));
         assert_eq!(d.get("service"), Some("shop.example"));
         assert_eq!(d.get("hash"), Some("1a2b3c4d"));
         assert_eq!(d.get("kind"), Some("consent"));
+    }
+
+    #[test]
+    fn the_agent_is_named_by_its_one_name_the_humans_else_its_words() {
+        let mut r = review();
+        r.cost = "58.30 USD".into();
+        r.service = "shop.example".into();
+        r.capability = "order".into();
+        r.agent.phrase = "cactus orbit lemon frost".into();
+        r.hash = "1a2b3c4d5e6f7g8h".into();
+        // Named: the human's name alone, as the review, notifications, tray
+        // and home name it; the four words are not a second name here.
+        let named = consent(&r, Some(" Alice's shopper "));
+        assert_eq!(
+            named.get("decision").unwrap(),
+            "a consent for 58.30 USD at shop.example (order) asked by agent \
+             \"Alice's shopper\", proposal 1a2b3c4d"
+        );
+        assert_eq!(named.get("agent"), Some("agent \"Alice's shopper\""));
+        let both = consent_and_grant(&r, Some("Alice's shopper"), "a grant for up to 1.00 USD");
+        let caveats = vec![Caveat::Svc(vec!["shop.example".into()])];
+        let granted = grant(&r, Some("Alice's shopper"), &caveats);
+        for s in [
+            named.get("decision").unwrap(),
+            &both,
+            granted.get("decision").unwrap(),
+        ] {
+            assert!(s.contains("agent \"Alice's shopper\""), "{s}");
+            assert!(!s.contains("cactus"), "one name only: {s}");
+        }
+        // A blank name is no name: the four words.
+        for blank in [None, Some(""), Some("   ")] {
+            let d = consent(&r, blank);
+            assert_eq!(d.get("agent"), Some("agent \"cactus orbit lemon frost\""));
+        }
+        // A name is display-safe and cut like every other part.
+        let long = format!("shop\u{202e}per {}", "x".repeat(100));
+        let d = consent(&r, Some(&long));
+        let agent = d.get("agent").unwrap();
+        assert!(!agent.contains('\u{202e}'), "{agent:?}");
+        assert!(agent.ends_with("…\""), "{agent}");
+        assert!(agent.chars().count() <= NAME_CHARS + 9, "{agent}");
     }
 
     #[test]
@@ -195,15 +236,27 @@ mod tests {
         r.capability = "c\x1b[2J".repeat(50);
         r.agent.phrase = "cactus orbit lemon frost".into();
         r.hash = "abcdefgh12345".into();
+        for label in [None, Some("L\u{2066}".repeat(100))] {
+            let d = consent(&r, label.as_deref());
+            let s = d.get("decision").unwrap();
+            assert!(
+                s.chars().count() <= DETAIL_MAX_CHARS,
+                "{} chars: {s}",
+                s.len()
+            );
+            assert!(s.ends_with("proposal abcdefgh"), "{s}");
+            let name = if label.is_some() {
+                "asked by agent \"L"
+            } else {
+                "asked by agent \"cactus orbit lemon frost\""
+            };
+            assert!(s.contains(name), "{s}");
+            for bad in ['\u{202e}', '\x1b', '\u{2066}'] {
+                assert!(!s.contains(bad), "{s:?}");
+            }
+        }
         let d = consent(&r, Some(&"L\u{2066}".repeat(100)));
         let s = d.get("decision").unwrap();
-        assert!(
-            s.chars().count() <= DETAIL_MAX_CHARS,
-            "{} chars: {s}",
-            s.len()
-        );
-        assert!(s.ends_with("proposal abcdefgh"), "{s}");
-        assert!(s.contains("\"cactus orbit lemon frost\""), "{s}");
         for bad in ['\u{202e}', '\x1b', '\u{2066}'] {
             assert!(!s.contains(bad), "{s:?}");
         }
@@ -222,8 +275,8 @@ mod tests {
         let grant = "a grant for up to 100.00 USD for 15 minutes";
         assert_eq!(
             consent_and_grant(&r, Some("Alice's shopper"), grant),
-            "a consent for 58.30 USD at shop.example asked by agent \"cactus orbit lemon frost\" \
-             (Alice's shopper), proposal 1a2b3c4d, and a grant for up to 100.00 USD for 15 minutes"
+            "a consent for 58.30 USD at shop.example asked by agent \"Alice's shopper\", \
+             proposal 1a2b3c4d, and a grant for up to 100.00 USD for 15 minutes"
         );
         // Every part at its longest: still within the prompt's bound, the
         // grant's words whole.
@@ -231,13 +284,22 @@ mod tests {
         r.service = "s".repeat(300);
         r.agent.phrase = "abcdefgh abcdefgh abcdefgh abcdefgh".into();
         let long = "a grant for up to 99999999999999.99 USD for 60 minutes";
-        let s = consent_and_grant(&r, Some(&"L".repeat(100)), long);
-        assert!(
-            s.chars().count() <= DETAIL_MAX_CHARS,
-            "{} chars: {s}",
-            s.chars().count()
-        );
-        assert!(s.ends_with(long), "{s}");
+        for label in [Some("L".repeat(100)), None] {
+            let s = consent_and_grant(&r, label.as_deref(), long);
+            assert!(
+                s.chars().count() <= DETAIL_MAX_CHARS,
+                "{} chars: {s}",
+                s.chars().count()
+            );
+            assert!(s.ends_with(long), "{s}");
+            assert!(s.contains("proposal 1a2b3c4d"), "{s}");
+            let name = if label.is_some() {
+                "LLLL"
+            } else {
+                "abcdefgh abcdefgh"
+            };
+            assert!(s.contains(&format!("asked by agent \"{name}")), "{s}");
+        }
     }
 
     #[test]

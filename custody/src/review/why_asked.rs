@@ -145,10 +145,7 @@ pub fn why_asked(p: &Proposed, grants: &[IssuedGrant], now: i64) -> WhyAsked {
     let spent_words = spend
         .map(|limit| {
             let c = money(counted(&limit.currency), &limit.currency);
-            format!(
-                "; custody approved {} of its {limit} since it was issued",
-                amount(&c)
-            )
+            format!("; custody approved {c} of its {limit} since it was issued")
         })
         .unwrap_or_default();
     for c in &g.caveats {
@@ -188,7 +185,7 @@ pub fn why_asked(p: &Proposed, grants: &[IssuedGrant], now: i64) -> WhyAsked {
                 format!(
                     "your grant allows {limit} in all; custody approved {} of it since it was \
                      issued, and this {cost} would make {} ({} over)",
-                    amount(&money(so_far, &limit.currency)),
+                    money(so_far, &limit.currency),
                     money(after, &limit.currency),
                     money(after.saturating_sub(limit.amount), &limit.currency)
                 ),
@@ -254,13 +251,6 @@ fn money(amount: i64, currency: &str) -> Money {
         amount,
         currency: currency.to_owned(),
     }
-}
-
-/// An amount without its currency when the sentence names it next ("0.00 of
-/// its 100.00 USD").
-fn amount(m: &Money) -> String {
-    let s = m.to_string();
-    s.rsplit_once(' ').map(|(a, _)| a.to_owned()).unwrap_or(s)
 }
 
 #[cfg(test)]
@@ -331,7 +321,7 @@ mod tests {
         assert_eq!(
             w.words,
             "Your grant allows 40.00 USD per order; this is 58.30 USD (18.30 USD over); \
-             custody approved 0.00 of its 100.00 USD since it was issued"
+             custody approved 0.00 USD of its 100.00 USD since it was issued"
         );
     }
 
@@ -342,8 +332,8 @@ mod tests {
         assert_eq!(w.rule, "spend_exceeded");
         assert_eq!(
             w.words,
-            "Your grant allows 100.00 USD in all; custody approved 80.00 of it since it was \
-             issued, and this 30.00 USD would make 110.00 USD (10.00 USD over)"
+            "Your grant allows 100.00 USD in all; custody approved 80.00 USD of it since it \
+             was issued, and this 30.00 USD would make 110.00 USD (10.00 USD over)"
         );
     }
 
@@ -426,7 +416,8 @@ mod tests {
         let w = why_asked(&order(&cost), &[shop_grant(vec![usd(1000)])], NOW);
         assert_eq!(w.rule, "covered");
         assert!(
-            w.words.contains("custody approved 10.00 of its 100.00 USD"),
+            w.words
+                .contains("custody approved 10.00 USD of its 100.00 USD"),
             "{}",
             w.words
         );

@@ -2,15 +2,17 @@
 // open and armed is disarmed when the session locks (the tests' own login1,
 // custody/examples/fake_login1.rs, on this session's bus: LockedHint and its
 // PropertiesChanged), custody itself refuses an approval from it meanwhile,
-// and after unlock it waits the whole arming delay again. No notification
-// daemon in this session: the review opens by itself.
+// and after unlock it waits the whole arming delay again. The tray menu and
+// home say while the screen is locked that nothing is approved meanwhile.
+// No notification daemon in this session: the review opens by itself.
 
 import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { appendFileSync, readFileSync } from 'node:fs'
 import { until } from './webdriver.mjs'
 import { Agent, agentKey, proposal, consentRequest } from './agent.mjs'
-import { PARLEY, SOCKET, tid, wd, startApp, createKey, armed, invoke } from './session.mjs'
+import { PARLEY, SOCKET, tid, wd, startApp, createKey, armed, invoke, main } from './session.mjs'
+import { trayItems } from './tray.mjs'
 
 let agent
 
@@ -43,6 +45,15 @@ test('a review window is disarmed while the session is locked and armed from the
   // Custody refuses it itself, whatever the page shows.
   const refused = await invoke('review_decide', { id: 'q1', approve: true, confirmed: true, gesture: 'click' })
   assert.match(refused, /^refused: Approve is off while the screen is locked/)
+  // The tray menu (read as a tray host reads it) and home say so too.
+  const LOCKED = 'Screen locked: approving and issuing are off until you unlock it'
+  await until(() => trayItems().some(([, l]) => l === LOCKED), 'the tray menu says the screen is locked')
+  const homeSays = async () => {
+    await wd.switchTo(main)
+    return wd.exec(`return document.querySelector('[data-testid="session-held"]')?.textContent ?? ''`)
+  }
+  await until(async () => /^The screen is locked: approving and issuing are off/.test(await homeSays()), 'home says the screen is locked')
+  await wd.switchToWindow(/review\.html#q1$/)
 
   const t0 = Date.now()
   await login1('unlock')
@@ -52,4 +63,7 @@ test('a review window is disarmed while the session is locked and armed from the
   await wd.click(tid('deny'))
   const fin = await agent.final('lk')
   assert.equal(fin.kind, 'DENIED', JSON.stringify(fin))
+  // Unlocked: neither says it any more.
+  assert.ok(!trayItems().some(([, l]) => l === LOCKED), 'the tray line is gone after unlock')
+  await until(async () => (await homeSays()) === '', 'home no longer says the screen is locked')
 })

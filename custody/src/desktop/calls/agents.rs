@@ -103,14 +103,15 @@ pub async fn agent_pause(state: &Desktop, agent: String, secs: Option<i64>) -> R
     pauses_view(state).await
 }
 
-/// The agent in words for an OS prompt: its four words and the human's
-/// label ("agent \"cactus orbit lemon frost\" (\"shopper\")").
+/// The agent in words for an OS prompt: by its one name, as every view
+/// names it (the human's name for it, else its four words):
+/// `agent "shopper"`, `agent "cactus orbit lemon frost"`.
 fn agent_words(state: &Desktop, key: &PublicKey) -> String {
-    let phrase = crate::fingerprint::phrase(key);
-    match state.agent_label(&key.to_string()) {
-        Some(label) => format!("agent \"{phrase}\" (\"{label}\")"),
-        None => format!("agent \"{phrase}\""),
-    }
+    named(key, state.agent_label(&key.to_string()).as_deref())
+}
+
+fn named(key: &PublicKey, label: Option<&str>) -> String {
+    format!("agent \"{}\"", crate::fingerprint::agent_name(key, label))
 }
 
 /// Ends an agent's pause; its requests are shown again. A pause in force
@@ -252,4 +253,23 @@ pub async fn agent_label_set(
     state.hub.send(UiEvent::PendingChanged);
     state.refresh_tray();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parley_core::keys::SecretKey;
+    use zeroize::Zeroizing;
+
+    #[test]
+    fn the_resume_prompt_names_the_agent_by_its_one_name() {
+        let key = SecretKey::from_seed(&Zeroizing::new([7; 32])).public();
+        let phrase = crate::fingerprint::phrase(&key);
+        assert_eq!(named(&key, None), format!("agent \"{phrase}\""));
+        assert_eq!(named(&key, Some("  ")), format!("agent \"{phrase}\""));
+        let n = named(&key, Some("shopper"));
+        assert_eq!(n, "agent \"shopper\"");
+        assert!(!n.contains(&phrase), "one name only: {n}");
+        assert!(!named(&key, Some("a\u{202e}b")).contains('\u{202e}'));
+    }
 }
