@@ -5,7 +5,7 @@
 //! pipe-pane`) and as the screen (`tmux capture-pane`); keys typed with
 //! `tmux send-keys`; requests sent by a real client on its socket.
 
-use super::not_on_path;
+use super::{not_on_path, UNLOCK};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -18,11 +18,6 @@ use std::time::{Duration, Instant};
 
 /// How long any one thing may take before the test says what it waited for.
 pub const WAIT: Duration = Duration::from_secs(90);
-
-/// Unlocks the keyring of a fresh D-Bus session with `$KEYRING_PW`, waits
-/// for it on the bus, then runs its arguments: `sh -c UNLOCK sh CMD…`.
-/// One script for every test that runs the real daemon on a real keyring.
-const UNLOCK: &str = include_str!("../../../scripts/unlock-keyring.sh");
 
 /// The real prompt's last line.
 pub const PROMPT: &str = "approve? [y/N] ";
