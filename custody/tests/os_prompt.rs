@@ -32,7 +32,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use support::lines::json_lines;
-use support::os_user::{ensure_user, must, run, start_polkit, uid, UserDirs};
+use support::os_user::{must, ready_for_os_prompt, run, uid, UserDirs};
 use support::requests::meal_order;
 use support::terminal::sh_quote;
 use support::user_terminal::{pane_log, wait_in, Tmux};
@@ -205,28 +205,7 @@ fn consent(id: &str, service: &str, amount: i64, principal: &str) -> Value {
 
 /// Whether the test may run, with what it needs checked.
 fn ready(test: &str, user: &str, owner: bool) -> bool {
-    if !support::require_root(
-        test,
-        "it creates an OS user with a password and starts polkitd",
-    ) {
-        return false;
-    }
-    let missing = support::not_on_path(&[
-        "tmux",
-        "runuser",
-        "script",
-        "pkttyagent",
-        "python3",
-        "dbus-run-session",
-        "gnome-keyring-daemon",
-    ]);
-    assert!(
-        missing.is_empty(),
-        "this test needs {missing:?}: run scripts/setup.sh"
-    );
-    ensure_user(user, PASSWORD);
-    start_polkit(owner.then_some(user));
-    true
+    ready_for_os_prompt(test, user, PASSWORD, owner, &[])
 }
 
 #[test]

@@ -26,7 +26,7 @@ use support::desktop::{Service, Ui, STEP_UP_NEVER, WAIT};
 use support::line_agent::Agent;
 use support::lines::{final_within, json_lines};
 use support::login1::{FakeLogin1, FakeScreenSaver, Note, SESSION_ID};
-use support::os_user::{ensure_user, start_polkit, UserDirs};
+use support::os_user::{ready_for_os_prompt, UserDirs};
 use support::requests::meal_order;
 use support::user_terminal::{wait_in, Tmux};
 use support::{in_session, scratch, Session};
@@ -366,28 +366,9 @@ fn agent_as_user(sock: &Path, request: &Value) -> (Child, mpsc::Receiver<Value>)
 fn prepare_for_sleep_during_a_step_up_signs_nothing_and_the_terminal_refuses_while_locked() {
     let test =
         "prepare_for_sleep_during_a_step_up_signs_nothing_and_the_terminal_refuses_while_locked";
-    if !support::require_root(
-        test,
-        "it creates an OS user with a password and starts polkitd",
-    ) {
+    if !ready_for_os_prompt(test, USER, PASSWORD, true, &["dbus-daemon"]) {
         return;
     }
-    let missing = support::not_on_path(&[
-        "tmux",
-        "runuser",
-        "script",
-        "pkttyagent",
-        "python3",
-        "dbus-daemon",
-        "dbus-run-session",
-        "gnome-keyring-daemon",
-    ]);
-    assert!(
-        missing.is_empty(),
-        "this test needs {missing:?}: run scripts/setup.sh"
-    );
-    ensure_user(USER, PASSWORD);
-    start_polkit(Some(USER));
     let dirs = UserDirs::new(USER, "parley-lock");
     let bus = PrivateBus::start(dirs.tmp.path());
     let rt = support::rt();

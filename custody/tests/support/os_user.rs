@@ -8,6 +8,7 @@ use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
 
 /// Runs `cmd` to the end; failing to start it fails the test.
 pub fn run(cmd: &mut Command) -> Output {
@@ -24,23 +25,37 @@ pub fn must(cmd: &mut Command) {
     );
 }
 
-/// `user` exists (a system user with a shell, no home) and its password is
-/// `password`. A user another test created meanwhile is fine.
-pub fn ensure_user(user: &str, password: &str) {
-    if nix::unistd::User::from_name(user).ok().flatten().is_none() {
+/// The system user `name` (no home; `shell` its login shell, such as
+/// `/bin/sh` for a user that runs commands, `/usr/sbin/nologin` for one that
+/// only owns processes), created if missing. Creations are serialized
+/// within the test binary (its tests run in parallel threads, and
+/// `useradd` refuses a concurrent lock of /etc/passwd); a user another
+/// binary created meanwhile is fine.
+pub fn system_user(name: &str, shell: &str) -> nix::unistd::User {
+    static CREATING: Mutex<()> = Mutex::new(());
+    let _one_at_a_time = CREATING.lock().unwrap_or_else(|e| e.into_inner());
+    let existing = || nix::unistd::User::from_name(name).ok().flatten();
+    if existing().is_none() {
         let out = run(Command::new("useradd").args([
             "--system",
             "--no-create-home",
             "--shell",
-            "/bin/sh",
-            user,
+            shell,
+            name,
         ]));
         assert!(
-            out.status.success() || nix::unistd::User::from_name(user).ok().flatten().is_some(),
-            "useradd {user}: {}",
+            out.status.success() || existing().is_some(),
+            "useradd {name}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
     }
+    existing().unwrap_or_else(|| panic!("the OS user {name} exists"))
+}
+
+/// `user` exists (a system user with a shell, no home) and its password is
+/// `password`.
+pub fn ensure_user(user: &str, password: &str) {
+    system_user(user, "/bin/sh");
     let mut chpasswd = Command::new("chpasswd")
         .stdin(Stdio::piped())
         .spawn()
@@ -95,4 +110,42 @@ impl UserDirs {
             data,
         }
     }
+}
+
+/// Whether a test of the real OS prompt may run: as root (else it fails
+/// saying why, or is skipped knowingly, see [`super::require_root`]), with
+/// the tools every such test needs and `more_tools` on PATH, `user` made
+/// with `password`, and polkitd up (`user` an owner of custody's actions
+/// when `owner`, so that the prompt can name what is signed).
+pub fn ready_for_os_prompt(
+    test: &str,
+    user: &str,
+    password: &str,
+    owner: bool,
+    more_tools: &[&str],
+) -> bool {
+    if !super::require_root(
+        test,
+        "it creates an OS user with a password and starts polkitd",
+    ) {
+        return false;
+    }
+    let mut tools = vec![
+        "tmux",
+        "runuser",
+        "script",
+        "pkttyagent",
+        "python3",
+        "dbus-run-session",
+        "gnome-keyring-daemon",
+    ];
+    tools.extend_from_slice(more_tools);
+    let missing = super::not_on_path(&tools);
+    assert!(
+        missing.is_empty(),
+        "this test needs {missing:?}: run scripts/setup.sh"
+    );
+    ensure_user(user, password);
+    start_polkit(owner.then_some(user));
+    true
 }
