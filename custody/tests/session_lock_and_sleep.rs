@@ -62,6 +62,17 @@ fn wait_session(ui: &mut Ui, window: &str, want: Value) {
     }
 }
 
+/// An approval from q1's window is refused, saying the screen is locked.
+fn refused_while_locked(ui: &mut Ui, yes: &Value) {
+    let e = ui
+        .call("review-q1", "review_decide", yes.clone())
+        .unwrap_err();
+    assert!(
+        e.contains("Approve is off while the screen is locked"),
+        "{e}"
+    );
+}
+
 /// Agent 7's meal order `id` of `cents` USD at `service`, waiting on its
 /// own connection.
 fn ask(svc: &Service, principal: &str, id: &str, service: &str, cents: i64) -> Agent {
@@ -123,13 +134,7 @@ fn a_locked_session_disarms_an_open_review_and_hides_the_notifications_details()
     rt.block_on(fake.set_locked(true));
     wait_session(&mut ui, "review-q1", json!("locked"));
     let yes = json!({"id": "q1", "approve": true, "confirmed": false, "gesture": "click"});
-    let e = ui
-        .call("review-q1", "review_decide", yes.clone())
-        .unwrap_err();
-    assert!(
-        e.contains("Approve is off while the screen is locked"),
-        "{e}"
-    );
+    refused_while_locked(&mut ui, &yes);
     assert_eq!(
         agent.final_within(Duration::from_millis(300)),
         None,
@@ -262,13 +267,7 @@ fn without_login1_the_desktops_screensaver_locks_the_review() {
     rt.block_on(saver.set_active(true));
     wait_session(&mut ui, "review-q1", json!("locked"));
     let yes = json!({"id": "q1", "approve": true, "confirmed": false, "gesture": "click"});
-    let e = ui
-        .call("review-q1", "review_decide", yes.clone())
-        .unwrap_err();
-    assert!(
-        e.contains("Approve is off while the screen is locked"),
-        "{e}"
-    );
+    refused_while_locked(&mut ui, &yes);
     rt.block_on(saver.set_active(false));
     wait_session(&mut ui, "review-q1", Value::Null);
     std::thread::sleep(ARMED);

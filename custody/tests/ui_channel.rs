@@ -46,6 +46,30 @@ fn principal(ui: &mut Ui) -> String {
     key["public"].as_str().unwrap().to_string()
 }
 
+/// The service, its principal key created from a home window that is
+/// closed again (the UI it ran in is gone).
+fn start_with_key() -> (Service, String) {
+    let svc = start();
+    let mut home = svc.ui();
+    let principal = principal(&mut home);
+    drop(home);
+    (svc, principal)
+}
+
+/// Denies q1 from its own window (denying signs nothing, at once); the
+/// agent is told.
+fn deny_q1(ui: &mut Ui, agent: &Agent) {
+    let denied = ui
+        .call(
+            "review-q1",
+            "review_decide",
+            json!({"id": "q1", "approve": false, "confirmed": false}),
+        )
+        .unwrap();
+    assert_eq!(denied["outcome"], "denied");
+    assert_eq!(agent.final_within(WAIT).unwrap()["kind"], "DENIED");
+}
+
 fn first_pending(ui: &mut Ui) -> String {
     let list = ui.call("main", "pending_list", json!({})).unwrap();
     list[0]["id"]
@@ -62,10 +86,7 @@ fn a_ui_killed_mid_review_signs_nothing_and_the_next_ui_picks_the_request_up() {
     ) {
         return;
     }
-    let svc = start();
-    let mut home = svc.ui();
-    let principal = principal(&mut home);
-    drop(home);
+    let (svc, principal) = start_with_key();
     let agent = ask(&svc, &principal, "c1");
 
     // No UI connected: the service starts one for the review.
@@ -181,15 +202,7 @@ fn a_window_decides_only_its_own_request_in_front_after_the_delay_with_the_point
         "nothing was decided"
     );
     // Its own window denies at once (denying signs nothing).
-    let denied = ui
-        .call(
-            "review-q1",
-            "review_decide",
-            json!({"id": "q1", "approve": false, "confirmed": false}),
-        )
-        .unwrap();
-    assert_eq!(denied["outcome"], "denied");
-    assert_eq!(agent.final_within(WAIT).unwrap()["kind"], "DENIED");
+    deny_q1(&mut ui, &agent);
     ui.event(|v| v["event"] == "pending-withdrawn" && v["id"] == "q1");
 }
 
@@ -245,10 +258,7 @@ fn six_idle_connections_and_six_without_hello_do_not_keep_the_real_ui_out() {
     ) {
         return;
     }
-    let svc = start();
-    let mut home = svc.ui();
-    let principal = principal(&mut home);
-    drop(home);
+    let (svc, principal) = start_with_key();
     // Six that say hello and then nothing, six that never say hello: more
     // than the door's limit (the old channel let four keep every UI out).
     let mut idle: Vec<Door> = (0..6).map(|_| Door::connect(&svc.ui)).collect();
@@ -287,10 +297,7 @@ fn a_raw_client_on_the_path_cannot_take_a_queued_review_window_nor_decide() {
     ) {
         return;
     }
-    let svc = start();
-    let mut home = svc.ui();
-    let principal = principal(&mut home);
-    drop(home);
+    let (svc, principal) = start_with_key();
     // A client on the path, hello said as the UI says it, before the request
     // arrives: under the old channel it was handed the queued review.
     let mut raw = Door::connect(&svc.ui);
@@ -337,15 +344,7 @@ fn a_raw_client_on_the_path_cannot_take_a_queued_review_window_nor_decide() {
         "nothing was decided"
     );
     // The UI the service started decides.
-    let denied = ui
-        .call(
-            "review-q1",
-            "review_decide",
-            json!({"id": "q1", "approve": false, "confirmed": false}),
-        )
-        .unwrap();
-    assert_eq!(denied["outcome"], "denied");
-    assert_eq!(agent.final_within(WAIT).unwrap()["kind"], "DENIED");
+    deny_q1(&mut ui, &agent);
 }
 
 #[test]
