@@ -541,6 +541,13 @@ function grantFixtures(extra = {}) {
 }
 
 /** The grant form's preview as custody returns it (the mock echoes the caveats). */
+/** The grant form in the home window (760×1000), once its agent field is there. */
+async function openGrantForm(fixtures = grantFixtures()) {
+  const page = await open('grant.html', fixtures, { label: 'main', width: 760, height: 1000 })
+  await page.locator('#agent').waitFor()
+  return page
+}
+
 function preview(over = {}) {
   return { caveat_words: [], preview: 'may, says custody, {caveats}', warnings: [], widenings: [], principal: PRINCIPAL, principal_label: 'principal', principal_short: 'ed25519:iojj3XQJ8Z…', ...over }
 }
@@ -549,8 +556,7 @@ function preview(over = {}) {
 const errorOf = (page, field) => page.locator(`${tid(`err-${field}`)}`).first()
 
 test('grant form: validation', async () => {
-  const page = await open('grant.html', grantFixtures(), { label: 'main', width: 760, height: 1000 })
-  await page.locator('#agent').waitFor()
+  const page = await openGrantForm()
   const issue = page.locator(tid('issue'))
   assert.equal(await issue.isDisabled(), true, 'nothing filled: cannot issue')
   // A blank form shows no errors until asked (or typed in).
@@ -613,8 +619,7 @@ test('grant form: validation', async () => {
 
 test('dates: an empty date field shows the shape to type, never a sample date; a typed time reads back in the one shape', async () => {
   const WHEN = /^\d{4}-\d{2}-\d{2}\u00a0\d{2}:\d{2}$/
-  const form = await open('grant.html', grantFixtures(), { label: 'main', width: 760, height: 1000 })
-  await form.locator('#agent').waitFor()
+  const form = await openGrantForm()
   for (const id of ['exp-at', 'nbf']) {
     const f = form.locator(`#${id}`)
     assert.equal(await f.getAttribute('type'), 'text', `${id}: no native date widget (WebKitGTK greys in today's date as if it were a value)`)
@@ -666,8 +671,7 @@ test('dates: an empty date field shows the shape to type, never a sample date; a
 })
 
 test('grant form: preview, exact caveats, warnings, and issuing', async () => {
-  const page = await open('grant.html', grantFixtures(), { label: 'main', width: 760, height: 1000 })
-  await page.locator('#agent').waitFor()
+  const page = await openGrantForm()
   // Pick the agent from the known agents: fills the key and its label.
   await page.locator('#known').selectOption(AGENT)
   assert.equal(await page.locator('#agent').inputValue(), AGENT)
@@ -723,8 +727,7 @@ test('grant form: preview, exact caveats, warnings, and issuing', async () => {
 })
 
 test('grant form: the grant in words is custody\'s sentence of the current plan, never an earlier one', async () => {
-  const page = await open('grant.html', grantFixtures({ grant_preview: { __echo: true, __delay: 400, value: preview() } }), { label: 'main', width: 760, height: 1000 })
-  await page.locator('#agent').waitFor()
+  const page = await openGrantForm(grantFixtures({ grant_preview: { __echo: true, __delay: 400, value: preview() } }))
   assert.equal(await text(page, 'preview'), '', 'nothing said before the form makes a grant')
   await page.locator('#agent').fill(AGENT)
   await page.locator('#services').fill('shop.example')
@@ -742,8 +745,7 @@ test('grant form: the grant in words is custody\'s sentence of the current plan,
 })
 
 test('grant form: YEA measured limits become each/total caveats, in words, never mixed with per/spend', async () => {
-  const page = await open('grant.html', grantFixtures(), { label: 'main', width: 760, height: 1000 })
-  await page.locator('#agent').waitFor()
+  const page = await openGrantForm()
   await page.locator('#agent').fill(AGENT)
   await page.locator('#services').fill('shop.example')
   await page.locator('#verb-COMMIT').check()
