@@ -162,12 +162,7 @@ impl Drop for Daemon {
                 let _ = Command::new("kill").args(["-TERM", pid]).status();
             }
         }
-        let _ = Command::new("tmux")
-            .arg("-L")
-            .arg(&self.server)
-            .arg("kill-server")
-            .stderr(Stdio::null())
-            .status();
+        support::terminal::kill_server(&self.server);
     }
 }
 

@@ -192,12 +192,7 @@ impl Term {
 
 impl Drop for Term {
     fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .arg("-L")
-            .arg(&self.server)
-            .arg("kill-server")
-            .stderr(Stdio::null())
-            .status();
+        kill_server(&self.server);
     }
 }
 
@@ -256,6 +251,14 @@ pub fn tmux(server: &str, args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Ends tmux server `server` and what runs in it (quietly: it may be gone).
+pub fn kill_server(server: &str) {
+    let _ = Command::new("tmux")
+        .args(["-L", server, "kill-server"])
+        .stderr(Stdio::null())
+        .status();
 }
 
 /// Sends one request to the socket at `sock` on its own connection; the

@@ -6,7 +6,7 @@
 //! (`super::terminal` is the same for the daemon as the test's own user.)
 
 use super::os_user::{run, UserDirs};
-use super::terminal::sh_quote;
+use super::terminal::{kill_server, sh_quote};
 use super::UNLOCK;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -117,12 +117,7 @@ impl Tmux {
 
 impl Drop for Tmux {
     fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .arg("-L")
-            .arg(&self.name)
-            .arg("kill-server")
-            .stderr(Stdio::null())
-            .status();
+        kill_server(&self.name);
         let _ = Command::new("pkill")
             .args(["-KILL", "-u", self.user])
             .status();
