@@ -82,18 +82,10 @@ pub fn resolve_tooling_home(
     Ok(PathBuf::from(user_home).join(dir))
 }
 
-/// [`parley_home`] without reading the process environment (tests).
+/// [`parley_home`] without reading the process environment (tests): the
+/// Parley v1 tooling home (`$PARLEY_HOME`, else `~/.parley`).
 pub fn resolve_home(env: impl Fn(&str) -> Option<std::ffi::OsString>) -> Result<PathBuf, CliError> {
-    let get = |k: &str| env(k).filter(|v| !v.is_empty());
-    if let Some(home) = get(HOME_ENV) {
-        return Ok(PathBuf::from(home));
-    }
-    let user_home = get("HOME").or_else(|| get("USERPROFILE")).ok_or_else(|| {
-        CliError::bad(format!(
-            "cannot find the agent's directory: set {HOME_ENV} (or HOME)"
-        ))
-    })?;
-    Ok(PathBuf::from(user_home).join(".parley"))
+    resolve_tooling_home(Dialect::ParleyV1, env)
 }
 
 /// Creates `dir` (and missing parents) with mode 0700. An existing directory

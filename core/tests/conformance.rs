@@ -7,26 +7,12 @@ use parley_core::money::Money;
 use parley_core::{b64, canonical, code, consent, grant, proof, proposal, PublicKey, SecretKey};
 use serde_json::Value;
 use std::path::PathBuf;
+use vectors::{cases, load, name};
+
+mod vectors;
 
 fn dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../conformance")
-}
-
-fn load(name: &str) -> Value {
-    let path = dir().join(name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn cases(v: &Value) -> &Vec<Value> {
-    v.get("cases")
-        .unwrap_or(v)
-        .as_array()
-        .expect("a list of cases")
-}
-
-fn name(c: &Value) -> String {
-    c["name"].as_str().unwrap_or("(unnamed)").to_string()
+    vectors::dir("")
 }
 
 /// Files handled by the runners in this file and in `conformance_text.rs`.

@@ -9,11 +9,11 @@
 use parley_core::job::{self, ConsentRefusal, JobError};
 use parley_core::{PublicKey, SecretKey};
 use serde_json::Value;
-use std::path::PathBuf;
+
+mod vectors;
 
 fn vectors() -> Value {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../conformance/yea/approval.json");
-    serde_json::from_str(&std::fs::read_to_string(path).expect("approval.json")).expect("json")
+    vectors::load("yea/approval.json")
 }
 
 fn key(v: &Value, name: &str) -> PublicKey {

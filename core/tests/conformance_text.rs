@@ -12,19 +12,13 @@ use parley_core::json;
 use parley_core::lens::{lean, lean_into, render, render_into, render_reply};
 use serde_json::Value;
 use std::fmt::Write as _;
-use std::path::PathBuf;
+
+mod vectors;
 
 fn load(file: &str) -> Vec<Value> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../conformance")
-        .join(file);
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
-    let v: Value =
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()));
-    match v {
+    match vectors::load(file) {
         Value::Array(cases) => cases,
-        _ => panic!("{} is not a list of cases", path.display()),
+        _ => panic!("{} is not a list of cases", vectors::dir(file).display()),
     }
 }
 

@@ -11,29 +11,17 @@ use parley_core::{
 };
 use serde_json::Value;
 use std::path::PathBuf;
+use vectors::{cases, name};
+
+mod vectors;
 
 fn dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../conformance/yea")
+    vectors::dir("yea")
 }
 
-fn text(name: &str) -> String {
-    let path = dir().join(name);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn load(name: &str) -> Value {
-    serde_json::from_str(&text(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
-}
-
-fn list(v: &Value) -> &Vec<Value> {
-    v.get("cases")
-        .unwrap_or(v)
-        .as_array()
-        .expect("a list of cases")
-}
-
-fn name(c: &Value) -> String {
-    c["name"].as_str().unwrap_or("(unnamed)").to_string()
+/// `conformance/yea/<file>`, parsed.
+fn load(file: &str) -> Value {
+    vectors::load(&format!("yea/{file}"))
 }
 
 const RUNNERS: &[&str] = &[
@@ -114,7 +102,7 @@ fn key_value(item: &str, open: u8) -> (Option<String>, String) {
 #[test]
 fn canonical_vectors() {
     let (mut errors, mut ok) = (0, 0);
-    for (_, case) in split_top(&text("canonical.json"), b'[') {
+    for (_, case) in split_top(&vectors::text("yea/canonical.json"), b'[') {
         let members = split_top(&case, b'{');
         let get = |k: &str| {
             members
@@ -146,7 +134,7 @@ fn canonical_vectors() {
 #[test]
 fn key_vectors() {
     let v = load("keys.json");
-    for c in list(&v) {
+    for c in cases(&v) {
         let seed = c["seed"].as_str().unwrap();
         match c.get("valid") {
             Some(Value::Bool(false)) => {
@@ -167,7 +155,7 @@ fn key_vectors() {
 #[test]
 fn hash_vectors() {
     let v = load("hash.json");
-    for c in list(&v) {
+    for c in cases(&v) {
         assert_eq!(
             proposal::proposal_hash(&c["proposal"]).unwrap(),
             c["hash"].as_str().unwrap(),
@@ -186,7 +174,7 @@ fn hash_vectors() {
 #[test]
 fn proof_vectors() {
     let v = load("proof.json");
-    for c in list(&v) {
+    for c in cases(&v) {
         let s = |k: &str| c[k].as_str().unwrap();
         let ts = c["ts"].as_i64().unwrap();
         let given = proof::Proof::from_value(
@@ -290,7 +278,7 @@ fn request_context(ctx: &Value) -> RequestContext {
 #[test]
 fn grant_vectors() {
     let v = load("grants.json");
-    let cases = list(&v);
+    let cases = cases(&v);
     let root = |case: &str| {
         let c = cases.iter().find(|c| name(c).starts_with(case)).unwrap();
         grant::UnverifiedGrant::decode(c["token"].as_str().unwrap())
@@ -370,7 +358,7 @@ fn consent_code_vector() {
 fn lens_vectors() {
     let v = load("lens.json");
     let mut failures = Vec::new();
-    for c in list(&v) {
+    for c in cases(&v) {
         let input = &c["input"];
         let want = c["lens"].as_str().unwrap();
         let got = match c["type"].as_str() {
@@ -402,7 +390,7 @@ fn lens_vectors() {
         failures.is_empty(),
         "{} of {} failed:\n{}",
         failures.len(),
-        list(&v).len(),
+        cases(&v).len(),
         failures.join("\n")
     );
 }

@@ -7,6 +7,8 @@
 //! would), which the set-group-ID socket directory makes enough.
 #![cfg(target_os = "linux")]
 
+mod support;
+
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -38,19 +40,10 @@ fn gid(name: &str) -> u32 {
         .as_raw()
 }
 
-/// Creates `name` once: the tests of this file run in parallel threads and
-/// may ask for the same user (`useradd` refuses a second creation and a
-/// concurrent lock of /etc/passwd), so creation is serialized.
+/// Creates `name` once (`support::os_user::system_user` serializes the
+/// file's parallel tests' creations).
 fn ensure_user(name: &str) {
-    static CREATING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one_at_a_time = CREATING.lock().unwrap_or_else(|e| e.into_inner());
-    if nix::unistd::User::from_name(name).unwrap().is_none() {
-        let st = Command::new("useradd")
-            .args(["--system", "--no-create-home", "--shell", "/bin/sh", name])
-            .status()
-            .unwrap();
-        assert!(st.success(), "useradd {name}");
-    }
+    support::os_user::system_user(name, "/bin/sh");
 }
 
 /// Runs the helper as root, as polkit would for `caller`.

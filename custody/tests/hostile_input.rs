@@ -462,32 +462,11 @@ fn require_root(test: &str) -> bool {
 
 /// Creates the flood user if missing; returns its uid.
 fn flood_user() -> u32 {
-    static ONCE: Mutex<()> = Mutex::new(());
-    let _g = ONCE.lock().unwrap_or_else(|p| p.into_inner());
     assert!(
         Path::new(PYTHON).exists(),
         "install python3 (apt-get install python3-minimal)"
     );
-    if nix::unistd::User::from_name(FLOOD_USER).unwrap().is_none() {
-        let out = Command::new("useradd")
-            .args([
-                "--system",
-                "--no-create-home",
-                "--shell",
-                "/usr/sbin/nologin",
-                FLOOD_USER,
-            ])
-            .output()
-            .expect("useradd");
-        assert!(
-            out.status.success(),
-            "useradd {FLOOD_USER}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    nix::unistd::User::from_name(FLOOD_USER)
-        .unwrap()
-        .expect("the flood user exists")
+    support::os_user::system_user(FLOOD_USER, "/usr/sbin/nologin")
         .uid
         .as_raw()
 }

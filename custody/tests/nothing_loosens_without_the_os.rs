@@ -20,12 +20,13 @@ mod support;
 
 use parley_core::SecretKey;
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::io::{Read, Write};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
+use support::desktop::{Service, Ui};
+use support::os_user::{ensure_user, start_polkit};
 use zeroize::Zeroizing;
 
 const TEST: &str = "a_raw_ui_client_cannot_loosen_custody_without_the_users_password";
@@ -62,19 +63,10 @@ fn a_raw_ui_client_cannot_loosen_custody_without_the_users_password() {
         "missing {missing:?}: run scripts/setup.sh"
     );
     let password = format!("loosen-Passw0rd-{}", std::process::id());
-    make_user(&password);
+    ensure_user(USER, &password);
     // The user owns custody's actions, so polkit takes the details that name
     // the change in its prompt from that user's custody.
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let polkit = Command::new(repo.join("scripts/start-polkit.sh"))
-        .arg(USER)
-        .output()
-        .expect("scripts/start-polkit.sh");
-    assert!(
-        polkit.status.success(),
-        "start-polkit: {}",
-        String::from_utf8_lossy(&polkit.stderr)
-    );
+    start_polkit(Some(USER));
 
     let tmp = tempfile::Builder::new()
         .prefix("parley-loosen-")
@@ -165,16 +157,16 @@ fn as_root_a_loosening_goes_through_and_its_row_says_nothing_protected_it() {
     if !support::in_session(NAME, support::Session::Keyring) {
         return;
     }
-    let service = Service::start(&support::scratch());
-    let mut ui = service.ui();
+    let (_service, mut ui) = service_and_ui(&support::scratch());
     let never = with(settings(&mut ui), |s| {
         s["step_up"] = json!({"rule": "never"})
     });
-    ui.call("settings_save", json!({"settings": never}))
+    ui.call("main", "settings_save", json!({"settings": never}))
         .expect("polkit asks root nothing: the change goes through");
     assert_eq!(settings(&mut ui)["step_up"]["rule"], "never");
     let rows = ui
         .call(
+            "main",
             "audit_query",
             json!({"filter": {"kinds": ["settings_loosened"]}}),
         )
@@ -189,175 +181,16 @@ fn as_root_a_loosening_goes_through_and_its_row_says_nothing_protected_it() {
     assert!(by.starts_with("root: no OS authentication"), "{by:?}");
 }
 
-/// Creates `loosen-desk` if missing and sets its password.
-fn make_user(password: &str) {
-    if nix::unistd::User::from_name(USER).unwrap().is_none() {
-        let out = Command::new("useradd")
-            .args(["--system", "--no-create-home", "--shell", "/bin/sh", USER])
-            .output()
-            .expect("useradd");
-        assert!(
-            out.status.success() || nix::unistd::User::from_name(USER).unwrap().is_some(),
-            "useradd {USER}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    let mut chpasswd = Command::new("chpasswd")
-        .stdin(Stdio::piped())
-        .spawn()
-        .expect("chpasswd");
-    chpasswd
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(format!("{USER}:{password}\n").as_bytes())
-        .unwrap();
-    assert!(chpasswd.wait().unwrap().success(), "chpasswd");
-}
-
 // ------------------------------------------------------------ as the user
 
-/// The service as the desktop starts it (no UI of its own: this test is the UI).
-struct Service {
-    child: Child,
-    ui: PathBuf,
-    log: PathBuf,
-    relay: support::ui_relay::Relay,
-}
-
-impl Service {
-    fn start(dir: &Path) -> Service {
-        let data = dir.join("custody");
-        let ui = dir.join("ui").join("ui.sock");
-        let sock = dir.join("custody.sock");
-        let log = dir.join("service.log");
-        // The test is the UI the service starts (the relay hands it the
-        // inherited channel): the one client the service lets see windows
-        // and make calls, as a compromised page or synthetic input would.
-        let relay = support::ui_relay::Relay::install(dir);
-        let child = Command::new(env!("CARGO_BIN_EXE_parley-custodyd"))
-            .args(["--approver", "desktop", "--hidden"])
-            .arg("--socket")
-            .arg(&sock)
-            .arg("--ui-socket")
-            .arg(&ui)
-            .arg("--data-dir")
-            .arg(&data)
-            .env("PARLEY_CUSTODY_UI", &relay.program)
-            .env("PARLEY_TEST_UI_RELAY", &relay.socket)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("start parley-custodyd");
-        let s = Service {
-            child,
-            ui,
-            log,
-            relay,
-        };
-        let start = Instant::now();
-        while !(s.ui.exists() && sock.exists()) {
-            assert!(
-                start.elapsed() < WAIT,
-                "the service did not start:\n{}",
-                s.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        s
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// Knocks at the door (the socket path) for the main window, as the app
-    /// started from the menu does, and becomes the UI the service starts.
-    fn ui(&self) -> Ui {
-        let mut door = Ui::over(UnixStream::connect(&self.ui).expect("connect to the door"));
-        door.call("open_window", json!({"kind": "main"}))
-            .expect("the door opens main");
-        let (stream, _) = self.relay.next(WAIT, || self.log());
-        Ui::over(stream)
-    }
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The UI the service started, raw: a hello, then calls answered by id.
-struct Ui {
-    out: UnixStream,
-    rx: mpsc::Receiver<Value>,
-    next: u64,
-}
-
-impl Ui {
-    fn over(s: UnixStream) -> Ui {
-        let out = s.try_clone().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(s).lines() {
-                let Ok(line) = line else { break };
-                let v: Value = serde_json::from_str(&line).unwrap_or(json!({"garbled": line}));
-                if tx.send(v).is_err() {
-                    break;
-                }
-            }
-            let _ = tx.send(json!({"closed": true}));
-        });
-        let mut ui = Ui { out, rx, next: 1 };
-        ui.send(json!({"hello": {"ui": "parley-custody-ui", "version": "0.1.0", "pid": std::process::id()}}));
-        let hello = ui.rx.recv_timeout(WAIT).expect("the service's hello");
-        assert_eq!(hello["hello"]["service"], "parley-custodyd", "{hello}");
-        ui
-    }
-
-    fn send(&mut self, v: Value) {
-        self.out.write_all(format!("{v}\n").as_bytes()).unwrap();
-    }
-
-    /// Sends a call from the main window; its answer comes from [`Ui::answer`].
-    fn start(&mut self, call: &str, args: Value) -> u64 {
-        let id = self.next;
-        self.next += 1;
-        self.send(json!({"id": id, "window": "main", "call": call, "args": args}));
-        id
-    }
-
-    /// The answer to call `id`: `Ok(value)`, or `Err("code: message")`.
-    fn answer(&mut self, id: u64) -> Result<Value, String> {
-        let end = Instant::now() + WAIT + Duration::from_secs(120);
-        loop {
-            let left = end.saturating_duration_since(Instant::now());
-            let v = self
-                .rx
-                .recv_timeout(left)
-                .expect("an answer from the service");
-            assert!(v.get("closed").is_none(), "the service closed the channel");
-            if v["id"] != id {
-                continue; // events
-            }
-            return match v.get("ok") {
-                Some(ok) => Ok(ok.clone()),
-                None => Err(format!(
-                    "{}: {}",
-                    v["err"]["code"].as_str().unwrap_or("?"),
-                    v["err"]["message"].as_str().unwrap_or("?")
-                )),
-            };
-        }
-    }
-
-    fn call(&mut self, call: &str, args: Value) -> Result<Value, String> {
-        let id = self.start(call, args);
-        self.answer(id)
-    }
+/// The service as the desktop starts it, with its default settings (no UI
+/// of its own: this test is the UI, through the relay); the UI it starts,
+/// whose answers may wait on polkit (a wrong password costs PAM's delay).
+fn service_and_ui(dir: &Path) -> (Service, Ui) {
+    let service = Service::start(dir, None, &[]);
+    let mut ui = service.ui();
+    ui.wait = WAIT + Duration::from_secs(120);
+    (service, ui)
 }
 
 /// polkit's text agent for the service's process, on a pty (`script`),
@@ -449,7 +282,9 @@ impl Drop for TextAgent {
 }
 
 fn settings(ui: &mut Ui) -> Value {
-    ui.call("settings_get", json!({})).expect("settings_get")["settings"].clone()
+    ui.call("main", "settings_get", json!({}))
+        .expect("settings_get")["settings"]
+        .clone()
 }
 
 fn with(mut s: Value, f: impl FnOnce(&mut Value)) -> Value {
@@ -484,14 +319,13 @@ fn as_the_user() {
     );
     let password = std::env::var(PASSWORD).expect("the user's password");
     let dir = support::scratch();
-    let service = Service::start(&dir);
-    let mut ui = service.ui();
+    let (service, mut ui) = service_and_ui(&dir);
 
     // The first key is made without asking (there is nothing to loosen yet);
     // pausing an agent and lowering a limit tighten: none of them asks, and
     // no authentication agent is registered, so an ask would be refused.
     let key = ui
-        .call("key_create", json!({"label": "principal"}))
+        .call("main", "key_create", json!({"label": "principal"}))
         .expect("the first key needs no OS authentication")["public"]
         .as_str()
         .unwrap()
@@ -499,12 +333,12 @@ fn as_the_user() {
     let agent = SecretKey::from_seed(&Zeroizing::new([9u8; 32]))
         .public()
         .to_string();
-    ui.call("agent_pause", json!({"agent": agent}))
+    ui.call("main", "agent_pause", json!({"agent": agent}))
         .expect("pausing tightens: no OS authentication");
     let start = settings(&mut ui);
     assert_eq!(start["step_up"]["rule"], "committing", "{start}");
     let tighter = with(start.clone(), |s| s["queue_size"] = json!(32));
-    ui.call("settings_save", json!({"settings": tighter}))
+    ui.call("main", "settings_save", json!({"settings": tighter}))
         .expect("a smaller queue tightens: no OS authentication");
     let start = settings(&mut ui);
 
@@ -539,7 +373,7 @@ fn as_the_user() {
 
     // What the Settings page shows before Save: custody's own list.
     let shown = ui
-        .call("settings_loosenings", changes[0].args.clone())
+        .call("main", "settings_loosenings", changes[0].args.clone())
         .expect("settings_loosenings");
     assert_eq!(
         shown,
@@ -550,29 +384,29 @@ fn as_the_user() {
     // it otherwise, and nothing changed.
     for c in &changes {
         refused_as_not_authenticated(
-            ui.call(c.call, c.args.clone()),
+            ui.call("main", c.call, c.args.clone()),
             c.name,
             "not available here",
         );
     }
-    let r = ui.call("settings_save", changes[0].args.clone());
+    let r = ui.call("main", "settings_save", changes[0].args.clone());
     refused_as_not_authenticated(r, "step-up off", "settings.json as yourself");
     let unchanged = |ui: &mut Ui| {
         let s = settings(ui);
         assert_eq!(s["step_up"]["rule"], "committing", "{s}");
         assert_eq!(s["extra_users"], json!([]), "{s}");
-        let paused = ui.call("agent_pauses", json!({})).unwrap()["paused"].clone();
+        let paused = ui.call("main", "agent_pauses", json!({})).unwrap()["paused"].clone();
         assert_eq!(paused.as_array().map(Vec::len), Some(1), "{paused}");
-        let keys = ui.call("keys_list", json!({})).unwrap()["keys"].clone();
+        let keys = ui.call("main", "keys_list", json!({})).unwrap()["keys"].clone();
         assert_eq!(keys.as_array().map(Vec::len), Some(1), "{keys}");
     };
     unchanged(&mut ui);
 
     // The text agent asks; a wrong password changes nothing.
-    let mut pk = TextAgent::start(service.child.id(), &dir);
+    let mut pk = TextAgent::start(service.pid(), &dir);
     for c in &changes {
         let from = pk.len();
-        let id = ui.start(c.call, c.args.clone());
+        let id = ui.start("main", c.call, c.args.clone());
         let said = pk.prompt_after(from).unwrap_or_else(|said| {
             panic!(
                 "{}: no password prompt (the agent printed {said:?}); the call: {:?}\n{}",
@@ -596,7 +430,7 @@ fn as_the_user() {
     // The user's own password: each change goes through.
     for c in &changes {
         let from = pk.len();
-        let id = ui.start(c.call, c.args.clone());
+        let id = ui.start("main", c.call, c.args.clone());
         let said = pk.prompt_after(from).expect("a password prompt");
         assert!(said.contains(&c.prompt), "{}: {said:?}", c.name);
         println!("the OS prompt for {}: {:?}", c.name, said.trim());
@@ -611,14 +445,15 @@ fn as_the_user() {
         "the second save was made from the first form: {s}"
     );
     assert_eq!(s["extra_users"], json!(["loosen-bob"]), "{s}");
-    let paused = ui.call("agent_pauses", json!({})).unwrap()["paused"].clone();
+    let paused = ui.call("main", "agent_pauses", json!({})).unwrap()["paused"].clone();
     assert_eq!(paused, json!([]));
-    let keys = ui.call("keys_list", json!({})).unwrap()["keys"].clone();
+    let keys = ui.call("main", "keys_list", json!({})).unwrap()["keys"].clone();
     assert_eq!(keys, json!([]));
 
     // Each authenticated change is in the audit log, saying so.
     let rows = ui
         .call(
+            "main",
             "audit_query",
             json!({"filter": {"kinds": ["settings_loosened", "agent_resumed", "key_deleted"]}}),
         )
@@ -657,7 +492,7 @@ fn as_the_user() {
     // Tightening never asks, even with an agent there to ask.
     let from = pk.len();
     let back = with(settings(&mut ui), |s| s["extra_users"] = json!([]));
-    ui.call("settings_save", json!({"settings": back}))
+    ui.call("main", "settings_save", json!({"settings": back}))
         .expect("removing a user tightens");
     std::thread::sleep(Duration::from_millis(500));
     assert!(

@@ -23,15 +23,20 @@
 
 mod support;
 
-use parley_core::proposal::proposal_hash;
 use parley_core::SecretKey;
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use support::lines::json_lines;
+use support::os_user::{must, ready_for_os_prompt, run, uid, UserDirs};
+use support::requests::meal_order;
+use support::terminal::sh_quote;
+use support::user_terminal::{pane_log, wait_in, Tmux};
+use support::UNLOCK;
 use zeroize::Zeroizing;
 
 /// Each test's own OS user (names start with the worktree's, `stepup`):
@@ -43,109 +48,6 @@ const NOT_OWNER: &str = "stepup-t-notowner";
 /// Both users' password, which polkit asks for.
 const PASSWORD: &str = "osprompt-Passw0rd";
 const WAIT: Duration = Duration::from_secs(60);
-
-/// Unlocks the keyring of a fresh D-Bus session (see the script).
-const UNLOCK: &str = include_str!("../../scripts/unlock-keyring.sh");
-
-fn sh_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
-}
-
-fn run(cmd: &mut Command) -> std::process::Output {
-    cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"))
-}
-
-fn must(cmd: &mut Command) {
-    let out = run(cmd);
-    assert!(
-        out.status.success(),
-        "{cmd:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// The user with its password, and polkit up (with the user an owner of
-/// custody's actions when `owner`).
-fn ensure_user_and_polkit(user: &str, owner: bool) {
-    if nix::unistd::User::from_name(user).ok().flatten().is_none() {
-        must(Command::new("useradd").args([
-            "--system",
-            "--no-create-home",
-            "--shell",
-            "/bin/sh",
-            user,
-        ]));
-    }
-    let mut chpasswd = Command::new("chpasswd")
-        .stdin(Stdio::piped())
-        .spawn()
-        .expect("chpasswd");
-    writeln!(chpasswd.stdin.take().unwrap(), "{user}:{PASSWORD}").unwrap();
-    assert!(chpasswd.wait().unwrap().success(), "chpasswd");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/start-polkit.sh");
-    let mut start = Command::new("bash");
-    start.arg(&script);
-    if owner {
-        start.arg(user);
-    }
-    must(&mut start);
-}
-
-fn uid(user: &str) -> nix::unistd::Uid {
-    nix::unistd::User::from_name(user).unwrap().unwrap().uid
-}
-
-/// A directory of the test user's, mode 0700.
-fn own_dir(user: &str, path: &Path) -> PathBuf {
-    std::fs::create_dir_all(path).unwrap();
-    nix::unistd::chown(path, Some(uid(user)), None).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700)).unwrap();
-    path.to_path_buf()
-}
-
-/// A tmux server of the test's, killed when dropped with what the test
-/// user left running.
-struct Tmux {
-    name: String,
-    user: &'static str,
-}
-
-impl Tmux {
-    fn new(user: &'static str) -> Tmux {
-        Tmux {
-            name: format!("{user}-{}", std::process::id()),
-            user,
-        }
-    }
-    fn cmd(&self, args: &[&str]) -> String {
-        let out = run(Command::new("tmux")
-            .arg("-L")
-            .arg(&self.name)
-            .args(args)
-            .stdin(Stdio::null()));
-        assert!(
-            out.status.success(),
-            "tmux {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .arg("-L")
-            .arg(&self.name)
-            .arg("kill-server")
-            .stderr(Stdio::null())
-            .status();
-        // What the user's session left (the service, its bus, the keyring).
-        let _ = Command::new("pkill")
-            .args(["-KILL", "-u", self.user])
-            .status();
-    }
-}
 
 fn wait_until(what: &str, mut ok: impl FnMut() -> bool, log: impl Fn() -> String) {
     let start = Instant::now();
@@ -224,17 +126,7 @@ impl Client {
             .spawn()
             .expect("python3 as the test user");
         let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let v: Value = serde_json::from_str(&line).unwrap_or(json!({"garbled": line}));
-                if tx.send(v).is_err() {
-                    break;
-                }
-            }
-        });
+        let rx = json_lines(child.stdout.take().unwrap(), None);
         Client {
             child,
             stdin,
@@ -308,66 +200,12 @@ fn agent_key() -> SecretKey {
 
 /// An agent's consent request for `amount` (minor units, USD) at `service`.
 fn consent(id: &str, service: &str, amount: i64, principal: &str) -> Value {
-    let expires = parley_custody::engine::unix_now() + 1800;
-    let mut p = json!({
-        "id": format!("p_{id}"), "capability": "shop.order", "summary": "Order 3 meals",
-        "effects": [{"op": "charge", "target": "card ••42", "detail": "paid"}],
-        "cost": {"amount": amount, "currency": "USD"}, "risk": "low",
-        "undo": {"window": 1800}, "expires": expires
-    });
-    p["hash"] = json!(proposal_hash(&p).unwrap());
-    json!({"custody": 1, "id": id, "op": "consent", "service": service,
-        "agent": agent_key().public().to_string(), "proposal": p,
-        "consent": {"proposal": p["id"], "hash": p["hash"], "service": service,
-                    "capability": "shop.order", "principal": principal,
-                    "summary": "Order 3 meals", "expires": expires}})
+    meal_order(9, id, service, amount, principal)
 }
 
 /// Whether the test may run, with what it needs checked.
 fn ready(test: &str, user: &str, owner: bool) -> bool {
-    if !support::require_root(
-        test,
-        "it creates an OS user with a password and starts polkitd",
-    ) {
-        return false;
-    }
-    let missing = support::not_on_path(&[
-        "tmux",
-        "runuser",
-        "script",
-        "pkttyagent",
-        "python3",
-        "dbus-run-session",
-        "gnome-keyring-daemon",
-    ]);
-    assert!(
-        missing.is_empty(),
-        "this test needs {missing:?}: run scripts/setup.sh"
-    );
-    ensure_user_and_polkit(user, owner);
-    true
-}
-
-/// The pane's text so far (raw, as the terminal received it).
-fn pane_log(path: &Path) -> String {
-    std::fs::read_to_string(path).unwrap_or_default()
-}
-
-/// Waits until `needle` appears in `log` after byte `from`; the byte after it.
-fn wait_in(log: &Path, needle: &str, from: usize) -> usize {
-    let start = Instant::now();
-    loop {
-        let text = pane_log(log);
-        if let Some(i) = text.get(from..).and_then(|t| t.find(needle)) {
-            return from + i + needle.len();
-        }
-        assert!(
-            start.elapsed() < WAIT,
-            "timed out waiting for {needle:?}; the terminal shows:\n{}",
-            text.get(from..).unwrap_or(&text)
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    ready_for_os_prompt(test, user, PASSWORD, owner, &[])
 }
 
 #[test]
@@ -394,58 +232,19 @@ fn without_polkits_leave_to_name_the_request_the_password_is_still_asked_and_the
 /// the prompt names the request; without, polkit refuses them, custody
 /// asks without them (the placeholder shows), its start and its log say why.
 fn at_the_terminal(user: &'static str, owner: bool) {
-    let tmp = tempfile::Builder::new()
-        .prefix("parley-osprompt")
-        .tempdir()
-        .unwrap();
-    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let home = own_dir(user, &tmp.path().join("home"));
-    let run_dir = own_dir(user, &home.join("run"));
-    let data = own_dir(user, &home.join("data"));
-    let sock = run_dir.join("custody.sock");
-    let screen = tmp.path().join("terminal.log");
+    let dirs = UserDirs::new(user, "parley-osprompt");
+    let (sock, data) = (dirs.run.join("custody.sock"), &dirs.data);
+    let screen = dirs.tmp.path().join("terminal.log");
     // The daemon as the user, on a terminal of the user's own (script), in
     // a tmux pane the test reads and types into.
-    let daemon = format!(
-        "exec dbus-run-session -- sh -c {unlock} sh {bin} --approver terminal --socket {sock} --data-dir {data}",
-        unlock = sh_quote(UNLOCK),
-        bin = sh_quote(env!("CARGO_BIN_EXE_parley-custodyd")),
-        sock = sh_quote(&sock.display().to_string()),
-        data = sh_quote(&data.display().to_string()),
-    );
-    let pane = format!(
-        "exec runuser -u {user} -- env -i HOME={home} PATH=/usr/local/bin:/usr/bin:/bin \
-         XDG_RUNTIME_DIR={run} XDG_DATA_HOME={data} KEYRING_PW=osprompt-keyring-pw RUST_LOG=info \
-         PARLEY_CUSTODY_NAMESPACE=stepup-osprompt script -qfec {daemon} /dev/null",
-        home = sh_quote(&home.display().to_string()),
-        run = sh_quote(&run_dir.display().to_string()),
-        data = sh_quote(&data.display().to_string()),
-        daemon = sh_quote(&daemon),
-    );
     let tmux = Tmux::new(user);
-    tmux.cmd(&[
-        "new-session",
-        "-d",
-        "-s",
-        "daemon",
-        "-x",
-        "200",
-        "-y",
-        "50",
-        &format!("sleep 0.5; {pane}"),
-    ]);
-    tmux.cmd(&[
-        "pipe-pane",
-        "-o",
-        "-t",
-        "daemon",
-        &format!("cat >> {}", sh_quote(&screen.display().to_string())),
-    ]);
-    let keys = |k: &[&str]| {
-        let mut args = vec!["send-keys", "-t", "daemon"];
-        args.extend_from_slice(k);
-        tmux.cmd(&args);
-    };
+    tmux.terminal_daemon(
+        &dirs,
+        ("osprompt-keyring-pw", "stepup-osprompt"),
+        &[],
+        &screen,
+    );
+    let keys = |k: &[&str]| tmux.keys("daemon", k);
     let at = wait_in(&screen, "Create one now? [y/N]", 0);
     keys(&["y", "Enter"]);
     let at = wait_in(&screen, "listening on", at);
@@ -543,17 +342,13 @@ fn at_the_terminal(user: &'static str, owner: bool) {
     }
     drop(c);
     drop(tmux);
-    let audit = parley_custody::audit::Audit::open(&parley_custody::paths::audit_path(&data))
-        .expect("the daemon's audit log");
-    let rows = audit
-        .query(&parley_custody::audit::Query {
-            kinds: vec![
-                parley_custody::audit::EventKind::ConsentApproved,
-                parley_custody::audit::EventKind::StepUpFailed,
-            ],
-            ..Default::default()
-        })
-        .unwrap();
+    let rows = support::custody::rows_at(
+        &parley_custody::paths::audit_path(data),
+        &[
+            parley_custody::audit::EventKind::ConsentApproved,
+            parley_custody::audit::EventKind::StepUpFailed,
+        ],
+    );
     let kinds: Vec<_> = rows.iter().map(|r| r.kind).collect();
     // (With the prompt naming the request, a second consent was approved
     // for a while.)
@@ -589,14 +384,8 @@ fn two_decisions_at_once_raise_one_os_prompt_naming_its_request_and_sign_nothing
     ) {
         return;
     }
-    let tmp = tempfile::Builder::new()
-        .prefix("parley-busy")
-        .tempdir()
-        .unwrap();
-    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let home = own_dir(USER, &tmp.path().join("home"));
-    let run_dir = own_dir(USER, &home.join("run"));
-    let data = own_dir(USER, &home.join("data"));
+    let dirs = UserDirs::new(USER, "parley-busy");
+    let (home, run_dir, data) = (&dirs.home, &dirs.run, &dirs.data);
     let (sock, ui_sock) = (run_dir.join("custody.sock"), run_dir.join("ui/ui.sock"));
     let log = home.join("service.log");
     let service_log = || std::fs::read_to_string(&log).unwrap_or_default();
@@ -626,17 +415,7 @@ fn two_decisions_at_once_raise_one_os_prompt_naming_its_request_and_sign_nothing
         relay_bin = sh_quote(&relay_bin.display().to_string()),
         relay_sock = sh_quote(&relay_sock.display().to_string()),
     );
-    tmux.cmd(&[
-        "new-session",
-        "-d",
-        "-s",
-        "service",
-        "-x",
-        "200",
-        "-y",
-        "50",
-        &service,
-    ]);
+    tmux.session("service", &service, None);
     wait_until(
         "the service's sockets",
         || sock.exists() && ui_sock.exists(),
@@ -655,16 +434,9 @@ fn two_decisions_at_once_raise_one_os_prompt_naming_its_request_and_sign_nothing
     let registered = home.join("registered");
     must(Command::new("mkfifo").arg(&registered));
     nix::unistd::chown(&registered, Some(uid(USER)), None).unwrap();
-    let screen = tmp.path().join("pkttyagent.log");
-    tmux.cmd(&[
-        "new-session",
-        "-d",
-        "-s",
+    let screen = dirs.tmp.path().join("pkttyagent.log");
+    tmux.session(
         "agent",
-        "-x",
-        "200",
-        "-y",
-        "50",
         &format!(
             "exec runuser -u {USER} -- sh -c {}",
             sh_quote(&format!(
@@ -672,14 +444,8 @@ fn two_decisions_at_once_raise_one_os_prompt_naming_its_request_and_sign_nothing
                 sh_quote(&registered.display().to_string())
             ))
         ),
-    ]);
-    tmux.cmd(&[
-        "pipe-pane",
-        "-o",
-        "-t",
-        "agent",
-        &format!("cat >> {}", sh_quote(&screen.display().to_string())),
-    ]);
+        Some(&screen),
+    );
     // EOF on the fifo: pkttyagent is registered with polkitd.
     let (done, registered_rx) = mpsc::channel();
     let fifo = registered.clone();
@@ -757,7 +523,7 @@ fn two_decisions_at_once_raise_one_os_prompt_naming_its_request_and_sign_nothing
     assert!(early.is_empty(), "nothing decided yet: {early:?}");
 
     // A wrong password signs nothing; the right one signs the first, once.
-    tmux.cmd(&["send-keys", "-t", "agent", "not-the-password", "Enter"]);
+    tmux.keys("agent", &["not-the-password", "Enter"]);
     let refused = c.reply_to(10);
     assert!(
         refused["err"]["message"]
@@ -771,7 +537,7 @@ fn two_decisions_at_once_raise_one_os_prompt_naming_its_request_and_sign_nothing
         || agent_screen().matches("Password: ").count() >= 2,
         || format!("{}\n{}", agent_screen(), service_log()),
     );
-    tmux.cmd(&["send-keys", "-t", "agent", PASSWORD, "Enter"]);
+    tmux.keys("agent", &[PASSWORD, "Enter"]);
     assert_eq!(c.reply_to(12)["ok"]["outcome"], "approved");
     let a = c.final_of("a");
     assert_eq!(a["kind"], "APPROVED", "{a}");
@@ -789,7 +555,7 @@ fn two_decisions_at_once_raise_one_os_prompt_naming_its_request_and_sign_nothing
         last.contains("a consent for 12.00 USD at books.example"),
         "{last}"
     );
-    tmux.cmd(&["send-keys", "-t", "agent", PASSWORD, "Enter"]);
+    tmux.keys("agent", &[PASSWORD, "Enter"]);
     assert_eq!(c.reply_to(13)["ok"]["outcome"], "approved");
     let b = c.final_of("b");
     assert_eq!(b["kind"], "APPROVED", "{b}");
@@ -805,14 +571,10 @@ fn two_decisions_at_once_raise_one_os_prompt_naming_its_request_and_sign_nothing
     assert_eq!(agent_screen().matches("AUTHENTICATING FOR").count(), 3);
     drop(c);
     drop(tmux);
-    let audit = parley_custody::audit::Audit::open(&parley_custody::paths::audit_path(&data))
-        .expect("the service's audit log");
-    let signed = audit
-        .query(&parley_custody::audit::Query {
-            kinds: vec![parley_custody::audit::EventKind::ConsentApproved],
-            ..Default::default()
-        })
-        .unwrap();
+    let signed = support::custody::rows_at(
+        &parley_custody::paths::audit_path(data),
+        &[parley_custody::audit::EventKind::ConsentApproved],
+    );
     assert_eq!(
         signed.len(),
         2,

@@ -14,6 +14,8 @@
 
 mod support;
 
+use support::terminal::sh_quote;
+
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -50,31 +52,8 @@ else:
 print(json.dumps(out))
 "#;
 
-fn sh_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
-}
-
 fn test_user() -> (u32, u32) {
-    if nix::unistd::User::from_name(USER).unwrap().is_none() {
-        let out = Command::new("useradd")
-            .args([
-                "--system",
-                "--no-create-home",
-                "--shell",
-                "/usr/sbin/nologin",
-                USER,
-            ])
-            .output()
-            .expect("useradd");
-        assert!(
-            out.status.success(),
-            "useradd {USER}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    let u = nix::unistd::User::from_name(USER)
-        .unwrap()
-        .expect("the test user exists");
+    let u = support::os_user::system_user(USER, "/usr/sbin/nologin");
     (u.uid.as_raw(), u.gid.as_raw())
 }
 
@@ -150,19 +129,7 @@ impl Daemon {
     }
 
     fn tmux(&self, args: &[&str]) -> String {
-        let out = Command::new("tmux")
-            .arg("-L")
-            .arg(&self.server)
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
-            .expect("run tmux");
-        assert!(
-            out.status.success(),
-            "tmux {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        support::terminal::tmux(&self.server, args)
     }
 
     /// Waits until the terminal shows `needle`.
@@ -195,12 +162,7 @@ impl Drop for Daemon {
                 let _ = Command::new("kill").args(["-TERM", pid]).status();
             }
         }
-        let _ = Command::new("tmux")
-            .arg("-L")
-            .arg(&self.server)
-            .arg("kill-server")
-            .stderr(Stdio::null())
-            .status();
+        support::terminal::kill_server(&self.server);
     }
 }
 

@@ -16,232 +16,67 @@
 
 mod support;
 
-use parley_core::proposal::proposal_hash;
-use parley_core::SecretKey;
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use support::desktop::{Service, Ui, STEP_UP_NEVER, WAIT};
+use support::line_agent::Agent;
+use support::lines::{final_within, json_lines};
 use support::login1::{FakeLogin1, FakeScreenSaver, Note, SESSION_ID};
-use support::ui_relay::Relay;
+use support::os_user::{ready_for_os_prompt, UserDirs};
+use support::requests::meal_order;
+use support::user_terminal::{wait_in, Tmux};
 use support::{in_session, scratch, Session};
-use zeroize::Zeroizing;
 
-const WAIT: Duration = Duration::from_secs(60);
 /// The service's arming delay, plus the UI's slack.
 const ARMED: Duration = Duration::from_millis(1600);
 
 /// The desktop service, its login1 on the test's bus.
-struct Service {
-    child: Child,
-    data: PathBuf,
-    sock: PathBuf,
-    ui: PathBuf,
-    log: PathBuf,
-    relay: Relay,
+fn start(login1_bus: &str) -> Service {
+    Service::start(
+        &scratch(),
+        Some(STEP_UP_NEVER),
+        &[
+            ("PARLEY_CUSTODY_LOGIN1_BUS", login1_bus),
+            ("XDG_SESSION_ID", SESSION_ID),
+            ("RUST_LOG", "info"),
+        ],
+    )
 }
 
-impl Service {
-    fn start(login1_bus: &str) -> Service {
-        let dir = scratch();
-        let data = dir.join("custody");
-        std::fs::create_dir_all(&data).unwrap();
-        std::fs::write(
-            data.join("settings.json"),
-            r#"{"step_up": {"rule": "never"}}"#,
-        )
-        .unwrap();
-        let relay = Relay::install(&dir);
-        let sock = dir.join("custody.sock");
-        let ui = dir.join("ui").join("ui.sock");
-        let log = dir.join("service.log");
-        let child = Command::new(env!("CARGO_BIN_EXE_parley-custodyd"))
-            .args(["--approver", "desktop", "--hidden"])
-            .arg("--socket")
-            .arg(&sock)
-            .arg("--ui-socket")
-            .arg(&ui)
-            .arg("--data-dir")
-            .arg(&data)
-            .env("PARLEY_CUSTODY_UI", &relay.program)
-            .env("PARLEY_TEST_UI_RELAY", &relay.socket)
-            .env("PARLEY_CUSTODY_LOGIN1_BUS", login1_bus)
-            .env("XDG_SESSION_ID", SESSION_ID)
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("start parley-custodyd");
-        let s = Service {
-            child,
-            data,
-            sock,
-            ui,
-            log,
-            relay,
-        };
-        let start = Instant::now();
-        while !(s.ui.exists() && s.sock.exists()) {
-            assert!(
-                start.elapsed() < WAIT,
-                "the service did not start:\n{}",
-                s.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        s
-    }
+/// What the home and review windows read: `session` is `locked`,
+/// `asleep` or null.
+fn session(ui: &mut Ui, window: &str) -> Value {
+    ui.call(window, "status", json!({})).unwrap()["session"].clone()
+}
 
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// Knocks at the door for the main window; the UI the service starts.
-    fn ui(&self) -> Ui {
-        let mut door = UnixStream::connect(&self.ui).expect("the door");
-        let hello = json!({"hello": {"ui": "parley-custody-ui", "version": "0.1.0", "pid": std::process::id()}});
-        let ask =
-            json!({"id": 1, "window": "main", "call": "open_window", "args": {"kind": "main"}});
-        door.write_all(format!("{hello}\n{ask}\n").as_bytes())
-            .unwrap();
-        let (stream, _started) = self.relay.next(WAIT, || self.log());
-        Ui::over(stream)
+/// Waits until the service reports the session as `want`.
+fn wait_session(ui: &mut Ui, window: &str, want: Value) {
+    let end = Instant::now() + WAIT;
+    while session(ui, window) != want {
+        assert!(Instant::now() < end, "the session never became {want}");
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
-impl Drop for Service {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// An approval from q1's window is refused, saying the screen is locked.
+fn refused_while_locked(ui: &mut Ui, yes: &Value) {
+    let e = ui
+        .call("review-q1", "review_decide", yes.clone())
+        .unwrap_err();
+    assert!(
+        e.contains("Approve is off while the screen is locked"),
+        "{e}"
+    );
 }
 
-/// The UI connection the service started: calls answered by id.
-struct Ui {
-    out: UnixStream,
-    rx: mpsc::Receiver<Value>,
-    next: u64,
-}
-
-impl Ui {
-    fn over(s: UnixStream) -> Ui {
-        let out = s.try_clone().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(s).lines() {
-                let Ok(line) = line else { break };
-                let v: Value = serde_json::from_str(&line).unwrap_or(json!({"garbled": line}));
-                if tx.send(v).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut ui = Ui { out, rx, next: 1 };
-        ui.send(json!({"hello": {"ui": "parley-custody-ui", "version": "0.1.0", "pid": std::process::id()}}));
-        let hello = ui.rx.recv_timeout(WAIT).expect("the service's hello");
-        assert_eq!(hello["hello"]["service"], "parley-custodyd", "{hello}");
-        ui
-    }
-
-    fn send(&mut self, v: Value) {
-        self.out.write_all(format!("{v}\n").as_bytes()).unwrap();
-    }
-
-    fn note(&mut self, window: &str, note: &str) {
-        self.send(json!({"window": window, "note": note}));
-    }
-
-    fn call(&mut self, window: &str, call: &str, args: Value) -> Result<Value, String> {
-        let id = self.next;
-        self.next += 1;
-        self.send(json!({"id": id, "window": window, "call": call, "args": args}));
-        loop {
-            let v = self.rx.recv_timeout(WAIT).expect("an answer");
-            if v["id"] == id {
-                return match v.get("ok") {
-                    Some(ok) => Ok(ok.clone()),
-                    None => Err(format!("{}: {}", v["err"]["code"], v["err"]["message"])),
-                };
-            }
-        }
-    }
-
-    /// What the home and review windows read: `session` is `locked`,
-    /// `asleep` or null.
-    fn session(&mut self, window: &str) -> Value {
-        self.call(window, "status", json!({})).unwrap()["session"].clone()
-    }
-
-    /// Waits until the service reports the session as `want`.
-    fn wait_session(&mut self, window: &str, want: Value) {
-        let end = Instant::now() + WAIT;
-        while self.session(window) != want {
-            assert!(Instant::now() < end, "the session never became {want}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-/// An agent's consent request on its own connection, kept open.
-struct Agent {
-    rx: mpsc::Receiver<Value>,
-    _conn: UnixStream,
-}
-
-impl Agent {
-    fn ask(sock: &Path, principal: &str, id: &str, service: &str, cents: i64) -> Agent {
-        let expires = parley_custody::engine::unix_now() + 1800;
-        let mut p = json!({
-            "id": format!("p_{id}"), "capability": "shop.order", "summary": "Order 3 meals",
-            "effects": [{"op": "charge", "target": "card ••42", "detail": "paid"}],
-            "cost": {"amount": cents, "currency": "USD"}, "risk": "low",
-            "undo": {"window": 1800}, "expires": expires
-        });
-        p["hash"] = json!(proposal_hash(&p).unwrap());
-        let agent = SecretKey::from_seed(&Zeroizing::new([7u8; 32]))
-            .public()
-            .to_string();
-        let req = json!({"custody": 1, "id": id, "op": "consent", "service": service,
-            "agent": agent, "proposal": p,
-            "consent": {"proposal": p["id"], "hash": p["hash"], "service": service,
-                        "capability": "shop.order", "principal": principal,
-                        "summary": "Order 3 meals", "expires": expires}});
-        let mut conn = UnixStream::connect(sock).expect("connect as an agent");
-        conn.write_all(format!("{req}\n").as_bytes()).unwrap();
-        let read = conn.try_clone().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(read).lines() {
-                let Ok(line) = line else { break };
-                if tx
-                    .send(serde_json::from_str(&line).unwrap_or(json!({})))
-                    .is_err()
-                {
-                    break;
-                }
-            }
-        });
-        let a = Agent { rx, _conn: conn };
-        let first = a.rx.recv_timeout(WAIT).expect("a first reply");
-        assert_eq!(first["kind"], "PENDING", "{first}");
-        a
-    }
-
-    fn final_within(&self, wait: Duration) -> Option<Value> {
-        let end = Instant::now() + wait;
-        while let Some(left) = end.checked_duration_since(Instant::now()) {
-            match self.rx.recv_timeout(left) {
-                Ok(v) if v["kind"] == "PENDING" => continue,
-                Ok(v) => return Some(v),
-                Err(_) => return None,
-            }
-        }
-        None
-    }
+/// Agent 7's meal order `id` of `cents` USD at `service`, waiting on its
+/// own connection.
+fn ask(svc: &Service, principal: &str, id: &str, service: &str, cents: i64) -> Agent {
+    Agent::ask(&svc.sock, &meal_order(7, id, service, cents, principal))
 }
 
 /// The notifications shown, once there are `n`.
@@ -273,7 +108,7 @@ fn a_locked_session_disarms_an_open_review_and_hides_the_notifications_details()
     let rt = support::rt();
     let bus = session_bus();
     let fake = rt.block_on(FakeLogin1::serve(&bus, true));
-    let svc = Service::start(&bus);
+    let svc = start(&bus);
     let mut ui = svc.ui();
     // Custody holds a sleep delay inhibitor from the start.
     rt.block_on(fake.wait_inhibitors(WAIT, |i| {
@@ -285,7 +120,7 @@ fn a_locked_session_disarms_an_open_review_and_hides_the_notifications_details()
     let principal = key["public"].as_str().unwrap().to_string();
 
     // Unlocked: the notification says what is asked, and where.
-    let agent = Agent::ask(&svc.sock, &principal, "c1", "shop.example", 5830);
+    let agent = ask(&svc, &principal, "c1", "shop.example", 5830);
     let shown = notes(&fake, 1);
     assert!(
         shown[0].body.contains("58.30 USD") && shown[0].body.contains("shop.example"),
@@ -297,15 +132,9 @@ fn a_locked_session_disarms_an_open_review_and_hides_the_notifications_details()
     // Locked while the review is open and armed: it is not any more, and
     // the notification on screen is replaced by one without details.
     rt.block_on(fake.set_locked(true));
-    ui.wait_session("review-q1", json!("locked"));
+    wait_session(&mut ui, "review-q1", json!("locked"));
     let yes = json!({"id": "q1", "approve": true, "confirmed": false, "gesture": "click"});
-    let e = ui
-        .call("review-q1", "review_decide", yes.clone())
-        .unwrap_err();
-    assert!(
-        e.contains("Approve is off while the screen is locked"),
-        "{e}"
-    );
+    refused_while_locked(&mut ui, &yes);
     assert_eq!(
         agent.final_within(Duration::from_millis(300)),
         None,
@@ -320,7 +149,7 @@ fn a_locked_session_disarms_an_open_review_and_hides_the_notifications_details()
     );
 
     // A request that comes while locked: its notification says only that an agent asks.
-    let second = Agent::ask(&svc.sock, &principal, "c2", "books.example", 1999);
+    let second = ask(&svc, &principal, "c2", "books.example", 1999);
     let shown = notes(&fake, 3);
     assert_eq!(
         (shown[2].replaces, shown[2].body.as_str()),
@@ -347,7 +176,7 @@ fn a_locked_session_disarms_an_open_review_and_hides_the_notifications_details()
 
     // Unlocked: the window arms from the start, the whole delay again.
     rt.block_on(fake.set_locked(false));
-    ui.wait_session("review-q1", Value::Null);
+    wait_session(&mut ui, "review-q1", Value::Null);
     let e = ui
         .call("review-q1", "review_decide", yes.clone())
         .unwrap_err();
@@ -383,7 +212,7 @@ fn a_locked_session_disarms_an_open_review_and_hides_the_notifications_details()
     let text = std::fs::read_to_string(&statement).unwrap();
     assert!(text.contains("the session was locked"), "{text}");
     rt.block_on(fake.set_locked(false));
-    ui.wait_session("main", Value::Null);
+    wait_session(&mut ui, "main", Value::Null);
 
     // "Hide details in notifications: always", saved in Settings: unlocked,
     // a new request's notification says only that an agent asks.
@@ -393,7 +222,7 @@ fn a_locked_session_disarms_an_open_review_and_hides_the_notifications_details()
     ui.call("main", "settings_save", json!({ "settings": settings }))
         .expect("hiding details asks nothing");
     let before = fake.notes().len();
-    let third = Agent::ask(&svc.sock, &principal, "c3", "tea.example", 450);
+    let third = ask(&svc, &principal, "c3", "tea.example", 450);
     // (The "Approved" notification of the approval above may come in between.)
     let end = Instant::now() + WAIT;
     let request = loop {
@@ -426,27 +255,21 @@ fn without_login1_the_desktops_screensaver_locks_the_review() {
     let bus = session_bus();
     // No login1 on this bus at all: custody reads the lock from the screensaver.
     let saver = rt.block_on(FakeScreenSaver::serve(&bus));
-    let svc = Service::start(&bus);
+    let svc = start(&bus);
     let mut ui = svc.ui();
     let key = ui
         .call("main", "key_create", json!({"label": "Ana"}))
         .unwrap();
     let principal = key["public"].as_str().unwrap().to_string();
-    let agent = Agent::ask(&svc.sock, &principal, "s1", "shop.example", 5830);
+    let agent = ask(&svc, &principal, "s1", "shop.example", 5830);
     ui.note("review-q1", "shown");
     std::thread::sleep(ARMED);
     rt.block_on(saver.set_active(true));
-    ui.wait_session("review-q1", json!("locked"));
+    wait_session(&mut ui, "review-q1", json!("locked"));
     let yes = json!({"id": "q1", "approve": true, "confirmed": false, "gesture": "click"});
-    let e = ui
-        .call("review-q1", "review_decide", yes.clone())
-        .unwrap_err();
-    assert!(
-        e.contains("Approve is off while the screen is locked"),
-        "{e}"
-    );
+    refused_while_locked(&mut ui, &yes);
     rt.block_on(saver.set_active(false));
-    ui.wait_session("review-q1", Value::Null);
+    wait_session(&mut ui, "review-q1", Value::Null);
     std::thread::sleep(ARMED);
     let done = ui.call("review-q1", "review_decide", yes).unwrap();
     assert_eq!(done["outcome"], "approved", "{done}");
@@ -464,53 +287,6 @@ fn without_login1_the_desktops_screensaver_locks_the_review() {
 /// The test's own OS user (the worktree's prefix).
 const USER: &str = "parley-t-lock";
 const PASSWORD: &str = "lock-sleep-Passw0rd";
-const UNLOCK: &str = include_str!("../../scripts/unlock-keyring.sh");
-
-fn sh_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
-}
-
-fn must(cmd: &mut Command) {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// The user with its password, and polkit up with the user an owner of
-/// custody's actions.
-fn ensure_user_and_polkit() {
-    if nix::unistd::User::from_name(USER).ok().flatten().is_none() {
-        must(Command::new("useradd").args([
-            "--system",
-            "--no-create-home",
-            "--shell",
-            "/bin/sh",
-            USER,
-        ]));
-    }
-    let mut chpasswd = Command::new("chpasswd")
-        .stdin(Stdio::piped())
-        .spawn()
-        .expect("chpasswd");
-    writeln!(chpasswd.stdin.take().unwrap(), "{USER}:{PASSWORD}").unwrap();
-    assert!(chpasswd.wait().unwrap().success(), "chpasswd");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/start-polkit.sh");
-    must(Command::new("bash").arg(&script).arg(USER));
-}
-
-/// A directory of the test user's, mode 0700.
-fn own_dir(path: &Path) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::create_dir_all(path).unwrap();
-    let uid = nix::unistd::User::from_name(USER).unwrap().unwrap().uid;
-    nix::unistd::chown(path, Some(uid), None).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700)).unwrap();
-    path.to_path_buf()
-}
-
 /// A private `dbus-daemon` every user may connect to (the login1 of the
 /// test answers there; the daemon runs as another user than the test).
 struct PrivateBus {
@@ -568,55 +344,6 @@ impl Drop for PrivateBus {
     }
 }
 
-/// A tmux server of the test's, killed when dropped with what the test
-/// user left running.
-struct Tmux(String);
-
-impl Tmux {
-    fn cmd(&self, args: &[&str]) {
-        must(
-            Command::new("tmux")
-                .arg("-L")
-                .arg(&self.0)
-                .args(args)
-                .stdin(Stdio::null()),
-        );
-    }
-
-    fn keys(&self, k: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "daemon"];
-        args.extend_from_slice(k);
-        self.cmd(&args);
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["-L", &self.0, "kill-server"])
-            .stderr(Stdio::null())
-            .status();
-        let _ = Command::new("pkill").args(["-KILL", "-u", USER]).status();
-    }
-}
-
-/// Waits until `needle` appears in `log` after byte `from`; the byte after it.
-fn wait_in(log: &Path, needle: &str, from: usize) -> usize {
-    let start = Instant::now();
-    loop {
-        let text = std::fs::read_to_string(log).unwrap_or_default();
-        if let Some(i) = text.get(from..).and_then(|t| t.find(needle)) {
-            return from + i + needle.len();
-        }
-        assert!(
-            start.elapsed() < WAIT,
-            "timed out waiting for {needle:?}; the terminal shows:\n{}",
-            text.get(from..).unwrap_or(&text)
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// An agent as the test user (python3 on the custody socket, which only
 /// the user's own processes may use): prints every reply as one line.
 fn agent_as_user(sock: &Path, request: &Value) -> (Child, mpsc::Receiver<Value>) {
@@ -630,130 +357,35 @@ fn agent_as_user(sock: &Path, request: &Value) -> (Child, mpsc::Receiver<Value>)
         .stdout(Stdio::piped())
         .spawn()
         .expect("python3 as the test user");
-    let out = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines() {
-            let Ok(line) = line else { break };
-            if tx
-                .send(serde_json::from_str(&line).unwrap_or(json!({})))
-                .is_err()
-            {
-                break;
-            }
-        }
-    });
+    let rx = json_lines(child.stdout.take().unwrap(), None);
     (child, rx)
-}
-
-fn consent(id: &str, principal: &str) -> Value {
-    let expires = parley_custody::engine::unix_now() + 1800;
-    let mut p = json!({
-        "id": format!("p_{id}"), "capability": "shop.order", "summary": "Order 3 meals",
-        "effects": [{"op": "charge", "target": "card ••42", "detail": "paid"}],
-        "cost": {"amount": 5830, "currency": "USD"}, "risk": "low",
-        "undo": {"window": 1800}, "expires": expires
-    });
-    p["hash"] = json!(proposal_hash(&p).unwrap());
-    let agent = SecretKey::from_seed(&Zeroizing::new([9u8; 32])).public();
-    json!({"custody": 1, "id": id, "op": "consent", "service": "shop.example",
-        "agent": agent.to_string(), "proposal": p,
-        "consent": {"proposal": p["id"], "hash": p["hash"], "service": "shop.example",
-                    "capability": "shop.order", "principal": principal,
-                    "summary": "Order 3 meals", "expires": expires}})
-}
-
-/// The final reply (not `PENDING`) within `wait`, if any.
-fn final_within(rx: &mpsc::Receiver<Value>, wait: Duration) -> Option<Value> {
-    let end = Instant::now() + wait;
-    while let Some(left) = end.checked_duration_since(Instant::now()) {
-        match rx.recv_timeout(left) {
-            Ok(v) if v["kind"] == "PENDING" => continue,
-            Ok(v) => return Some(v),
-            Err(_) => return None,
-        }
-    }
-    None
 }
 
 #[test]
 fn prepare_for_sleep_during_a_step_up_signs_nothing_and_the_terminal_refuses_while_locked() {
     let test =
         "prepare_for_sleep_during_a_step_up_signs_nothing_and_the_terminal_refuses_while_locked";
-    if !support::require_root(
-        test,
-        "it creates an OS user with a password and starts polkitd",
-    ) {
+    if !ready_for_os_prompt(test, USER, PASSWORD, true, &["dbus-daemon"]) {
         return;
     }
-    let missing = support::not_on_path(&[
-        "tmux",
-        "runuser",
-        "script",
-        "pkttyagent",
-        "python3",
-        "dbus-daemon",
-        "dbus-run-session",
-        "gnome-keyring-daemon",
-    ]);
-    assert!(
-        missing.is_empty(),
-        "this test needs {missing:?}: run scripts/setup.sh"
-    );
-    ensure_user_and_polkit();
-    use std::os::unix::fs::PermissionsExt;
-    let tmp = tempfile::Builder::new()
-        .prefix("parley-lock")
-        .tempdir()
-        .unwrap();
-    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let bus = PrivateBus::start(tmp.path());
+    let dirs = UserDirs::new(USER, "parley-lock");
+    let bus = PrivateBus::start(dirs.tmp.path());
     let rt = support::rt();
     let fake = rt.block_on(FakeLogin1::serve(&bus.address, false));
-    let home = own_dir(&tmp.path().join("home"));
-    let run_dir = own_dir(&home.join("run"));
-    let data = own_dir(&home.join("data"));
-    let sock = run_dir.join("custody.sock");
-    let screen = tmp.path().join("terminal.log");
-    let daemon = format!(
-        "exec dbus-run-session -- sh -c {unlock} sh {bin} --approver terminal --socket {sock} --data-dir {data}",
-        unlock = sh_quote(UNLOCK),
-        bin = sh_quote(env!("CARGO_BIN_EXE_parley-custodyd")),
-        sock = sh_quote(&sock.display().to_string()),
-        data = sh_quote(&data.display().to_string()),
+    let sock = dirs.run.join("custody.sock");
+    let screen = dirs.tmp.path().join("terminal.log");
+    let tmux = Tmux::new(USER);
+    tmux.terminal_daemon(
+        &dirs,
+        ("lock-keyring-pw", "lock-sleep"),
+        &[
+            ("XDG_SESSION_ID", SESSION_ID),
+            ("PARLEY_CUSTODY_LOGIN1_BUS", &bus.address),
+        ],
+        &screen,
     );
-    let pane = format!(
-        "exec runuser -u {USER} -- env -i HOME={home} PATH=/usr/local/bin:/usr/bin:/bin \
-         XDG_RUNTIME_DIR={run} XDG_DATA_HOME={data} KEYRING_PW=lock-keyring-pw RUST_LOG=info \
-         PARLEY_CUSTODY_NAMESPACE=lock-sleep XDG_SESSION_ID={SESSION_ID} \
-         PARLEY_CUSTODY_LOGIN1_BUS={bus} script -qfec {daemon} /dev/null",
-        home = sh_quote(&home.display().to_string()),
-        run = sh_quote(&run_dir.display().to_string()),
-        data = sh_quote(&data.display().to_string()),
-        bus = sh_quote(&bus.address),
-        daemon = sh_quote(&daemon),
-    );
-    let tmux = Tmux(format!("{USER}-{}", std::process::id()));
-    tmux.cmd(&[
-        "new-session",
-        "-d",
-        "-s",
-        "daemon",
-        "-x",
-        "200",
-        "-y",
-        "50",
-        &format!("sleep 0.5; {pane}"),
-    ]);
-    tmux.cmd(&[
-        "pipe-pane",
-        "-o",
-        "-t",
-        "daemon",
-        &format!("cat >> {}", sh_quote(&screen.display().to_string())),
-    ]);
     let at = wait_in(&screen, "Create one now? [y/N]", 0);
-    tmux.keys(&["y", "Enter"]);
+    tmux.keys("daemon", &["y", "Enter"]);
     let at = wait_in(&screen, "listening on", at);
     let text = std::fs::read_to_string(&screen).unwrap();
     let principal = text
@@ -765,11 +397,12 @@ fn prepare_for_sleep_during_a_step_up_signs_nothing_and_the_terminal_refuses_whi
     rt.block_on(fake.wait_inhibitors(WAIT, |i| {
         i == [("sleep|Parley Custody|delay".to_string(), true)]
     }));
-    let (_agent, replies) = agent_as_user(&sock, &consent("a", &principal));
+    let (_agent, replies) =
+        agent_as_user(&sock, &meal_order(9, "a", "shop.example", 5830, &principal));
     let yes = |at: usize| {
         let at = wait_in(&screen, "approve? [y/N] ", at);
         std::thread::sleep(parley_custody::terminal::ANSWER_DELAY + Duration::from_millis(300));
-        tmux.keys(&["y", "Enter"]);
+        tmux.keys("daemon", &["y", "Enter"]);
         at
     };
 
@@ -831,21 +464,17 @@ fn prepare_for_sleep_during_a_step_up_signs_nothing_and_the_terminal_refuses_whi
     std::thread::sleep(Duration::from_millis(300));
     let at = yes(at);
     wait_in(&screen, "Password: ", at);
-    tmux.keys(&[PASSWORD, "Enter"]);
+    tmux.keys("daemon", &[PASSWORD, "Enter"]);
     let a = final_within(&replies, WAIT).expect("a final reply");
     assert_eq!(a["kind"], "APPROVED", "{a}");
     drop(tmux);
-    let audit = parley_custody::audit::Audit::open(&parley_custody::paths::audit_path(&data))
-        .expect("the daemon's audit log");
-    let rows = audit
-        .query(&parley_custody::audit::Query {
-            kinds: vec![
-                parley_custody::audit::EventKind::ConsentApproved,
-                parley_custody::audit::EventKind::StepUpFailed,
-            ],
-            ..Default::default()
-        })
-        .unwrap();
+    let rows = support::custody::rows_at(
+        &parley_custody::paths::audit_path(&dirs.data),
+        &[
+            parley_custody::audit::EventKind::ConsentApproved,
+            parley_custody::audit::EventKind::StepUpFailed,
+        ],
+    );
     let kinds: Vec<_> = rows.iter().map(|r| (r.kind, r.reason.clone())).collect();
     assert_eq!(
         kinds

@@ -12,345 +12,31 @@
 
 mod support;
 
-use parley_core::proposal::proposal_hash;
 use parley_core::SecretKey;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use support::ui_relay::Relay;
+use support::desktop::{Door, Service, Ui, STEP_UP_NEVER, WAIT};
+use support::line_agent::Agent;
+use support::requests::meal_order;
 use support::{in_session, scratch, Session};
 use zeroize::Zeroizing;
 
-const WAIT: Duration = Duration::from_secs(60);
-
-/// The service, as the desktop starts it (its UI is the relay of
-/// `support::ui_relay`: the tests are the UI).
-struct Service {
-    child: Child,
-    sock: PathBuf,
-    ui: PathBuf,
-    log: PathBuf,
-    relay: Relay,
+/// The service for these tests: OS authentication is tested with a real
+/// polkitd elsewhere (stepup e2e, os_prompt.rs); here the channel's own
+/// rules are what is tested.
+fn start() -> Service {
+    Service::start(&scratch(), Some(STEP_UP_NEVER), &[])
 }
 
-impl Service {
-    fn start() -> Service {
-        let dir = scratch();
-        let data = dir.join("custody");
-        std::fs::create_dir_all(&data).unwrap();
-        // OS authentication is tested with a real polkitd elsewhere
-        // (stepup e2e); here the channel's own rules are what is tested.
-        std::fs::write(
-            data.join("settings.json"),
-            r#"{"step_up": {"rule": "never"}}"#,
-        )
-        .unwrap();
-        let relay = Relay::install(&dir);
-        let sock = dir.join("custody.sock");
-        let ui = dir.join("ui").join("ui.sock");
-        let log = dir.join("service.log");
-        let child = Command::new(env!("CARGO_BIN_EXE_parley-custodyd"))
-            .args(["--approver", "desktop", "--hidden"])
-            .arg("--socket")
-            .arg(&sock)
-            .arg("--ui-socket")
-            .arg(&ui)
-            .arg("--data-dir")
-            .arg(&data)
-            .env("PARLEY_CUSTODY_UI", &relay.program)
-            .env("PARLEY_TEST_UI_RELAY", &relay.socket)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("start parley-custodyd");
-        let s = Service {
-            child,
-            sock,
-            ui,
-            log,
-            relay,
-        };
-        let start = Instant::now();
-        while !(s.ui.exists() && s.sock.exists()) {
-            assert!(
-                start.elapsed() < WAIT,
-                "the service did not start:\n{}",
-                s.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        s
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// Asks at the door (the socket path) for the main window, as the app
-    /// started from the menu does; the answer.
-    fn knock(&self) -> Value {
-        let mut door = Door::connect(&self.ui);
-        door.send(
-            json!({"id": 1, "window": "main", "call": "open_window", "args": {"kind": "main"}}),
-        );
-        door.recv()
-    }
-
-    /// The next UI the service starts, once it is connected and said hello.
-    fn next_ui(&self) -> Ui {
-        let (stream, started) = self.relay.next(WAIT, || self.log());
-        Ui::over(stream, started)
-    }
-
-    /// Knocks, and the UI the service starts for it.
-    fn ui(&self) -> Ui {
-        let answer = self.knock();
-        assert!(answer.get("ok").is_some(), "the door opens main: {answer}");
-        self.next_ui()
-    }
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A raw connection on the socket path: lines as they come.
-struct Door {
-    out: UnixStream,
-    rx: mpsc::Receiver<Value>,
-}
-
-impl Door {
-    /// Connects without saying anything.
-    fn raw(path: &Path) -> Door {
-        let s = UnixStream::connect(path).expect("connect to the channel's path");
-        let out = s.try_clone().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(s).lines() {
-                let Ok(line) = line else { break };
-                let v: Value = serde_json::from_str(&line).unwrap_or(json!({"garbled": line}));
-                if tx.send(v).is_err() {
-                    break;
-                }
-            }
-            let _ = tx.send(json!({"closed": true}));
-        });
-        Door { out, rx }
-    }
-
-    /// Connects and says hello as the UI does; the service's answer.
-    fn connect(path: &Path) -> Door {
-        let mut d = Door::raw(path);
-        d.send(json!({"hello": {"ui": "parley-custody-ui", "version": "0.1.0", "pid": std::process::id()}}));
-        let hello = d.recv();
-        assert_eq!(hello["hello"]["service"], "parley-custodyd", "{hello}");
-        assert_eq!(hello["hello"]["door"], true, "{hello}");
-        d
-    }
-
-    fn send(&mut self, v: Value) {
-        let _ = self.out.write_all(format!("{v}\n").as_bytes());
-    }
-
-    fn recv(&mut self) -> Value {
-        self.rx.recv_timeout(WAIT).expect("a line from the service")
-    }
-
-    /// The lines until the service closes the connection (within `wait`).
-    fn until_closed(&mut self, wait: Duration) -> Vec<Value> {
-        let end = Instant::now() + wait;
-        let mut seen = Vec::new();
-        loop {
-            let left = end
-                .checked_duration_since(Instant::now())
-                .unwrap_or_else(|| panic!("still open after {wait:?}; it sent {seen:?}"));
-            match self.rx.recv_timeout(left) {
-                Ok(v) if v.get("closed").is_some() => return seen,
-                Ok(v) => seen.push(v),
-                Err(_) => panic!("still open after {wait:?}; it sent {seen:?}"),
-            }
-        }
-    }
-}
-
-/// The UI connection the service started: calls answered by id, events
-/// kept apart.
-struct Ui {
-    out: UnixStream,
-    rx: mpsc::Receiver<Value>,
-    events: Vec<Value>,
-    next: u64,
-    /// How the relay was started (`argv`, `fd`, `pid`).
-    started: Value,
-}
-
-impl Ui {
-    fn over(s: UnixStream, started: Value) -> Ui {
-        let out = s.try_clone().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(s).lines() {
-                let Ok(line) = line else { break };
-                let v: Value = serde_json::from_str(&line).unwrap_or(json!({"garbled": line}));
-                if tx.send(v).is_err() {
-                    break;
-                }
-            }
-            let _ = tx.send(json!({"closed": true}));
-        });
-        let mut ui = Ui {
-            out,
-            rx,
-            events: Vec::new(),
-            next: 1,
-            started,
-        };
-        assert_eq!(
-            ui.started["fd"], "0",
-            "the channel is standard input: {}",
-            ui.started
-        );
-        assert_eq!(ui.started["socket_env"], Value::Null, "{}", ui.started);
-        ui.send(json!({"hello": {"ui": "parley-custody-ui", "version": "0.1.0", "pid": std::process::id()}}));
-        let hello = ui.recv();
-        assert_eq!(hello["hello"]["service"], "parley-custodyd", "{hello}");
-        assert_eq!(hello["hello"].get("door"), None, "{hello}");
-        ui
-    }
-
-    /// What the service started this UI to show (`--open …`).
-    fn opened_with(&self) -> String {
-        let argv = self.started["argv"].as_array().expect("argv");
-        assert_eq!(argv[0], "--open", "{argv:?}");
-        argv[1].as_str().unwrap().to_string()
-    }
-
-    /// Kills the UI process (the relay) with SIGKILL.
-    fn kill(self) {
-        let pid = self.started["pid"].as_i64().expect("the relay's pid");
-        Command::new("kill")
-            .args(["-KILL", &pid.to_string()])
-            .status()
-            .expect("kill");
-    }
-
-    fn send(&mut self, v: Value) {
-        self.out.write_all(format!("{v}\n").as_bytes()).unwrap();
-    }
-
-    fn recv(&mut self) -> Value {
-        self.rx.recv_timeout(WAIT).expect("a line from the service")
-    }
-
-    fn note(&mut self, window: &str, note: &str) {
-        self.send(json!({"window": window, "note": note}));
-    }
-
-    fn call(&mut self, window: &str, call: &str, args: Value) -> Result<Value, String> {
-        let id = self.next;
-        self.next += 1;
-        self.send(json!({"id": id, "window": window, "call": call, "args": args}));
-        loop {
-            let v = self.recv();
-            if v["id"] == id {
-                return match v.get("ok") {
-                    Some(ok) => Ok(ok.clone()),
-                    // A refusal is `{code, message}`: given back as "code: message".
-                    None => Err(format!(
-                        "{}: {}",
-                        v["err"]["code"].as_str().expect("err.code is a string"),
-                        v["err"]["message"]
-                            .as_str()
-                            .expect("err.message is a string")
-                    )),
-                };
-            }
-            assert!(v.get("closed").is_none(), "the service closed the channel");
-            self.events.push(v);
-        }
-    }
-
-    /// Waits for an event matching `f` (kept or new).
-    fn event(&mut self, f: impl Fn(&Value) -> bool) -> Value {
-        if let Some(i) = self.events.iter().position(&f) {
-            return self.events.remove(i);
-        }
-        loop {
-            let v = self.recv();
-            if f(&v) {
-                return v;
-            }
-            assert!(v.get("closed").is_none(), "the service closed the channel");
-        }
-    }
-}
-
-/// An agent's consent request on its own connection, kept open.
-struct Agent {
-    rx: mpsc::Receiver<Value>,
-    _conn: UnixStream,
-}
-
-impl Agent {
-    fn ask(sock: &Path, principal: &str, id: &str) -> Agent {
-        let expires = parley_custody::engine::unix_now() + 1800;
-        let mut p = json!({
-            "id": format!("p_{id}"), "capability": "shop.order", "summary": "Order 3 meals",
-            "effects": [{"op": "charge", "target": "card ••42", "detail": "paid"}],
-            "cost": {"amount": 5830, "currency": "USD"}, "risk": "low",
-            "undo": {"window": 1800}, "expires": expires
-        });
-        p["hash"] = json!(proposal_hash(&p).unwrap());
-        let agent = SecretKey::from_seed(&Zeroizing::new([7u8; 32]))
-            .public()
-            .to_string();
-        let req = json!({"custody": 1, "id": id, "op": "consent", "service": "shop.example",
-            "agent": agent, "proposal": p,
-            "consent": {"proposal": p["id"], "hash": p["hash"], "service": "shop.example",
-                        "capability": "shop.order", "principal": principal,
-                        "summary": "Order 3 meals", "expires": expires}});
-        let mut conn = UnixStream::connect(sock).expect("connect as an agent");
-        conn.write_all(format!("{req}\n").as_bytes()).unwrap();
-        let read = conn.try_clone().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(read).lines() {
-                let Ok(line) = line else { break };
-                if tx
-                    .send(serde_json::from_str(&line).unwrap_or(json!({})))
-                    .is_err()
-                {
-                    break;
-                }
-            }
-        });
-        let a = Agent { rx, _conn: conn };
-        let first = a.rx.recv_timeout(WAIT).expect("a first reply");
-        assert_eq!(first["kind"], "PENDING", "{first}");
-        a
-    }
-
-    /// The final reply, if one came within `wait`.
-    fn final_within(&self, wait: Duration) -> Option<Value> {
-        let end = Instant::now() + wait;
-        while let Some(left) = end.checked_duration_since(Instant::now()) {
-            match self.rx.recv_timeout(left) {
-                Ok(v) if v["kind"] == "PENDING" => continue,
-                Ok(v) => return Some(v),
-                Err(_) => return None,
-            }
-        }
-        None
-    }
+/// Agent 7's meal order `id` of 58.30 USD at shop.example, waiting.
+fn ask(svc: &Service, principal: &str, id: &str) -> Agent {
+    Agent::ask(
+        &svc.sock,
+        &meal_order(7, id, "shop.example", 5830, principal),
+    )
 }
 
 fn principal(ui: &mut Ui) -> String {
@@ -358,6 +44,30 @@ fn principal(ui: &mut Ui) -> String {
         .call("main", "key_create", json!({"label": "Ana"}))
         .expect("create a key from the home window");
     key["public"].as_str().unwrap().to_string()
+}
+
+/// The service, its principal key created from a home window that is
+/// closed again (the UI it ran in is gone).
+fn start_with_key() -> (Service, String) {
+    let svc = start();
+    let mut home = svc.ui();
+    let principal = principal(&mut home);
+    drop(home);
+    (svc, principal)
+}
+
+/// Denies q1 from its own window (denying signs nothing, at once); the
+/// agent is told.
+fn deny_q1(ui: &mut Ui, agent: &Agent) {
+    let denied = ui
+        .call(
+            "review-q1",
+            "review_decide",
+            json!({"id": "q1", "approve": false, "confirmed": false}),
+        )
+        .unwrap();
+    assert_eq!(denied["outcome"], "denied");
+    assert_eq!(agent.final_within(WAIT).unwrap()["kind"], "DENIED");
 }
 
 fn first_pending(ui: &mut Ui) -> String {
@@ -376,11 +86,8 @@ fn a_ui_killed_mid_review_signs_nothing_and_the_next_ui_picks_the_request_up() {
     ) {
         return;
     }
-    let svc = Service::start();
-    let mut home = svc.ui();
-    let principal = principal(&mut home);
-    drop(home);
-    let agent = Agent::ask(&svc.sock, &principal, "c1");
+    let (svc, principal) = start_with_key();
+    let agent = ask(&svc, &principal, "c1");
 
     // No UI connected: the service starts one for the review.
     let mut dying = svc.next_ui();
@@ -435,10 +142,10 @@ fn a_window_decides_only_its_own_request_in_front_after_the_delay_with_the_point
     ) {
         return;
     }
-    let svc = Service::start();
+    let svc = start();
     let mut ui = svc.ui();
     let principal = principal(&mut ui);
-    let agent = Agent::ask(&svc.sock, &principal, "c1");
+    let agent = ask(&svc, &principal, "c1");
     let id = first_pending(&mut ui);
     assert_eq!(id, "q1");
     ui.note("review-q1", "shown");
@@ -495,15 +202,7 @@ fn a_window_decides_only_its_own_request_in_front_after_the_delay_with_the_point
         "nothing was decided"
     );
     // Its own window denies at once (denying signs nothing).
-    let denied = ui
-        .call(
-            "review-q1",
-            "review_decide",
-            json!({"id": "q1", "approve": false, "confirmed": false}),
-        )
-        .unwrap();
-    assert_eq!(denied["outcome"], "denied");
-    assert_eq!(agent.final_within(WAIT).unwrap()["kind"], "DENIED");
+    deny_q1(&mut ui, &agent);
     ui.event(|v| v["event"] == "pending-withdrawn" && v["id"] == "q1");
 }
 
@@ -515,7 +214,7 @@ fn a_line_that_is_not_a_message_of_the_channel_closes_only_its_connection() {
     ) {
         return;
     }
-    let svc = Service::start();
+    let svc = start();
     // No hello on the path: refused with a reason.
     let mut raw = UnixStream::connect(&svc.ui).unwrap();
     raw.write_all(b"{\"custody\":1,\"op\":\"hello\"}\n")
@@ -559,16 +258,13 @@ fn six_idle_connections_and_six_without_hello_do_not_keep_the_real_ui_out() {
     ) {
         return;
     }
-    let svc = Service::start();
-    let mut home = svc.ui();
-    let principal = principal(&mut home);
-    drop(home);
+    let (svc, principal) = start_with_key();
     // Six that say hello and then nothing, six that never say hello: more
     // than the door's limit (the old channel let four keep every UI out).
     let mut idle: Vec<Door> = (0..6).map(|_| Door::connect(&svc.ui)).collect();
     let mut silent: Vec<Door> = (0..6).map(|_| Door::raw(&svc.ui)).collect();
     let t0 = Instant::now();
-    let agent = Agent::ask(&svc.sock, &principal, "c1");
+    let agent = ask(&svc, &principal, "c1");
     // The request's window still appears: the service starts its UI, which
     // gets its channel at birth, however full the path is.
     let mut ui = svc.next_ui();
@@ -601,14 +297,11 @@ fn a_raw_client_on_the_path_cannot_take_a_queued_review_window_nor_decide() {
     ) {
         return;
     }
-    let svc = Service::start();
-    let mut home = svc.ui();
-    let principal = principal(&mut home);
-    drop(home);
+    let (svc, principal) = start_with_key();
     // A client on the path, hello said as the UI says it, before the request
     // arrives: under the old channel it was handed the queued review.
     let mut raw = Door::connect(&svc.ui);
-    let agent = Agent::ask(&svc.sock, &principal, "c1");
+    let agent = ask(&svc, &principal, "c1");
     let mut ui = svc.next_ui();
     assert_eq!(ui.opened_with(), "review-q1", "the review went to the UI");
     ui.note("review-q1", "shown");
@@ -651,15 +344,7 @@ fn a_raw_client_on_the_path_cannot_take_a_queued_review_window_nor_decide() {
         "nothing was decided"
     );
     // The UI the service started decides.
-    let denied = ui
-        .call(
-            "review-q1",
-            "review_decide",
-            json!({"id": "q1", "approve": false, "confirmed": false}),
-        )
-        .unwrap();
-    assert_eq!(denied["outcome"], "denied");
-    assert_eq!(agent.final_within(WAIT).unwrap()["kind"], "DENIED");
+    deny_q1(&mut ui, &agent);
 }
 
 #[test]
@@ -670,10 +355,10 @@ fn a_review_window_labels_only_its_own_requests_agent() {
     ) {
         return;
     }
-    let svc = Service::start();
+    let svc = start();
     let mut ui = svc.ui();
     let principal = principal(&mut ui);
-    let _agent = Agent::ask(&svc.sock, &principal, "c1");
+    let _agent = ask(&svc, &principal, "c1");
     assert_eq!(first_pending(&mut ui), "q1");
     let own = SecretKey::from_seed(&Zeroizing::new([7u8; 32]))
         .public()
@@ -752,7 +437,7 @@ fn a_second_service_asks_the_first_at_its_door_for_the_window_and_exits() {
     ) {
         return;
     }
-    let svc = Service::start();
+    let svc = start();
     let second = Command::new(env!("CARGO_BIN_EXE_parley-custodyd"))
         .args(["--approver", "desktop", "--ui-socket"])
         .arg(&svc.ui)
@@ -786,10 +471,10 @@ fn a_review_window_approves_for_a_while_only_within_custodys_offer() {
     ) {
         return;
     }
-    let svc = Service::start();
+    let svc = start();
     let mut ui = svc.ui();
     let principal = principal(&mut ui);
-    let agent = Agent::ask(&svc.sock, &principal, "c1");
+    let agent = ask(&svc, &principal, "c1");
     let id = first_pending(&mut ui);
     let window = format!("review-{id}");
     ui.note(&window, "shown");

@@ -143,6 +143,59 @@ fn within_policy_runs_a_refund_asks_the_consent_runs_once_and_a_replay_is_refuse
     );
 }
 
+/// What an MCP client that can show forms (elicitation) says it is.
+fn client_that_shows_forms() -> rmcp::model::ClientConfig {
+    rmcp::model::ClientConfig::new(
+        rmcp::model::ClientCapabilities::builder()
+            .enable_elicitation()
+            .build(),
+        rmcp::model::Implementation::default(),
+    )
+}
+
+/// The job server (key 3, principal key 1, no policy, its store in `dir`,
+/// time from `clock`) served over MCP on one end of an in-memory pipe;
+/// the other end, for the test's client, and the serving task.
+fn serve_jobs(
+    dir: &Path,
+    clock: std::sync::Arc<dyn parley_playground::clock::Clock>,
+) -> (tokio::io::DuplexStream, tokio::task::JoinHandle<()>) {
+    use parley_playground::jobs::mcp::JobsMcp;
+    use parley_playground::jobs::server::{JobServer, Setup};
+    use rmcp::ServiceExt;
+    let server = JobServer::new(Setup {
+        key: key(3),
+        principal: key(1).public(),
+        policy_grant: None,
+        tightening: parley_playground::jobs::policy::read_tightening(&serde_json::json!({})),
+        store: parley_playground::jobs::store::FileStore::new(dir),
+        clock,
+    });
+    let (client_end, server_end) = tokio::io::duplex(64 * 1024);
+    let serving = tokio::spawn(async move {
+        if let Ok(running) = JobsMcp::new(server).serve(server_end).await {
+            let _ = running.waiting().await;
+        }
+    });
+    (client_end, serving)
+}
+
+/// Calls `tool` with `args`; the structured answer.
+async fn call<H: rmcp::ClientHandler>(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, H>,
+    tool: &'static str,
+    args: &serde_json::Value,
+) -> serde_json::Value {
+    let params = rmcp::model::CallToolRequestParams::new(tool)
+        .with_arguments(args.as_object().expect("arguments are an object").clone());
+    client
+        .call_tool(params)
+        .await
+        .expect("the tool answers")
+        .structured_content
+        .expect("a structured answer")
+}
+
 /// The person at an MCP client that can show forms: answers each form with
 /// the next of `answers` (`None`: decline) and keeps what it was shown.
 struct PersonAtTheForm {
@@ -152,12 +205,7 @@ struct PersonAtTheForm {
 
 impl rmcp::ClientHandler for PersonAtTheForm {
     fn get_info(&self) -> rmcp::model::ClientConfig {
-        rmcp::model::ClientConfig::new(
-            rmcp::model::ClientCapabilities::builder()
-                .enable_elicitation()
-                .build(),
-            rmcp::model::Implementation::default(),
-        )
+        client_that_shows_forms()
     }
 
     async fn create_elicitation(
@@ -186,25 +234,12 @@ impl rmcp::ClientHandler for PersonAtTheForm {
 /// credit, and an id outside the format is not found.
 #[tokio::test]
 async fn a_client_that_can_ask_shows_the_form_and_runs_only_on_the_typed_phrase_then_undo() {
-    use parley_playground::jobs::mcp::JobsMcp;
-    use parley_playground::jobs::server::{JobServer, Setup};
-    use rmcp::model::CallToolRequestParams;
     use rmcp::ServiceExt;
     let dir = tempfile::tempdir().unwrap();
-    let server = JobServer::new(Setup {
-        key: key(3),
-        principal: key(1).public(),
-        policy_grant: None,
-        tightening: parley_playground::jobs::policy::read_tightening(&serde_json::json!({})),
-        store: parley_playground::jobs::store::FileStore::new(dir.path()),
-        clock: std::sync::Arc::new(parley_playground::clock::SystemClock),
-    });
-    let (client_end, server_end) = tokio::io::duplex(64 * 1024);
-    let serving = tokio::spawn(async move {
-        if let Ok(running) = JobsMcp::new(server).serve(server_end).await {
-            let _ = running.waiting().await;
-        }
-    });
+    let (client_end, serving) = serve_jobs(
+        dir.path(),
+        std::sync::Arc::new(parley_playground::clock::SystemClock),
+    );
     let person = PersonAtTheForm {
         answers: std::sync::Mutex::new(vec![
             Some("approve"),
@@ -216,10 +251,8 @@ async fn a_client_that_can_ask_shows_the_form_and_runs_only_on_the_typed_phrase_
     };
     let client = person.serve(client_end).await.unwrap();
     let args = serde_json::json!({"order": "A-1001", "amount": "30.00"});
-    let call =
-        || CallToolRequestParams::new("refund").with_arguments(args.as_object().unwrap().clone());
-    let ran = client.call_tool(call()).await.unwrap();
-    let s = ran.structured_content.clone().unwrap();
+    let ran = call(&client, "refund", &args).await;
+    let s = &ran;
     assert_eq!(s["outcome"], "ran", "{s}");
     assert_eq!(
         s["receipt"]["authorizedBy"], "the person's answer in the chat",
@@ -238,62 +271,23 @@ async fn a_client_that_can_ask_shows_the_form_and_runs_only_on_the_typed_phrase_
         "{}",
         shown[1]
     );
-    let declined = client.call_tool(call()).await.unwrap();
-    let s = declined.structured_content.clone().unwrap();
+    let s = call(&client, "refund", &args).await;
     assert_eq!(s["outcome"], "refused", "{s}");
     assert_eq!(s["why"], "not approved; nothing ran", "{s}");
 
     // Undo (§7): a refund can never be undone; store credit can, once.
-    let undo = |id: &str| {
-        CallToolRequestParams::new("undo").with_arguments(
-            serde_json::json!({"receipt": id})
-                .as_object()
-                .unwrap()
-                .clone(),
-        )
-    };
-    let refund_id = ran.structured_content.as_ref().unwrap()["receipt"]["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let s = client
-        .call_tool(undo(&refund_id))
-        .await
-        .unwrap()
-        .structured_content
-        .unwrap();
+    let undo = |id: &str| serde_json::json!({"receipt": id});
+    let refund_id = ran["receipt"]["id"].as_str().unwrap().to_string();
+    let s = call(&client, "undo", &undo(&refund_id)).await;
     assert_eq!(s["why"], "this job can never be undone", "{s}");
-    let credit = client
-        .call_tool(
-            CallToolRequestParams::new("store_credit")
-                .with_arguments(args.as_object().unwrap().clone()),
-        )
-        .await
-        .unwrap()
-        .structured_content
-        .unwrap();
+    let credit = call(&client, "store_credit", &args).await;
     assert_eq!(credit["outcome"], "ran", "{credit}");
     let credit_id = credit["receipt"]["id"].as_str().unwrap();
-    let s = client
-        .call_tool(undo(credit_id))
-        .await
-        .unwrap()
-        .structured_content
-        .unwrap();
+    let s = call(&client, "undo", &undo(credit_id)).await;
     assert_eq!(s["outcome"], "undone", "{s}");
-    let s = client
-        .call_tool(undo(credit_id))
-        .await
-        .unwrap()
-        .structured_content
-        .unwrap();
+    let s = call(&client, "undo", &undo(credit_id)).await;
     assert_eq!(s["why"], "this job was already undone", "{s}");
-    let s = client
-        .call_tool(undo("../receipts/x"))
-        .await
-        .unwrap()
-        .structured_content
-        .unwrap();
+    let s = call(&client, "undo", &undo("../receipts/x")).await;
     assert_eq!(s["why"], "no such receipt", "{s}");
     serving.abort();
 }
@@ -313,12 +307,7 @@ struct LatePerson(std::sync::Arc<std::sync::atomic::AtomicI64>);
 
 impl rmcp::ClientHandler for LatePerson {
     fn get_info(&self) -> rmcp::model::ClientConfig {
-        rmcp::model::ClientConfig::new(
-            rmcp::model::ClientCapabilities::builder()
-                .enable_elicitation()
-                .build(),
-            rmcp::model::Implementation::default(),
-        )
+        client_that_shows_forms()
     }
 
     async fn create_elicitation(
@@ -340,35 +329,14 @@ impl rmcp::ClientHandler for LatePerson {
 /// even the right phrase for an irreversible refund.
 #[tokio::test]
 async fn an_answer_after_the_form_expired_runs_nothing() {
-    use parley_playground::jobs::mcp::JobsMcp;
-    use parley_playground::jobs::server::{JobServer, Setup};
-    use rmcp::model::CallToolRequestParams;
     use rmcp::ServiceExt;
     let dir = tempfile::tempdir().unwrap();
     let time = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(now()));
-    let server = JobServer::new(Setup {
-        key: key(3),
-        principal: key(1).public(),
-        policy_grant: None,
-        tightening: parley_playground::jobs::policy::read_tightening(&serde_json::json!({})),
-        store: parley_playground::jobs::store::FileStore::new(dir.path()),
-        clock: std::sync::Arc::new(MovedClock(time.clone())),
-    });
-    let (client_end, server_end) = tokio::io::duplex(64 * 1024);
-    let serving = tokio::spawn(async move {
-        if let Ok(running) = JobsMcp::new(server).serve(server_end).await {
-            let _ = running.waiting().await;
-        }
-    });
+    let (client_end, serving) =
+        serve_jobs(dir.path(), std::sync::Arc::new(MovedClock(time.clone())));
     let client = LatePerson(time).serve(client_end).await.unwrap();
     let args = serde_json::json!({"order": "A-1001", "amount": "30.00"});
-    let late = client
-        .call_tool(
-            CallToolRequestParams::new("refund").with_arguments(args.as_object().unwrap().clone()),
-        )
-        .await
-        .unwrap();
-    let s = late.structured_content.unwrap();
+    let s = call(&client, "refund", &args).await;
     assert_eq!(s["outcome"], "refused", "{s}");
     assert!(s["why"].as_str().unwrap_or("").contains("expired"), "{s}");
     assert!(

@@ -3,23 +3,13 @@
 // side (conformance/display-safety.json), in a real headless Chromium.
 // Run: npm run build && npm test
 
-import { test, before, after } from 'node:test'
+import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { launch, rulesPage, vectors as load } from './chromium.mjs'
+import { rulesBrowser, vectors as load } from './chromium.mjs'
 
 const vectors = load('display-safety.json')
 
-let browser
-let page
-
-before(async () => {
-  browser = await launch()
-  page = await rulesPage(browser, 'display')
-})
-
-after(async () => {
-  await browser?.close()
-})
+const rules = rulesBrowser('display')
 
 /** A vector's input: `input`, then `then_repeat: [text, n]` appended n times. */
 function input(v) {
@@ -28,12 +18,12 @@ function input(v) {
 
 test('display safety: every vector of conformance/display-safety.json (safe)', async () => {
   assert.ok(vectors.safe.length >= 30)
-  const got = await page.evaluate((inputs) => inputs.map((s) => window.__parleyDisplay.visible(s)), vectors.safe.map(input))
+  const got = await rules.page.evaluate((inputs) => inputs.map((s) => window.__parleyDisplay.visible(s)), vectors.safe.map(input))
   vectors.safe.forEach((v, i) => assert.equal(got[i], v.expected, `vector ${v.name}`))
 })
 
 test('display safety: every vector of conformance/display-safety.json (bounded)', async () => {
-  const got = await page.evaluate(
+  const got = await rules.page.evaluate(
     (cases) => cases.map(([s, max]) => window.__parleyDisplay.bounded(s, max)),
     vectors.bounded.map((v) => [input(v), v.max]),
   )
@@ -41,7 +31,7 @@ test('display safety: every vector of conformance/display-safety.json (bounded)'
 })
 
 test('display safety: lone surrogates (JavaScript only) are escaped', async () => {
-  const got = await page.evaluate(
+  const got = await rules.page.evaluate(
     (units) => units.map((u) => window.__parleyDisplay.visible(String.fromCharCode(...u))),
     vectors.js_only.map((v) => v.input_utf16),
   )

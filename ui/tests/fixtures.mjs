@@ -103,6 +103,32 @@ export function status(over = {}) {
   }
 }
 
+/**
+ * Custody's settings as `settings_get` returns them (a SettingsView): the
+ * defaults, with `settings` laid over the settings and `over` over the view.
+ */
+export function settingsView(settings = {}, over = {}) {
+  return {
+    settings: { agents_group: null, extra_users: [], socket_path: null, max_consent_horizon_secs: 86400, max_grant_lifetime_secs: 604800, queue_size: 64, rate_per_minute: 30, agent_labels: {}, step_up: { rule: 'committing' }, ...settings },
+    running: null,
+    restart_needed: [],
+    data_dir: '/home/me/.local/share/parley-custody',
+    socket: null,
+    policy: { own_uid: 1000, agents_group: null, extra_uids: [] },
+    autostart: { enabled: false, offered: true, entry: '/home/me/.config/autostart/org.parley.custody.desktop', error: null },
+    ...over,
+  }
+}
+
+/**
+ * What a review window of `p` calls, answered: its review, no alike
+ * requests, an approval that goes through (`message`), closing and
+ * opening windows; `extra` adds or replaces calls.
+ */
+export function reviewFixtures(p, extra = {}, message = 'Approved: the consent was signed.') {
+  return { review_get: p, review_alike: [], review_decide: { outcome: 'approved', message }, window_close: null, open_window: null, ...extra }
+}
+
 export function event(over = {}) {
   return {
     seq: 1,

@@ -7,8 +7,8 @@
 
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { open, calls, tid, text } from './pages.mjs'
-import { consent, grantRequest } from './fixtures.mjs'
+import { open, calls, tid, text, enabled, approvals } from './pages.mjs'
+import { consent, grantRequest, reviewFixtures, settingsView } from './fixtures.mjs'
 
 const OFFER = {
   order: { amount: 7136, currency: 'USD' },
@@ -23,11 +23,8 @@ const OFFER = {
 }
 
 function fixtures(p, extra = {}) {
-  return { review_get: p, review_alike: [], review_for_a_while: OFFER, review_decide: { outcome: 'approved', message: 'Approved.' }, window_close: null, open_window: null, status: { pending: 1 }, ...extra }
+  return reviewFixtures(p, { review_for_a_while: OFFER, status: { pending: 1 }, ...extra }, 'Approved.')
 }
-
-const enabled = (page, id) => page.waitForFunction((i) => !document.querySelector(`[data-testid="${i}"]`).disabled, id)
-const approvals = async (page) => (await calls(page, 'review_decide')).filter((c) => c.approve)
 
 test('for a while: offered below the amount, off by default; Approve alone sends no grant', async () => {
   const page = await open('review.html#q1', fixtures(consent()), { label: 'review-q1', width: 1024, height: 600 })
@@ -141,15 +138,7 @@ test('for a while: not shown when custody offers nothing (a grant request, a job
 })
 
 test('for a while: settings offer "End approve-for-a-while grants when the screen locks", on by default, and save it', async () => {
-  const sv = {
-    settings: { agents_group: null, extra_users: [], socket_path: null, max_consent_horizon_secs: 86400, max_grant_lifetime_secs: 604800, queue_size: 64, rate_per_minute: 30, agent_labels: {}, step_up: { rule: 'committing' }, autostart_offered: true, end_short_grants_on_lock: true },
-    running: null,
-    restart_needed: [],
-    data_dir: '/home/me/.local/share/parley-custody',
-    socket: null,
-    policy: { own_uid: 1000, agents_group: null, extra_uids: [] },
-    autostart: { enabled: false, offered: true, entry: '/home/me/.config/autostart/org.parley.custody.desktop', error: null },
-  }
+  const sv = settingsView({ autostart_offered: true, end_short_grants_on_lock: true })
   const page = await open('settings.html', {
     keys_list: { store: 'the OS keychain', keys: [] },
     settings_get: sv,

@@ -5,27 +5,17 @@
 // so (`ui_minor`, `ui_differs_because`) and this test expects `ui_minor`.
 // Run: npm run build && npm test
 
-import { test, before, after } from 'node:test'
+import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { launch, rulesPage, vectors as load } from './chromium.mjs'
+import { rulesBrowser, vectors as load } from './chromium.mjs'
 
 const vectors = load('money.json')
 
-let browser
-let page
-
-before(async () => {
-  browser = await launch()
-  page = await rulesPage(browser, 'money')
-})
-
-after(async () => {
-  await browser?.close()
-})
+const rules = rulesBrowser('money')
 
 test('money: every display vector of conformance/money.json', async () => {
   assert.ok(vectors.display.length >= 15, 'the vector file lost its display cases')
-  const got = await page.evaluate(
+  const got = await rules.page.evaluate(
     (cases) => cases.map(([amount, currency]) => window.__parleyMoney.money(amount, currency)),
     vectors.display.map((c) => [c.amount, c.currency]),
   )
@@ -34,7 +24,7 @@ test('money: every display vector of conformance/money.json', async () => {
 
 test('money: every amount vector of conformance/money.json (the UI side where it differs by purpose)', async () => {
   assert.ok(vectors.amount.length >= 30, 'the vector file lost its amount cases')
-  const got = await page.evaluate(
+  const got = await rules.page.evaluate(
     (cases) => cases.map(([text, currency]) => window.__parleyMoney.parseAmount(text, currency)),
     vectors.amount.map((c) => [c.text, c.currency]),
   )

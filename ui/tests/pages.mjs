@@ -9,7 +9,7 @@ import { readFile } from 'node:fs/promises'
 import { readFileSync } from 'node:fs'
 import { join, extname, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { chromium } from 'playwright-core'
+import { launch } from './chromium.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const dist = join(here, '..', 'dist')
@@ -36,10 +36,7 @@ before(async () => {
   })
   await new Promise((r) => server.listen(0, '127.0.0.1', r))
   base = `http://127.0.0.1:${server.address().port}`
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  })
+  browser = await launch()
 })
 
 after(async () => {
@@ -72,3 +69,10 @@ export async function open(file, fixtures, { label = 'main', width = 620, height
 export const calls = (page, cmd) => page.evaluate((c) => window.__parleyCalls.filter(([x]) => x === c).map(([, a]) => a), cmd)
 export const tid = (id) => `[data-testid="${id}"]`
 export const text = (page, id) => page.locator(tid(id)).first().innerText()
+
+/** Waits until the control `id` is enabled. */
+export const enabled = (page, id) => page.waitForFunction((i) => !document.querySelector(`[data-testid="${i}"]`).disabled, id)
+/** The approvals the page sent (`review_decide` calls that approve). */
+export const approvals = async (page) => (await calls(page, 'review_decide')).filter((c) => c.approve)
+/** Waits until Approve is enabled; resolves to a handle on the page's `performance.now()` then. */
+export const approveOn = (page) => page.waitForFunction(() => !document.querySelector('[data-testid="approve"]').disabled && performance.now())

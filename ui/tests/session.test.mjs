@@ -6,21 +6,12 @@
 
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { open, calls, tid, text } from './pages.mjs'
-import { consent, grantRequest, status, now, AGENT, PRINCIPAL, APPROVE_DELAY_MS } from './fixtures.mjs'
+import { open, calls, tid, text, approveOn } from './pages.mjs'
+import { consent, grantRequest, status, now, AGENT, PRINCIPAL, reviewFixtures, settingsView, APPROVE_DELAY_MS } from './fixtures.mjs'
 
 function fixtures(p, session) {
-  return {
-    review_get: p,
-    review_alike: [],
-    review_decide: { outcome: 'approved', message: 'Approved.' },
-    window_close: null,
-    open_window: null,
-    status: status({ session }),
-  }
+  return reviewFixtures(p, { status: status({ session }) }, 'Approved.')
 }
-
-const approveOn = (page) => page.waitForFunction(() => !document.querySelector('[data-testid="approve"]').disabled && performance.now())
 
 test('review: Approve is off while the screen is locked, and waits the whole delay again after unlock', async () => {
   const page = await open('review.html#q1', fixtures(consent(), null), { label: 'review-q1' })
@@ -63,15 +54,7 @@ test('review: a review opened while the computer goes to sleep is not armed', as
 })
 
 test('settings: "Hide details in notifications" says when in plain words, and is saved', async () => {
-  const sv = {
-    settings: { agents_group: null, extra_users: [], socket_path: null, max_consent_horizon_secs: 86400, max_grant_lifetime_secs: 604800, queue_size: 64, rate_per_minute: 30, agent_labels: {}, step_up: { rule: 'committing' }, autostart_offered: true, hide_notification_details: 'when_locked' },
-    running: null,
-    restart_needed: [],
-    data_dir: '/home/me/.local/share/parley-custody',
-    socket: null,
-    policy: { own_uid: 1000, agents_group: null, extra_uids: [] },
-    autostart: { enabled: false, offered: true, entry: '/home/me/.config/autostart/org.parley.custody.desktop', error: null },
-  }
+  const sv = settingsView({ autostart_offered: true, hide_notification_details: 'when_locked' })
   const page = await open('settings.html', {
     keys_list: { store: 'the OS keychain', keys: status().keys },
     settings_get: sv,

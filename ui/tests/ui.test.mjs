@@ -8,14 +8,10 @@ import assert from 'node:assert/strict'
 import { readFile, readdir } from 'node:fs/promises'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { open, calls, tid, text } from './pages.mjs'
-import { consent, grantRequest, status, event, now, AGENT, PRINCIPAL, HASH, APPROVE_DELAY_MS } from './fixtures.mjs'
+import { open, calls, tid, text, enabled, approvals, approveOn } from './pages.mjs'
+import { consent, grantRequest, status, event, now, reviewFixtures, settingsView, AGENT, PRINCIPAL, HASH, APPROVE_DELAY_MS } from './fixtures.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
-
-function reviewFixtures(p, extra = {}) {
-  return { review_get: p, review_alike: [], review_decide: { outcome: 'approved', message: 'Approved: the consent was signed.' }, window_close: null, open_window: null, ...extra }
-}
 
 test('review: the agent can be named from its review, and the name shows at once', async () => {
   const p = consent()
@@ -356,7 +352,7 @@ test('review: Approve waits for the delay, and again after the window regains fo
   await approve.click({ force: true })
   assert.deepEqual(await calls(page, 'review_decide'), [])
   // Measured in the page, from its navigation start: the delay starts even later (once the review is loaded).
-  const enabledAt = await (await page.waitForFunction(() => !document.querySelector('[data-testid="approve"]').disabled && performance.now())).jsonValue()
+  const enabledAt = await (await approveOn(page)).jsonValue()
   assert.ok(enabledAt >= APPROVE_DELAY_MS, `enabled only after the delay (${enabledAt} ms after the page started)`)
   assert.ok(Date.now() - t0 < 10_000)
   // Losing the window's focus (as the app reports it) disables it; regaining it restarts the delay.
@@ -426,7 +422,6 @@ test('review: high risk or irreversible asks for a second confirmation', async (
   await page.close()
 })
 
-const approvals = async (page) => (await calls(page, 'review_decide')).filter((c) => c.approve)
 
 test('review: Tab then Space or Enter never approves; a script-made click neither; a pointer click does', async () => {
   const page = await open('review.html#q1', reviewFixtures(consent()), { label: 'review-q1' })
@@ -588,17 +583,22 @@ function grantFixtures(extra = {}) {
 }
 
 /** The grant form's preview as custody returns it (the mock echoes the caveats). */
+/** The grant form in the home window (760×1000), once its agent field is there. */
+async function openGrantForm(fixtures = grantFixtures()) {
+  const page = await open('grant.html', fixtures, { label: 'main', width: 760, height: 1000 })
+  await page.locator('#agent').waitFor()
+  return page
+}
+
 function preview(over = {}) {
   return { caveat_words: [], preview: 'may, says custody, {caveats}', warnings: [], widenings: [], principal: PRINCIPAL, principal_label: 'principal', principal_short: 'ed25519:iojj3XQJ8Z…', ...over }
 }
 /** Waits until the button is enabled (armed, previewed). */
-const enabled = (page, id) => page.waitForFunction((i) => !document.querySelector(`[data-testid="${i}"]`).disabled, id)
 
 const errorOf = (page, field) => page.locator(`${tid(`err-${field}`)}`).first()
 
 test('grant form: validation', async () => {
-  const page = await open('grant.html', grantFixtures(), { label: 'main', width: 760, height: 1000 })
-  await page.locator('#agent').waitFor()
+  const page = await openGrantForm()
   const issue = page.locator(tid('issue'))
   assert.equal(await issue.isDisabled(), true, 'nothing filled: cannot issue')
   // A blank form shows no errors until asked (or typed in).
@@ -661,8 +661,7 @@ test('grant form: validation', async () => {
 
 test('dates: an empty date field shows the shape to type, never a sample date; a typed time reads back in the one shape', async () => {
   const WHEN = /^\d{4}-\d{2}-\d{2}\u00a0\d{2}:\d{2}$/
-  const form = await open('grant.html', grantFixtures(), { label: 'main', width: 760, height: 1000 })
-  await form.locator('#agent').waitFor()
+  const form = await openGrantForm()
   for (const id of ['exp-at', 'nbf']) {
     const f = form.locator(`#${id}`)
     assert.equal(await f.getAttribute('type'), 'text', `${id}: no native date widget (WebKitGTK greys in today's date as if it were a value)`)
@@ -714,8 +713,7 @@ test('dates: an empty date field shows the shape to type, never a sample date; a
 })
 
 test('grant form: preview, exact caveats, warnings, and issuing', async () => {
-  const page = await open('grant.html', grantFixtures(), { label: 'main', width: 760, height: 1000 })
-  await page.locator('#agent').waitFor()
+  const page = await openGrantForm()
   // Pick the agent from the known agents: fills the key and its label.
   await page.locator('#known').selectOption(AGENT)
   assert.equal(await page.locator('#agent').inputValue(), AGENT)
@@ -771,8 +769,7 @@ test('grant form: preview, exact caveats, warnings, and issuing', async () => {
 })
 
 test('grant form: the grant in words is custody\'s sentence of the current plan, never an earlier one', async () => {
-  const page = await open('grant.html', grantFixtures({ grant_preview: { __echo: true, __delay: 400, value: preview() } }), { label: 'main', width: 760, height: 1000 })
-  await page.locator('#agent').waitFor()
+  const page = await openGrantForm(grantFixtures({ grant_preview: { __echo: true, __delay: 400, value: preview() } }))
   assert.equal(await text(page, 'preview'), '', 'nothing said before the form makes a grant')
   await page.locator('#agent').fill(AGENT)
   await page.locator('#services').fill('shop.example')
@@ -790,8 +787,7 @@ test('grant form: the grant in words is custody\'s sentence of the current plan,
 })
 
 test('grant form: YEA measured limits become each/total caveats, in words, never mixed with per/spend', async () => {
-  const page = await open('grant.html', grantFixtures(), { label: 'main', width: 760, height: 1000 })
-  await page.locator('#agent').waitFor()
+  const page = await openGrantForm()
   await page.locator('#agent').fill(AGENT)
   await page.locator('#services').fill('shop.example')
   await page.locator('#verb-COMMIT').check()
@@ -1233,15 +1229,7 @@ test('audit: paused agents with Resume, and a Pause action per known agent, all 
 })
 
 test('settings: keys, import with shred offer, limits that need a restart', async () => {
-  const sv = {
-    settings: { agents_group: null, extra_users: [], socket_path: null, max_consent_horizon_secs: 86400, max_grant_lifetime_secs: 604800, queue_size: 64, rate_per_minute: 30, agent_labels: { [AGENT]: 'shopping bot' }, step_up: { rule: 'committing' } },
-    running: null,
-    restart_needed: [],
-    data_dir: '/home/me/.local/share/parley-custody',
-    socket: null,
-    policy: { own_uid: 1000, agents_group: null, extra_uids: [] },
-    autostart: { enabled: false, offered: true, entry: '/home/me/.config/autostart/org.parley.custody.desktop', error: null },
-  }
+  const sv = settingsView({ agent_labels: { [AGENT]: 'shopping bot' } })
   const page = await open('settings.html', {
     keys_list: { store: 'the OS keychain', keys: status().keys },
     settings_get: sv,
@@ -1345,17 +1333,7 @@ test('settings: keys, import with shred offer, limits that need a restart', asyn
 
 test('settings: when the OS prompt cannot name the decision, one sentence and a button for the administrator\'s step', async () => {
   const unnamed = 'Your OS password prompt cannot say what it signs (it shows $(decision)): polkit names the decision only for users an administrator named as owners of custody\'s polkit actions, and me is not one yet. The password is still asked.'
-  const sv = (words) => ({
-    settings: { agents_group: null, extra_users: [], socket_path: null, max_consent_horizon_secs: 86400, max_grant_lifetime_secs: 604800, queue_size: 64, rate_per_minute: 30, agent_labels: {}, step_up: { rule: 'committing' } },
-    running: null,
-    restart_needed: [],
-    data_dir: '/home/me/.local/share/parley-custody',
-    socket: null,
-    policy: { own_uid: 1000, agents_group: null, extra_uids: [] },
-    autostart: { enabled: false, offered: true, entry: '/home/me/.config/autostart/org.parley.custody.desktop', error: null },
-    step_up_root: null,
-    prompt_unnamed: words,
-  })
+  const sv = (words) => settingsView({}, { step_up_root: null, prompt_unnamed: words })
   const page = await open('settings.html', {
     keys_list: { store: 'the OS keychain', keys: status().keys },
     settings_get: sv(unnamed),
@@ -1385,12 +1363,8 @@ test('settings: when the OS prompt cannot name the decision, one sentence and a 
 })
 
 test('settings as root: the step-up choice says OS authentication protects nothing there, and why', async () => {
-  const sv = (root) => ({
-    settings: { agents_group: null, extra_users: [], socket_path: null, max_consent_horizon_secs: 86400, max_grant_lifetime_secs: 604800, queue_size: 64, rate_per_minute: 30, agent_labels: {}, step_up: { rule: 'committing' } },
-    running: null,
-    restart_needed: [],
+  const sv = (root) => settingsView({}, {
     data_dir: '/root/.local/share/parley-custody',
-    socket: null,
     policy: { own_uid: root ? 0 : 1000, agents_group: null, extra_uids: [] },
     autostart: { enabled: false, offered: true, entry: '/root/.config/autostart/org.parley.custody.desktop', error: null },
     step_up_root: root ? 'Custody runs as root (uid 0). OS authentication cannot protect anything for root: the system authorizes root without asking for a password, so whatever rule is chosen here, your click alone signs. Run custody as your normal desktop user for real keys.' : null,

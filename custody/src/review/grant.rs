@@ -84,6 +84,18 @@ pub fn caveats_value(caveats: &[Caveat]) -> Value {
     Value::Array(caveats.iter().map(Caveat::to_value).collect())
 }
 
+/// When a grant with `caveats` ends: its earliest `exp` (each `exp` must
+/// hold, so the first to pass ends it), or `None` when it names none.
+fn earliest_exp(caveats: &[Caveat]) -> Option<i64> {
+    caveats
+        .iter()
+        .filter_map(|c| match c {
+            Caveat::Exp(t) => Some(*t),
+            _ => None,
+        })
+        .min()
+}
+
 /// Checklist for a `grant` op: every caveat well formed (§6.3) before it is
 /// shown; an `exp` always present and within the configured lifetime (a
 /// missing or later `exp` is clamped, and the review says so).
@@ -137,17 +149,7 @@ pub fn review_grant(
     }
     let mut warnings = Vec::new();
     let latest = ctx.now.saturating_add(ctx.limits.max_grant_lifetime);
-    let exps: Vec<i64> = parsed
-        .iter()
-        .filter_map(|c| {
-            if let Caveat::Exp(t) = c {
-                Some(*t)
-            } else {
-                None
-            }
-        })
-        .collect();
-    match exps.iter().min() {
+    match earliest_exp(&parsed) {
         None => {
             parsed.push(Caveat::Exp(latest));
             warnings.push(format!(
@@ -155,13 +157,13 @@ pub fn review_grant(
                 crate::local_time::when(latest)
             ));
         }
-        Some(&t) if t <= ctx.now => {
+        Some(t) if t <= ctx.now => {
             return Err(Rejection::new(
                 "expired",
                 "the requested grant has already expired",
             ))
         }
-        Some(&t) if t > latest => {
+        Some(t) if t > latest => {
             parsed.retain(|c| !matches!(c, Caveat::Exp(_)));
             parsed.push(Caveat::Exp(latest));
             warnings.push(format!(
@@ -201,17 +203,7 @@ pub fn review_grant(
             );
         }
     }
-    let exp = parsed
-        .iter()
-        .filter_map(|c| {
-            if let Caveat::Exp(t) = c {
-                Some(*t)
-            } else {
-                None
-            }
-        })
-        .min()
-        .unwrap_or(latest);
+    let exp = earliest_exp(&parsed).unwrap_or(latest);
     let services: Vec<String> = parsed
         .iter()
         .filter_map(|c| {

@@ -171,13 +171,7 @@ impl TestCustody {
     /// The audit rows of `kind`, newest first, read from the file as another
     /// reader of the log would.
     pub fn rows(&self, kind: EventKind) -> Vec<Event> {
-        Audit::open(&self.audit_path)
-            .expect("the audit file")
-            .query(&Query {
-                kinds: vec![kind],
-                ..Default::default()
-            })
-            .expect("the audit rows")
+        rows_at(&self.audit_path, &[kind])
     }
 
     /// Starts `req` on the engine as `peer` asking over the socket would
@@ -189,6 +183,19 @@ impl TestCustody {
         tokio::spawn(async move { engine.handle(&peer, req, tx).await });
         rx
     }
+}
+
+/// The audit rows of `kinds` in the audit file at `path`, newest first,
+/// read as another reader of the log would (also a daemon's or a service's
+/// log, after it ended).
+pub fn rows_at(path: &std::path::Path, kinds: &[EventKind]) -> Vec<Event> {
+    Audit::open(path)
+        .expect("the audit file")
+        .query(&Query {
+            kinds: kinds.to_vec(),
+            ..Default::default()
+        })
+        .expect("the audit rows")
 }
 
 /// The next reply on a channel from [`TestCustody::submit`], within 30 s.

@@ -3,15 +3,23 @@
 //! `keystore_keyring.rs` for how it works), the runtime the tests block on,
 //! the root check of the tests that create OS users, a started custody
 //! ([`custody`]), a raw agent on its socket ([`agent`]) and the requests it
-//! sends ([`requests`]).
+//! sends ([`requests`]); the real desktop service and its UI channel's
+//! clients ([`desktop`]), a line-protocol agent ([`line_agent`]), the
+//! tests' own OS users ([`os_user`]) and their terminals
+//! ([`user_terminal`]).
 #![allow(dead_code)]
 
 pub mod agent;
 pub mod custody;
+pub mod desktop;
+pub mod line_agent;
+pub mod lines;
 pub mod login1;
+pub mod os_user;
 pub mod requests;
 pub mod terminal;
 pub mod ui_relay;
+pub mod user_terminal;
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -22,6 +30,11 @@ pub const SCRATCH: &str = "PARLEY_TEST_SCRATCH";
 pub const NAMESPACE: &str = "test";
 pub const CHILD_TIMEOUT: Duration = Duration::from_secs(180);
 pub const APT_HINT: &str = "install them with: apt-get install -y --no-install-recommends gnome-keyring dbus-x11 (dbus-run-session and dbus-send come with dbus-daemon / dbus-bin)";
+
+/// Unlocks the keyring of a fresh D-Bus session with `$KEYRING_PW`, waits
+/// for it on the bus, then runs its arguments: `sh -c UNLOCK sh CMD…`.
+/// One script for every test that runs the real daemon on a real keyring.
+pub const UNLOCK: &str = include_str!("../../../scripts/unlock-keyring.sh");
 
 #[derive(Clone, Copy)]
 pub enum Session {

@@ -95,3 +95,23 @@ pub fn order_request(
                                "summary": "Order for 5.00 USD", "expires": p["expires"]}});
     Request::from_value(&v).expect("a well-formed request")
 }
+
+/// The meal order the UI and OS-prompt tests ask for, as a line-protocol
+/// request: agent `seed`'s consent `id` for "Order 3 meals" of `cents` USD
+/// at `service`, under `principal` (as the UI shows it), expiring in 30
+/// minutes.
+pub fn meal_order(seed: u8, id: &str, service: &str, cents: i64, principal: &str) -> Value {
+    let expires = unix_now() + 1800;
+    let mut p = json!({
+        "id": format!("p_{id}"), "capability": "shop.order", "summary": "Order 3 meals",
+        "effects": [{"op": "charge", "target": "card ••42", "detail": "paid"}],
+        "cost": {"amount": cents, "currency": "USD"}, "risk": "low",
+        "undo": {"window": 1800}, "expires": expires
+    });
+    rehash(&mut p);
+    json!({"custody": 1, "id": id, "op": "consent", "service": service,
+        "agent": seeded_agent(seed), "proposal": p,
+        "consent": {"proposal": p["id"], "hash": p["hash"], "service": service,
+                    "capability": "shop.order", "principal": principal,
+                    "summary": "Order 3 meals", "expires": expires}})
+}

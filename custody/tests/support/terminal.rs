@@ -5,7 +5,7 @@
 //! pipe-pane`) and as the screen (`tmux capture-pane`); keys typed with
 //! `tmux send-keys`; requests sent by a real client on its socket.
 
-use super::not_on_path;
+use super::{not_on_path, UNLOCK};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -18,11 +18,6 @@ use std::time::{Duration, Instant};
 
 /// How long any one thing may take before the test says what it waited for.
 pub const WAIT: Duration = Duration::from_secs(90);
-
-/// Unlocks the keyring of a fresh D-Bus session with `$KEYRING_PW`, waits
-/// for it on the bus, then runs its arguments: `sh -c UNLOCK sh CMD…`.
-/// One script for every test that runs the real daemon on a real keyring.
-const UNLOCK: &str = include_str!("../../../scripts/unlock-keyring.sh");
 
 /// The real prompt's last line.
 pub const PROMPT: &str = "approve? [y/N] ";
@@ -197,12 +192,7 @@ impl Term {
 
 impl Drop for Term {
     fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .arg("-L")
-            .arg(&self.server)
-            .arg("kill-server")
-            .stderr(Stdio::null())
-            .status();
+        kill_server(&self.server);
     }
 }
 
@@ -261,6 +251,14 @@ pub fn tmux(server: &str, args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Ends tmux server `server` and what runs in it (quietly: it may be gone).
+pub fn kill_server(server: &str) {
+    let _ = Command::new("tmux")
+        .args(["-L", server, "kill-server"])
+        .stderr(Stdio::null())
+        .status();
 }
 
 /// Sends one request to the socket at `sock` on its own connection; the

@@ -211,6 +211,19 @@ impl JobServer {
         Ok(vec![(plan, revert, (*order_key).to_string())])
     }
 
+    /// The plans of `tool` for `input` that may run at all, or the refusal
+    /// to answer with: a denied tool has none, whatever was approved.
+    fn runnable_plans(
+        &self,
+        tool: &str,
+        input: &Value,
+    ) -> Result<Vec<(JobPlan, bool, String)>, Outcome> {
+        if self.deny.denies(tool) {
+            return Err(refused(DenyList::why(tool)));
+        }
+        self.plans(tool, input).map_err(refused)
+    }
+
     /// The plans of `tool` for `input` as the in-chat form shows them,
     /// each phrase checked typeable first (§3: no form for a phrase no one
     /// could be sure of typing).
@@ -237,12 +250,9 @@ impl JobServer {
     /// plan the hash still names runs, and never a denied tool's.
     pub fn run_approved(&self, tool: &str, input: &Value, hash: &str) -> Outcome {
         let _one_at_a_time = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-        if self.deny.denies(tool) {
-            return refused(DenyList::why(tool));
-        }
-        let hashed = match self.plans(tool, input) {
+        let hashed = match self.runnable_plans(tool, input) {
             Ok(p) => p,
-            Err(why) => return refused(why),
+            Err(refusal) => return refusal,
         };
         match hashed.iter().find(|(p, ..)| p.hash == hash) {
             Some((plan, ..)) => {
@@ -281,12 +291,9 @@ impl JobServer {
     /// Runs one job call: a stored consent, else the policy, else a code.
     pub fn call(&self, tool: &str, input: &Value) -> Outcome {
         let _one_at_a_time = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-        if self.deny.denies(tool) {
-            return refused(DenyList::why(tool));
-        }
-        let hashed = match self.plans(tool, input) {
+        let hashed = match self.runnable_plans(tool, input) {
             Ok(p) => p,
-            Err(why) => return refused(why),
+            Err(refusal) => return refusal,
         };
         let now = self.clock.now();
         match self.run_with_consent(&hashed, now) {

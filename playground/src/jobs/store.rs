@@ -149,20 +149,7 @@ impl FileStore {
         let _ = self.sweep_consumed(now);
         let dir = self.dir(&["consumed"])?;
         let path = dir.join(parley_core::job::consumed_marker(id));
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)
-        {
-            Ok(mut f) => {
-                f.write_all(exp.to_string().as_bytes())
-                    .map_err(io_err(&path))?;
-                Ok(true)
-            }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
-            Err(e) => Err(io_err(&path)(e)),
-        }
+        Self::create_once(&path, exp.to_string().as_bytes())
     }
 
     /// `claimUndo`: true only for the first claim of a receipt id that is
@@ -184,18 +171,26 @@ impl FileStore {
             return Ok(false);
         }
         let path = dir.join(format!("{id}.claim"));
+        Self::create_once(&path, b"*")
+    }
+
+    /// Creates `path` (mode 0600) holding `content`, only if it does not
+    /// exist yet: `true` for the one caller that created it, `false` for
+    /// every other. The creation is atomic (`O_EXCL`), so two processes
+    /// never both get `true`: what makes consume-once and claim-undo hold.
+    fn create_once(path: &Path, content: &[u8]) -> Result<bool, StoreError> {
         match OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
-            .open(&path)
+            .open(path)
         {
             Ok(mut f) => {
-                f.write_all(b"*").map_err(io_err(&path))?;
+                f.write_all(content).map_err(io_err(path))?;
                 Ok(true)
             }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
-            Err(e) => Err(io_err(&path)(e)),
+            Err(e) => Err(io_err(path)(e)),
         }
     }
 

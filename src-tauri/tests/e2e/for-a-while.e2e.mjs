@@ -10,18 +10,15 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
-import { Agent, agentKey, proposal, consentRequest } from './agent.mjs'
-import { PARLEY, SOCKET, SHOTS, tid, wd, startApp, createKey, openNewestReview, armed } from './session.mjs'
+import { agentKey, proposal, consentRequest } from './agent.mjs'
+import { PARLEY, SHOTS, tid, wd, startWithAgent, openNewestReview, armed } from './session.mjs'
 
 let principal
 let agent
 const agentPub = agentKey()
 
 before(async () => {
-  assert.ok(SOCKET, 'PARLEY_CUSTODY_SOCKET must be set (scripts/test-app.sh does)')
-  await startApp()
-  principal = await createKey('Ana (personal)')
-  agent = await Agent.connect(SOCKET)
+  ;({ principal, agent } = await startWithAgent('Ana (personal)'))
 })
 
 after(async () => {

@@ -12,48 +12,27 @@
 
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawn, execFileSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir, userInfo } from 'node:os'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { repo, PARLEY, PLAYGROUND, SOCKET, tid, sleep, wd, startApp, createKey, openNewestReview, armed } from './session.mjs'
+import { PARLEY, PLAYGROUND, SOCKET, tid, sleep, wd, startApp, createKey, openNewestReview, armed, buildPlayground } from './session.mjs'
+import { Child } from './children.mjs'
 
 const scratch = mkdtempSync(join(tmpdir(), 'parley-mcp-e2e-'))
 const store = join(scratch, 'store')
 const codeFile = join(scratch, 'code')
 const children = []
 
-function child(program, args, env = {}) {
-  const c = { out: '', exited: null }
-  c.proc = spawn(program, args, { env: { ...process.env, YEA_STORE: store, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
-  c.exit = new Promise((r) => c.proc.on('exit', (code, signal) => r((c.exited = { code, signal }))))
-  for (const s of [c.proc.stdout, c.proc.stderr]) {
-    s.setEncoding('utf8')
-    s.on('data', (d) => (c.out += d))
-  }
-  c.waitFor = async (re, what, timeout = 60_000) => {
-    const deadline = Date.now() + timeout
-    for (;;) {
-      const m = c.out.match(re)
-      if (m) return m
-      if (c.exited) throw new Error(`exited ${JSON.stringify(c.exited)} before ${what}:\n${c.out}`)
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}:\n${c.out}`)
-      await sleep(100)
-    }
-  }
+/** A child process with the store in its environment. */
+function child(program, args) {
+  const c = new Child(program, args, { env: { YEA_STORE: store } })
   children.push(c)
   return c
 }
 
 before(async () => {
   assert.ok(SOCKET, 'PARLEY_CUSTODY_SOCKET must be set (scripts/test-app.sh does)')
-  if (!process.env.PARLEY_PLAYGROUND) {
-    execFileSync('cargo', ['build', '--locked', '-q', '-p', 'parley-playground'], {
-      cwd: repo,
-      stdio: ['ignore', 'inherit', 'inherit'],
-      env: { ...process.env, HOME: userInfo().homedir },
-    })
-  }
+  buildPlayground()
   await startApp()
 })
 

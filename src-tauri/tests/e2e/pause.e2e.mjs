@@ -12,9 +12,9 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
-import { Agent, agentKey, proposal, consentRequest } from './agent.mjs'
+import { agentKey, proposal, consentRequest } from './agent.mjs'
 import { trayClick, trayItems } from './tray.mjs'
-import { PARLEY, SOCKET, SHOTS, tid, sleep, wd, main, startApp, createKey, listed, openReview, armed, invoke, notified } from './session.mjs'
+import { PARLEY, SHOTS, tid, sleep, wd, main, startWithAgent, listed, openReview, armed, invoke, notified } from './session.mjs'
 
 let principal
 let agent
@@ -41,10 +41,7 @@ async function closed() {
 }
 
 before(async () => {
-  assert.ok(SOCKET, 'PARLEY_CUSTODY_SOCKET must be set (scripts/test-app.sh does)')
-  await startApp()
-  principal = await createKey('Ana (personal)')
-  agent = await Agent.connect(SOCKET)
+  ;({ principal, agent } = await startWithAgent('Ana (personal)'))
 })
 
 after(async () => {

@@ -15,11 +15,11 @@
 
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawn, execFileSync } from 'node:child_process'
-import { createWriteStream, mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir, userInfo } from 'node:os'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { repo, PLAYGROUND, SOCKET, tid, sleep, wd, main, startApp, createKey, openNewestReview, openGrantForm, armed, closeByButton } from './session.mjs'
+import { PLAYGROUND, SOCKET, tid, sleep, wd, main, startApp, createKey, openNewestReview, openGrantForm, armed, closeByButton, buildPlayground } from './session.mjs'
+import { Child as Program } from './children.mjs'
 
 // The story in either dialect: PLAYGROUND_DIALECT=yea (playground-yea.e2e.mjs)
 // runs it in YEA v1 (`uses`, each/total), else Parley v1.
@@ -34,56 +34,12 @@ let principal
 let services
 let agent
 
-/** A child process whose output is kept, to be waited on line by line. */
-class Child {
+/** The playground as `name` (its own PARLEY_HOME), its output kept and also
+ *  in $T/playground-<name>.log: scripts/test-app.sh shows those logs when a run fails. */
+class Child extends Program {
   constructor(name, args) {
-    this.name = name
-    this.out = ''
-    this.exited = null
-    this.proc = spawn(PLAYGROUND, args, {
-      env: { ...process.env, PARLEY_HOME: join(scratch, name) },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    this.exit = new Promise((r) =>
-      this.proc.on('exit', (code, signal) => {
-        this.exited = { code, signal }
-        r(this.exited)
-      }),
-    )
-    // Also kept in $T/playground-<name>.log: scripts/test-app.sh shows those logs when a run fails.
-    this.log = createWriteStream(join(LOGS, `playground-${name}.log`))
-    for (const s of [this.proc.stdout, this.proc.stderr]) {
-      s.setEncoding('utf8')
-      s.on('data', (d) => {
-        this.out += d
-        this.log.write(d)
-      })
-    }
+    super(PLAYGROUND, args, { name, env: { PARLEY_HOME: join(scratch, name) }, log: join(LOGS, `playground-${name}.log`) })
     children.push(this)
-  }
-
-  get pid() {
-    return this.proc.pid
-  }
-
-  /** Waits until the output (from `from` on) matches `re`; returns the match. */
-  async waitFor(re, what, { from = 0, timeout = 60_000 } = {}) {
-    const deadline = Date.now() + timeout
-    for (;;) {
-      const m = this.out.slice(from).match(re)
-      if (m) return m
-      if (this.exited) throw new Error(`${this.name} exited (${JSON.stringify(this.exited)}) before ${what}; its output:\n${this.out}`)
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} from ${this.name}; its output:\n${this.out}`)
-      await sleep(100)
-    }
-  }
-
-  async stop() {
-    if (this.exited) return
-    this.proc.kill('SIGTERM')
-    const t = setTimeout(() => this.proc.kill('SIGKILL'), 5000)
-    await this.exit
-    clearTimeout(t)
   }
 }
 
@@ -102,21 +58,13 @@ function proposalBlock(out, id) {
 
 before(async () => {
   assert.ok(SOCKET, 'PARLEY_CUSTODY_SOCKET must be set (scripts/test-app.sh does)')
-  if (!process.env.PARLEY_PLAYGROUND) {
-    // The session's HOME is a fresh directory: cargo and rustup run with the user's own.
-    execFileSync('cargo', ['build', '--locked', '-q', '-p', 'parley-playground'], {
-      cwd: repo,
-      stdio: ['ignore', 'inherit', 'inherit'],
-      env: { ...process.env, HOME: userInfo().homedir },
-    })
-  }
+  buildPlayground()
   await startApp()
 })
 
 after(async () => {
   for (const c of children) await c.stop()
   await wd.quit()
-  for (const c of children) c.log.end()
   rmSync(scratch, { recursive: true, force: true })
 })
 

@@ -8,9 +8,11 @@
 import assert from 'node:assert/strict'
 import { execFileSync, spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
+import { userInfo } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { WebDriver } from './webdriver.mjs'
+import { Agent } from './agent.mjs'
 
 export const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
 const debugBuild = (name) => join(repo, 'target', 'debug', name)
@@ -46,6 +48,29 @@ export async function startApp(app = APP, { knock = true } = {}) {
   await wd.start(LAUNCH, knock ? [app] : ['--no-knock', app], 90_000)
   main = await wd.handle()
   return main
+}
+
+/** The session most files start with: the app, the principal key `label`
+ *  created at the first-run offer, and an agent connected to custody's socket. */
+export async function startWithAgent(label) {
+  assert.ok(SOCKET, 'PARLEY_CUSTODY_SOCKET must be set (scripts/test-app.sh does)')
+  await startApp()
+  const principal = await createKey(label)
+  const agent = await Agent.connect(SOCKET)
+  return { principal, agent }
+}
+
+/** Builds the playground with cargo unless $PARLEY_PLAYGROUND names one:
+ *  scripts/test-app.sh builds only the app and the CLI, and a build here is
+ *  never stale. */
+export function buildPlayground() {
+  if (process.env.PARLEY_PLAYGROUND) return
+  // The session's HOME is a fresh directory: cargo and rustup run with the user's own.
+  execFileSync('cargo', ['build', '--locked', '-q', '-p', 'parley-playground'], {
+    cwd: repo,
+    stdio: ['ignore', 'inherit', 'inherit'],
+    env: { ...process.env, HOME: userInfo().homedir },
+  })
 }
 
 /** Creates the principal key at the first-run offer (with `label`, if given); returns it. */
