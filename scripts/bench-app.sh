@@ -10,6 +10,9 @@
 #   BENCH_PROFILE=debug scripts/bench-app.sh   the debug build the tests made
 #     (no release-like build; the WebKit processes, most of the memory, are
 #     the system's either way; the times are not comparable)
+#   BENCH_DETAIL=1   also the service's largest mappings after each session
+#   BENCH_SERVICE_WRAP=/path/to/wrapper   starts the service through a
+#     wrapper that execs it (e.g. with heaptrack's preload, to see its heap)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -29,7 +32,7 @@ chmod 700 "$T/run"
 sed 's|<standard_session_servicedirs */>||' /usr/share/dbus-1/session.conf >"$T/session.conf"
 export HOME="$T/home" XDG_RUNTIME_DIR="$T/run" XDG_DATA_HOME="$T/data" XDG_CONFIG_HOME="$T/config" \
   PARLEY_CUSTODY_NAMESPACE="bench-$$" PARLEY_CUSTODY_SOCKET="$T/run/custody.sock" PARLEY_CUSTODY_DATA="$T/custody" \
-  CUSTODY_SERVICE="$repo/target/$dir/parley-custodyd" PARLEY_CLI="$repo/target/$dir/parley" \
+  CUSTODY_SERVICE="${BENCH_SERVICE_WRAP:-$repo/target/$dir/parley-custodyd}" PARLEY_CLI="$repo/target/$dir/parley" \
   BENCH_OUT="$repo/target/bench-app.txt" RUST_LOG="${RUST_LOG:-warn}"
 mkdir -p "$PARLEY_CUSTODY_DATA" && chmod 700 "$PARLEY_CUSTODY_DATA"
 # BENCH_DECIDE=1 (the default): each UI session also approves a request

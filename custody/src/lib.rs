@@ -8,10 +8,16 @@
 //! `parley-custody-client`, which links no key store, signer, audit log or
 //! SQLite; it is re-exported here under its old paths (`protocol`, `client`,
 //! `display`, `ipc::frame`), so custody and its tests use one copy.
-#![forbid(unsafe_code)]
+//!
+//! No unsafe code, but for one call into the C library in [`allocator`]
+//! (glibc's `malloc_trim`, which has no safe binding); every other module
+//! is held to `deny(unsafe_code)`, and that module allows it for that call
+//! alone.
+#![deny(unsafe_code)]
 pub mod activity;
 pub mod admin;
 pub mod agent_access;
+pub mod allocator;
 pub mod approval;
 pub mod approver;
 pub mod audit;

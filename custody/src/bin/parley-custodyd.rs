@@ -312,6 +312,9 @@ fn passphrase() -> Result<Passphrase, String> {
 }
 
 fn main() -> ExitCode {
+    // Before any thread starts: one malloc arena for the long-lived service
+    // (allocator.rs; its idle memory stays flat across UI sessions).
+    parley_custody::allocator::one_arena();
     let mut args = Args::parse();
     if let Some(Command::AgentUser {
         user,

@@ -142,8 +142,13 @@ pub async fn serve(
                     Ok(stream) => {
                         let d = desktop.clone();
                         tokio::spawn(async move {
-                            connection(stream, d).await;
+                            connection(stream, d.clone()).await;
                             tracing::info!(pid, "the UI disconnected");
+                            // The session's buffers are all dropped now.
+                            if let Ok(core) = &d.core {
+                                let engine = core.engine.clone();
+                                let _ = tokio::task::spawn_blocking(move || engine.give_back_memory()).await;
+                            }
                         });
                     }
                     Err(e) => tracing::error!(pid, "the UI's channel cannot be used: {e}"),
