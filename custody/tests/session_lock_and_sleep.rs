@@ -27,7 +27,7 @@ use support::line_agent::Agent;
 use support::lines::{final_within, json_lines};
 use support::login1::{FakeLogin1, FakeScreenSaver, Note, SESSION_ID};
 use support::os_user::{ready_for_os_prompt, UserDirs};
-use support::requests::meal_order;
+use support::requests::{meal_order, seeded_agent};
 use support::user_terminal::{wait_in, Tmux};
 use support::{in_session, scratch, Session};
 
@@ -567,7 +567,7 @@ fn after_unlock_a_waiting_requests_notification_says_again_what_it_asks() {
     let rt = support::rt();
     let bus = session_bus();
     let fake = rt.block_on(FakeLogin1::serve(&bus, true));
-    let svc = Service::start(&bus);
+    let svc = start(&bus);
     let mut ui = svc.ui();
     let key = ui
         .call("main", "key_create", json!({"label": "Ana"}))
@@ -576,11 +576,11 @@ fn after_unlock_a_waiting_requests_notification_says_again_what_it_asks() {
     let hidden = "An agent asks for your decision. Open Parley Custody to see what it asks.";
 
     // Notification 1, with its details; locked: replaced without them.
-    let first = Agent::ask(&svc.sock, &principal, "c1", "shop.example", 5830);
+    let first = ask(&svc, &principal, "c1", "shop.example", 5830);
     let shown = notes(&fake, 1);
     assert!(shown[0].body.contains("58.30 USD"), "{shown:?}");
     rt.block_on(fake.set_locked(true));
-    ui.wait_session("main", json!("locked"));
+    wait_session(&mut ui, "main", json!("locked"));
     let shown = notes(&fake, 2);
     assert_eq!(
         (shown[1].replaces, shown[1].body.as_str()),
@@ -589,7 +589,7 @@ fn after_unlock_a_waiting_requests_notification_says_again_what_it_asks() {
     );
     // Notification 2 comes while locked, without details; its request is
     // denied before the unlock (a denial counts while locked).
-    let second = Agent::ask(&svc.sock, &principal, "c2", "books.example", 1999);
+    let second = ask(&svc, &principal, "c2", "books.example", 1999);
     let shown = notes(&fake, 3);
     assert_eq!(
         (shown[2].replaces, shown[2].body.as_str()),
@@ -601,9 +601,7 @@ fn after_unlock_a_waiting_requests_notification_says_again_what_it_asks() {
         .expect("a denial while locked");
     assert_eq!(second.final_within(WAIT).unwrap()["kind"], "DENIED");
     // The human names the agent meanwhile.
-    let agent = SecretKey::from_seed(&Zeroizing::new([7u8; 32]))
-        .public()
-        .to_string();
+    let agent = seeded_agent(7);
     ui.call(
         "main",
         "agent_label_set",
@@ -615,7 +613,7 @@ fn after_unlock_a_waiting_requests_notification_says_again_what_it_asks() {
     // say again what it asks, naming the agent as it is named now; the
     // denied one is not shown again.
     rt.block_on(fake.set_locked(false));
-    ui.wait_session("main", Value::Null);
+    wait_session(&mut ui, "main", Value::Null);
     let shown = notes(&fake, 4);
     let again = &shown[3];
     assert_eq!(again.replaces, 1, "{shown:?}");
