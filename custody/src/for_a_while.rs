@@ -208,11 +208,11 @@ impl Offer {
     }
 
     /// What the human reads before Approve and before the OS asks:
-    /// "and let <agent> spend up to 20.00 USD more at shop.example in the
+    /// "and let “<agent>” spend up to 20.00 USD more at shop.example in the
     /// next 15 minutes without asking". `agent` is already display-safe.
     pub fn words(&self, agent: &str, w: &ForAWhile) -> String {
         format!(
-            "and let {agent} spend up to {} more at {} in the next {} minutes without asking",
+            "and let “{agent}” spend up to {} more at {} in the next {} minutes without asking",
             self.money(w.amount),
             self.service,
             w.minutes
@@ -348,7 +348,7 @@ mod tests {
         }
         assert_eq!(
             offer(5830, "USD", Dialect::ParleyV1).words("Alice's shopper", &w),
-            "and let Alice's shopper spend up to 20.00 USD more at shop.example in the next 15 minutes without asking"
+            "and let “Alice's shopper” spend up to 20.00 USD more at shop.example in the next 15 minutes without asking"
         );
     }
 }

@@ -31,9 +31,9 @@ function words(o: ForAWhileOffer, amount: number): string {
   return i >= 0 ? o.amount_words[i] : ''
 }
 
-/** "and let <agent> spend up to 20.00 USD more at shop.example in the next 15 minutes without asking" */
+/** "and let “<agent>” spend up to 20.00 USD more at shop.example in the next 15 minutes without asking" */
 export function sentence(o: ForAWhileOffer, w: ForAWhile): string {
-  return `and let ${o.agent_name} spend up to ${words(o, w.amount)} more at ${o.service} in the next ${w.minutes} minutes without asking`
+  return `and let “${o.agent_name}” spend up to ${words(o, w.amount)} more at ${o.service} in the next ${w.minutes} minutes without asking`
 }
 
 /** The part for review `p`; filled once custody answers (hidden until then, and when nothing is offered). */
@@ -90,7 +90,7 @@ export function forAWhilePart(p: PendingView): ForAWhilePart {
     amount.value = String(first)
     replace(minutes, ...o.minutes.map((m) => h('option', { attrs: { value: String(m) } }, `${m} minutes`)))
     minutes.value = String(was && o.minutes.includes(was.minutes) ? was.minutes : o.minutes.includes(15) ? 15 : o.minutes[0])
-    setText(labelWords, ` Also let ${o.agent_name} spend more at ${o.service} without asking, for a while`)
+    setText(labelWords, ` Also let “${o.agent_name}” spend more at ${o.service} without asking, for a while`)
     if (!section.childElementCount) {
       replace(
         section,

@@ -54,12 +54,12 @@ test('for a while: chosen, its words show before Approve, the footer stays in vi
   await page.locator(tid('for-a-while-on')).check()
   await page.locator(tid('for-a-while-amount')).selectOption('10000')
   await page.locator(tid('for-a-while-minutes')).selectOption('30')
-  const words = 'and let cactus orbit lemon frost spend up to 100.00 USD more at shop.example in the next 30 minutes without asking'
+  const words = 'and let “cactus orbit lemon frost” spend up to 100.00 USD more at shop.example in the next 30 minutes without asking'
   assert.ok((await text(page, 'for-a-while-words')).includes(words), await text(page, 'for-a-while-words'))
   assert.match(await text(page, 'for-a-while-words'), /stop all agents.*revoke.*screen locks/)
   // The footer (with the words, Deny and Approve) is on screen without scrolling.
   const foot = await page.locator(tid('for-a-while-foot')).innerText()
-  assert.equal(foot, 'Approving also lets cactus orbit lemon frost spend up to 100.00 USD more at shop.example in the next 30 minutes without asking.')
+  assert.equal(foot, 'Approving also lets “cactus orbit lemon frost” spend up to 100.00 USD more at shop.example in the next 30 minutes without asking.')
   for (const id of ['for-a-while-foot', 'approve', 'deny']) {
     const box = await page.locator(tid(id)).boundingBox()
     assert.ok(box && box.y >= 0 && box.y + box.height <= 600, `${id} in view: ${JSON.stringify(box)}`)
@@ -91,15 +91,15 @@ test('for a while: the agent renamed while the review is open, the offer names i
   await page.locator(tid('for-a-while-on')).check()
   await page.locator(tid('for-a-while-amount')).selectOption('20000')
   await page.locator(tid('for-a-while-minutes')).selectOption('60')
-  assert.equal(await text(page, 'for-a-while-label'), 'Also let cactus orbit lemon frost spend more at shop.example without asking, for a while')
+  assert.equal(await text(page, 'for-a-while-label'), 'Also let “cactus orbit lemon frost” spend more at shop.example without asking, for a while')
   // Named in this review: custody's offer now names it so.
   await page.evaluate(() => (window.__PARLEY_FIXTURES__.review_for_a_while = { ...window.__PARLEY_FIXTURES__.review_for_a_while, agent_name: 'shopping bot' }))
   await page.locator(`${tid('agent-naming')} summary`).click()
   await page.locator(tid('agent-name')).fill('shopping bot')
   await page.locator(tid('agent-name-save')).click()
   await page.waitForFunction(() => /shopping bot/.test(document.querySelector('[data-testid="for-a-while-foot"]').textContent))
-  const said = (name) => `let ${name} spend up to 200.00 USD more at shop.example in the next 60 minutes without asking`
-  assert.equal(await text(page, 'for-a-while-label'), 'Also let shopping bot spend more at shop.example without asking, for a while')
+  const said = (name) => `let “${name}” spend up to 200.00 USD more at shop.example in the next 60 minutes without asking`
+  assert.equal(await text(page, 'for-a-while-label'), 'Also let “shopping bot” spend more at shop.example without asking, for a while')
   assert.ok((await text(page, 'for-a-while-words')).includes(said('shopping bot')), await text(page, 'for-a-while-words'))
   assert.equal(await text(page, 'for-a-while-foot'), `Approving also lets ${said('shopping bot').replace(/^let /, '')}.`)
   // Renamed in another window: custody says pending-changed; the offer follows.
@@ -111,7 +111,7 @@ test('for a while: the agent renamed while the review is open, the offer names i
   })
   await page.waitForFunction(() => /groceries/.test(document.querySelector('[data-testid="for-a-while-foot"]').textContent))
   assert.ok((await text(page, 'for-a-while-words')).includes(said('groceries')), await text(page, 'for-a-while-words'))
-  assert.equal(await text(page, 'for-a-while-label'), 'Also let groceries spend more at shop.example without asking, for a while')
+  assert.equal(await text(page, 'for-a-while-label'), 'Also let “groceries” spend more at shop.example without asking, for a while')
   // The choice the human made stands, and Approve sends it.
   assert.equal(await page.locator(tid('for-a-while-on')).isChecked(), true)
   await enabled(page, 'approve')

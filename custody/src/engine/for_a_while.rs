@@ -51,9 +51,10 @@ impl Engine {
     fn name_for_words(&self, r: &review::Review) -> String {
         let label = self
             .agent_label(&r.agent.key)
-            .or_else(|| r.agent.label.clone())
-            .filter(|l| !l.trim().is_empty());
-        safe(&label.unwrap_or_else(|| r.agent.phrase.clone()))
+            .or_else(|| r.agent.label.clone());
+        safe(&crate::fingerprint::name_or(label.as_deref(), || {
+            r.agent.phrase.clone()
+        }))
     }
 
     /// What pending request `id` may offer beside Approve, or why nothing:
