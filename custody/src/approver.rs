@@ -38,7 +38,8 @@ pub enum Gesture {
     Click,
     /// Approve pressed and held.
     Hold,
-    /// `y` typed at the daemon's terminal prompt.
+    /// Typed at a terminal: `y` at the daemon's prompt, or a `parley
+    /// custody` command (a revocation).
     Terminal,
 }
 

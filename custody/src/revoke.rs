@@ -111,19 +111,22 @@ pub struct Revoke<'a> {
 }
 
 /// Signs, publishes and records the revocation of `what.grant`, once the
-/// OS confirmed it (`confirmed_by`, from [`authenticate_on_terminal`] or
-/// the engine's [`crate::engine::Engine::authenticate_change`]).
+/// human asked for it (`gesture`: a click in the app, or a command typed at
+/// a terminal) and the OS confirmed it (`confirmed_by`, from
+/// [`authenticate_on_terminal`] or the engine's
+/// [`crate::engine::Engine::authenticate_change`]).
 pub fn revoke_confirmed(
     keystore: &Keystore,
     audit: &mut Audit,
     data_dir: &Path,
     what: Revoke<'_>,
+    gesture: Gesture,
     confirmed_by: &'static str,
 ) -> Result<Revoked, RevokeError> {
     let principal = check(audit, data_dir, what.grant)?;
     let approval = Approval::confirmed(
         Yes {
-            gesture: Gesture::Terminal,
+            gesture,
             second_confirmation: true,
         },
         confirmed_by == OS_AUTH,

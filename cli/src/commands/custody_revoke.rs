@@ -10,6 +10,7 @@ use super::custody_keys::{data_dir, open_store_with};
 use super::Report;
 use crate::cli::RevokeArgs;
 use crate::error::CliError;
+use parley_custody::approver::Gesture;
 use parley_custody::audit::Audit;
 use parley_custody::engine::unix_now;
 use parley_custody::{paths, revoke};
@@ -68,6 +69,8 @@ pub fn revoke(a: &RevokeArgs) -> Result<Report, CliError> {
             also: &a.publish,
             now: unix_now(),
         },
+        // The human typed this command.
+        Gesture::Terminal,
         confirmed_by,
     )
     .map_err(CliError::bad)?;

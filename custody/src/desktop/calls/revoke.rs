@@ -9,6 +9,7 @@ use super::{blocking, R};
 use crate::desktop::events::UiEvent;
 use crate::desktop::service::Desktop;
 use crate::engine::unix_now;
+use crate::approver::Gesture;
 use crate::revoke;
 use serde::Serialize;
 
@@ -62,6 +63,8 @@ pub async fn grant_revoke(
                     also: &[],
                     now: unix_now(),
                 },
+                // Revoke clicked in the audit view.
+                Gesture::Click,
                 confirmed_by,
             )
         })
