@@ -118,7 +118,7 @@ pub use event::{
 };
 pub use export::{export_csv, export_jsonl, CSV_HEADER};
 pub use freeze::{Freeze, Unfrozen, FROZEN_CODE};
-pub use history::{Total, MAX_LIVE_GRANTS, MAX_SERVICES};
+pub use history::{GrantRow, Total, MAX_LIVE_GRANTS, MAX_SERVICES};
 pub use pause::Pause;
 pub use query::{Query, DEFAULT_LIMIT, MAX_LIMIT};
 pub use retention::{OpenTally, Recorded, RetentionPolicy};

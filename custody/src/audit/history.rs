@@ -16,6 +16,19 @@ pub const MAX_SERVICES: u32 = 10_000;
 /// The most live grants [`Audit::live_grant_caveats`] returns.
 pub const MAX_LIVE_GRANTS: u32 = 1_000;
 
+/// A grant custody issued, as [`Audit::grants_issued_to`] reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrantRow {
+    /// When it was issued (unix seconds).
+    pub issued_at: i64,
+    /// When it ends (unix seconds).
+    pub expires: i64,
+    /// Its caveats, as signed (JSON text).
+    pub caveats: String,
+    /// Whether custody revoked it since.
+    pub revoked: bool,
+}
+
 /// One currency's total, in minor units.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Total {
@@ -98,22 +111,23 @@ impl Audit {
     }
 
     /// The grants issued to `agent` (newest first, at most
-    /// [`MAX_LIVE_GRANTS`]), live or not: when each was issued, when it ends
-    /// and its caveats (JSON text), for "why custody asks"
-    /// ([`crate::review::why_asked()`]).
-    pub fn grants_issued_to(&self, agent: &str) -> Result<Vec<(i64, i64, String)>, AuditError> {
+    /// [`MAX_LIVE_GRANTS`]), live or not, each with whether custody revoked
+    /// it, for "why custody asks" ([`crate::review::why_asked()`]).
+    pub fn grants_issued_to(&self, agent: &str) -> Result<Vec<GrantRow>, AuditError> {
         let mut stmt = self.conn.prepare(
-            "SELECT at, expires, caveats FROM events WHERE kind = ?1 AND agent = ?2 \
+            "SELECT at, expires, caveats, EXISTS(SELECT 1 FROM revoked_grants r \
+             WHERE r.token_id = events.token_id) FROM events WHERE kind = ?1 AND agent = ?2 \
              AND expires IS NOT NULL AND caveats IS NOT NULL ORDER BY seq DESC LIMIT ?3",
         )?;
         let rows = stmt.query_map(
             params![EventKind::GrantIssued.as_str(), agent, MAX_LIVE_GRANTS],
             |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, String>(2)?,
-                ))
+                Ok(GrantRow {
+                    issued_at: r.get(0)?,
+                    expires: r.get(1)?,
+                    caveats: r.get(2)?,
+                    revoked: r.get(3)?,
+                })
             },
         )?;
         Ok(rows.collect::<Result<_, _>>()?)

@@ -121,6 +121,26 @@ mod tests {
         assert!(a.issued("never-issued").unwrap().is_none());
     }
 
+    /// "Why custody asks" reads each grant with whether it was revoked.
+    #[test]
+    fn grants_issued_to_an_agent_say_which_were_revoked() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut a = Audit::open(&dir.path().join("audit.sqlite3")).unwrap();
+        for id in ["g1", "g2"] {
+            let mut ev = NewEvent::new(EventKind::GrantIssued, 1);
+            ev.token_id = Some(id.into());
+            ev.agent = Some("ed25519:agent".into());
+            ev.expires = Some(100);
+            ev.caveats = Some("[]".into());
+            a.append(&ev).unwrap();
+        }
+        a.record_revocation("g1", "ed25519:x", "lost laptop", "{}", "os-auth", 5)
+            .unwrap();
+        let rows = a.grants_issued_to("ed25519:agent").unwrap();
+        let revoked: Vec<bool> = rows.iter().map(|r| r.revoked).collect();
+        assert_eq!(revoked, [false, true], "newest (g2) first: {rows:?}");
+    }
+
     #[test]
     fn revoked_among_names_only_the_revoked_ids_asked_about() {
         let dir = tempfile::tempdir().unwrap();

@@ -332,8 +332,9 @@ fn why_asked(
 ) -> Result<review::WhyAsked, crate::audit::AuditError> {
     let agent = c.agent().to_string();
     let mut grants = Vec::new();
-    for (issued_at, expires, text) in audit.grants_issued_to(&agent)? {
-        let Ok(Value::Array(list)) = serde_json::from_str::<Value>(&text) else {
+    for row in audit.grants_issued_to(&agent)? {
+        let (issued_at, expires) = (row.issued_at, row.expires);
+        let Ok(Value::Array(list)) = serde_json::from_str::<Value>(&row.caveats) else {
             continue;
         };
         let counted = audit
@@ -351,6 +352,7 @@ fn why_asked(
                 .collect(),
             issued_at,
             expires,
+            revoked: row.revoked,
             counted,
         });
     }

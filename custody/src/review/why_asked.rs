@@ -28,6 +28,8 @@ pub struct IssuedGrant {
     pub issued_at: i64,
     /// When it ends (unix seconds).
     pub expires: i64,
+    /// Whether the human revoked it (a revoked grant covers nothing).
+    pub revoked: bool,
     /// What custody approved for this agent since the grant was issued, per
     /// currency (consents: custody does not see the service's own count).
     pub counted: Vec<Money>,
@@ -50,7 +52,7 @@ pub struct Proposed<'a> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct WhyAsked {
     /// Which case applies (stable, for tests and the UI): `no_grant`,
-    /// `grant_expired`, `grant_not_yet`, `capability_not_granted`,
+    /// `grant_expired`, `grant_revoked`, `grant_not_yet`, `capability_not_granted`,
     /// `per_exceeded`, `per_currency`, `spend_exceeded`, `spend_currency`,
     /// `risk_above`, `one_proposal_only`, `limit_exceeded`, `covered`.
     pub rule: &'static str,
@@ -85,8 +87,20 @@ pub fn why_asked(p: &Proposed, grants: &[IssuedGrant], now: i64) -> WhyAsked {
             ),
         );
     }
-    let live: Vec<&&IssuedGrant> = here.iter().filter(|g| g.expires > now).collect();
+    let live: Vec<&&IssuedGrant> = here
+        .iter()
+        .filter(|g| g.expires > now && !g.revoked)
+        .collect();
     let Some(newest) = live.first() else {
+        if here.iter().any(|g| g.expires > now) {
+            return WhyAsked::new(
+                "grant_revoked",
+                format!(
+                    "you revoked your grant for {}; no grant of yours covers this now",
+                    p.service
+                ),
+            );
+        }
         let ended = here.iter().map(|g| g.expires).max().unwrap_or(0);
         return WhyAsked::new(
             "grant_expired",
@@ -275,6 +289,7 @@ mod tests {
                 .collect(),
             issued_at: NOW - 3600,
             expires,
+            revoked: false,
             counted,
         }
     }
@@ -366,6 +381,23 @@ mod tests {
             "{}",
             w.words
         );
+    }
+
+    /// A revoked grant covers nothing: custody says the human revoked it,
+    /// never what it would have allowed; a live grant beside it still says.
+    #[test]
+    fn revoked_grant_says_it_was_revoked() {
+        let cost = usd(5830);
+        let mut g = shop_grant(vec![]);
+        g.revoked = true;
+        let w = why_asked(&order(&cost), std::slice::from_ref(&g), NOW);
+        assert_eq!(w.rule, "grant_revoked");
+        assert_eq!(
+            w.words,
+            "You revoked your grant for shop.example; no grant of yours covers this now"
+        );
+        let w = why_asked(&order(&cost), &[g, shop_grant(vec![])], NOW);
+        assert_eq!(w.rule, "per_exceeded", "{}", w.words);
     }
 
     #[test]

@@ -6,10 +6,10 @@
 use super::change_auth;
 use super::error::refused;
 use super::{blocking, R};
+use crate::approver::Gesture;
 use crate::desktop::events::UiEvent;
 use crate::desktop::service::Desktop;
 use crate::engine::unix_now;
-use crate::approver::Gesture;
 use crate::revoke;
 use serde::Serialize;
 
