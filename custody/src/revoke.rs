@@ -8,7 +8,7 @@
 //! table).
 //!
 //! Custody also revokes approve-for-a-while grants itself, asking no one,
-//! on freeze and when the session locks ([`end_unasked`]): with its own
+//! on freeze and when the session locks ([`sign_unasked`]): with its own
 //! narrowly typed approval (`Approval::unasked_revocation`), made only
 //! from a live short grant, which the audit row names truthfully
 //! (`custody, unasked: …`).
@@ -110,11 +110,24 @@ pub struct Revoke<'a> {
     pub now: i64,
 }
 
+/// A revocation signed and not yet published ([`publish`]). Signing needs
+/// the key (the OS keychain, which may ask to be unlocked) and not the
+/// audit log, so the log is not held while the key is read: requests keep
+/// flowing meanwhile.
+#[derive(Debug, Clone)]
+pub struct Signed {
+    revocation: Revocation,
+    also: Vec<PathBuf>,
+    confirmed_by: &'static str,
+}
+
 /// Signs, publishes and records the revocation of `what.grant`, once the
 /// human asked for it (`gesture`: a click in the app, or a command typed at
 /// a terminal) and the OS confirmed it (`confirmed_by`, from
 /// [`authenticate_on_terminal`] or the engine's
-/// [`crate::engine::Engine::authenticate_change`]).
+/// [`crate::engine::Engine::authenticate_change`]). For a caller that has
+/// the log to itself (the CLI); the service signs with [`sign_confirmed`]
+/// outside its lock on the log, then [`publish`]es.
 pub fn revoke_confirmed(
     keystore: &Keystore,
     audit: &mut Audit,
@@ -124,6 +137,19 @@ pub fn revoke_confirmed(
     confirmed_by: &'static str,
 ) -> Result<Revoked, RevokeError> {
     let principal = check(audit, data_dir, what.grant)?;
+    let signed = sign_confirmed(keystore, &principal, what, gesture, confirmed_by)?;
+    publish(audit, data_dir, signed)
+}
+
+/// Signs the revocation of `what.grant` with `principal` (from [`check`]),
+/// as [`revoke_confirmed`] does, without touching the audit log.
+pub fn sign_confirmed(
+    keystore: &Keystore,
+    principal: &PublicKey,
+    what: Revoke<'_>,
+    gesture: Gesture,
+    confirmed_by: &'static str,
+) -> Result<Signed, RevokeError> {
     let approval = Approval::confirmed(
         Yes {
             gesture,
@@ -132,30 +158,21 @@ pub fn revoke_confirmed(
         confirmed_by == OS_AUTH,
         Approval::subject_of_revocation(what.grant),
     );
-    publish(
-        keystore,
-        audit,
-        data_dir,
-        &principal,
-        what,
-        &approval,
-        confirmed_by,
-    )
+    sign(keystore, principal, what, &approval, confirmed_by)
 }
 
 /// Custody ending the live approve-for-a-while grant `grant` itself,
 /// asking no one (`why`: freeze, the session's lock): signed with
 /// custody's own unasked approval of exactly this revocation, the reason
 /// [`Unasked::reason`], the row's `confirmed_by` [`Unasked::confirmed_by`].
-pub fn end_unasked(
+/// `principal` is the grant's ([`check`]); [`publish`] it next.
+pub fn sign_unasked(
     keystore: &Keystore,
-    audit: &mut Audit,
-    data_dir: &Path,
+    principal: &PublicKey,
     grant: &LiveShortGrant,
     why: Unasked,
     now: i64,
-) -> Result<Revoked, RevokeError> {
-    let principal = check(audit, data_dir, grant.token_id())?;
+) -> Result<Signed, RevokeError> {
     let approval = Approval::unasked_revocation(grant, why);
     let what = Revoke {
         grant: grant.token_id(),
@@ -163,43 +180,45 @@ pub fn end_unasked(
         also: &[],
         now,
     };
-    publish(
-        keystore,
-        audit,
-        data_dir,
-        &principal,
-        what,
-        &approval,
-        why.confirmed_by(),
-    )
+    sign(keystore, principal, what, &approval, why.confirmed_by())
 }
 
-/// Signs the revocation with `approval`, writes the statement into
-/// custody's directory (and `what.also`) and records it.
-fn publish(
+fn sign(
     keystore: &Keystore,
-    audit: &mut Audit,
-    data_dir: &Path,
     principal: &PublicKey,
     what: Revoke<'_>,
     approval: &Approval,
     confirmed_by: &'static str,
-) -> Result<Revoked, RevokeError> {
-    let Revoke {
-        grant,
-        reason,
-        also,
-        now,
-    } = what;
-    let reason = match reason.trim() {
+) -> Result<Signed, RevokeError> {
+    let reason = match what.reason.trim() {
         "" => "revoked by the human",
         r => r,
     };
-    let r = signer::sign_revocation(keystore, principal, grant, reason, approval, now)?;
+    let revocation =
+        signer::sign_revocation(keystore, principal, what.grant, reason, approval, what.now)?;
+    Ok(Signed {
+        revocation,
+        also: what.also.to_vec(),
+        confirmed_by,
+    })
+}
+
+/// Writes a signed revocation into custody's directory (and the others
+/// asked for) and records it, unless the grant was revoked meanwhile (then
+/// nothing is written: [`RevokeError::Already`]).
+pub fn publish(audit: &mut Audit, data_dir: &Path, signed: Signed) -> Result<Revoked, RevokeError> {
+    let Signed {
+        revocation: r,
+        also,
+        confirmed_by,
+    } = signed;
+    let own = revocations_dir(data_dir);
+    if audit.revocation_of(&r.grant)?.is_some() {
+        return Err(RevokeError::Already(own.display().to_string()));
+    }
     let text = serde_json::to_string_pretty(&r.to_value()).unwrap_or_default() + "\n";
     let mut files = Vec::new();
-    let own = revocations_dir(data_dir);
-    for dir in std::iter::once(&own).chain(also) {
+    for dir in std::iter::once(&own).chain(&also) {
         std::fs::create_dir_all(dir)
             .map_err(|e| RevokeError::Write(dir.display().to_string(), e))?;
         let path = dir.join(r.file_name());
@@ -208,16 +227,75 @@ fn publish(
         files.push(path);
     }
     audit.record_revocation(
-        grant,
-        &principal.to_string(),
+        &r.grant,
+        &r.principal.to_string(),
         &r.reason,
         &text,
         confirmed_by,
-        now,
+        r.revoked_at,
     )?;
     Ok(Revoked {
         revocation: r,
         files,
         confirmed_by,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::{EventKind, NewEvent};
+    use crate::keystore::{KdfParams, Passphrase};
+    use zeroize::Zeroizing;
+
+    /// Two revocations of one grant signed side by side (the log is not
+    /// held while signing): the first is published, the second refused
+    /// with nothing written over the first's file or added to the log.
+    #[test]
+    fn a_grant_revoked_while_another_revocation_was_signed_is_published_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Keystore::file_store_with_params(
+            &dir.path().join("keys"),
+            Passphrase::new(Zeroizing::new("revoke test".into())),
+            KdfParams::new(KdfParams::MIN_M_KIB, 1, 1).unwrap(),
+        )
+        .unwrap();
+        let principal = store.create("principal").unwrap();
+        let mut audit = Audit::open(&dir.path().join("audit.sqlite3")).unwrap();
+        let mut ev = NewEvent::new(EventKind::GrantIssued, 1);
+        ev.token_id = Some("g1".into());
+        ev.principal = Some(principal.to_string());
+        audit.append(&ev).unwrap();
+
+        let what = |reason| Revoke {
+            grant: "g1",
+            reason,
+            also: &[],
+            now: 5,
+        };
+        let found = check(&audit, dir.path(), "g1").unwrap();
+        assert_eq!(found, principal);
+        let first =
+            sign_confirmed(&store, &found, what("lost laptop"), Gesture::Click, OS_AUTH).unwrap();
+        let second =
+            sign_confirmed(&store, &found, what("second"), Gesture::Terminal, OS_AUTH).unwrap();
+        let done = publish(&mut audit, dir.path(), first).unwrap();
+        assert_eq!(done.revocation.reason, "lost laptop");
+        assert!(matches!(
+            publish(&mut audit, dir.path(), second),
+            Err(RevokeError::Already(_))
+        ));
+        let file = std::fs::read_to_string(&done.files[0]).unwrap();
+        assert!(
+            file.contains("lost laptop") && !file.contains("second"),
+            "{file}"
+        );
+        let revoked = audit
+            .query(&crate::audit::Query::default())
+            .unwrap()
+            .into_iter()
+            .filter(|r| r.kind == EventKind::GrantRevoked)
+            .count();
+        assert_eq!(revoked, 1);
+    }
 }

@@ -524,4 +524,32 @@ fn a_review_window_approves_for_a_while_only_within_custodys_offer() {
     let fin = agent.final_within(WAIT).expect("the agent's answer");
     assert_eq!(fin["kind"], "APPROVED", "{fin}");
     assert!(fin["for_a_while"]["grant"].is_string(), "{fin}");
+
+    // The human revokes the short grant from the audit view (as root, the
+    // OS is not asked): signed, published once, listed as revoked; a second
+    // revoke is refused and changes nothing.
+    let view = ui
+        .call("main", "audit_query", json!({"filter": {}}))
+        .unwrap();
+    let short = view["live"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["for_a_while"] == 15)
+        .unwrap_or_else(|| panic!("the short grant among the live rows: {view}"));
+    let id = short["token_id"].as_str().unwrap().to_string();
+    let revoke = json!({"grant": id, "reason": "done shopping"});
+    let done = ui.call("main", "grant_revoke", revoke.clone()).unwrap();
+    assert_eq!(done["grant"], id.as_str(), "{done}");
+    let file = std::fs::read_to_string(done["files"][0].as_str().unwrap()).unwrap();
+    assert!(file.contains("done shopping"), "{file}");
+    let again = ui.call("main", "grant_revoke", revoke).unwrap_err();
+    assert!(again.contains("revoked already"), "{again}");
+    let view = ui
+        .call("main", "audit_query", json!({"filter": {}}))
+        .unwrap();
+    assert!(
+        view["revoked"].as_array().unwrap().contains(&json!(id)),
+        "{view}"
+    );
 }

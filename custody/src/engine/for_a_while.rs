@@ -272,7 +272,7 @@ impl Engine {
     }
 
     /// Ends every live approve-for-a-while grant: signs and publishes a
-    /// revocation for each ([`crate::revoke::end_unasked`]) and records it.
+    /// revocation for each ([`crate::revoke::sign_unasked`], then [`crate::revoke::publish`]) and records it.
     /// Asks nothing: a revocation only restricts; the approval is custody's
     /// own, unasked, and the rows say why (`why`). Called on freeze, and by
     /// the session's lock when the human's setting says so. Which grants:
@@ -290,15 +290,13 @@ impl Engine {
             }
         };
         let mut ended = Vec::new();
+        let data = lock(&self.inner.audit)
+            .path()
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
         for grant in live {
-            let mut audit = lock(&self.inner.audit);
-            let data = audit
-                .path()
-                .parent()
-                .map(Path::to_path_buf)
-                .unwrap_or_default();
-            let done =
-                revoke::end_unasked(&self.inner.keystore, &mut audit, &data, &grant, why, now);
+            let done = self.end_one_unasked(&data, &grant, why, now);
             match done {
                 Ok(_) => ended.push(grant.token_id().to_owned()),
                 Err(e) => tracing::error!(
@@ -311,5 +309,27 @@ impl Engine {
     }
 }
 
+impl Engine {
+    /// Ends one short grant: the log held to check and to record it, not
+    /// while the key signs (the keychain may ask to be unlocked; requests
+    /// keep flowing meanwhile).
+    fn end_one_unasked(
+        &self,
+        data: &Path,
+        grant: &LiveShortGrant,
+        why: Unasked,
+        now: i64,
+    ) -> Result<revoke::Revoked, revoke::RevokeError> {
+        let principal = {
+            let audit = lock(&self.inner.audit);
+            revoke::check(&audit, data, grant.token_id())?
+        };
+        let signed = revoke::sign_unasked(&self.inner.keystore, &principal, grant, why, now)?;
+        let mut audit = lock(&self.inner.audit);
+        revoke::publish(&mut audit, data, signed)
+    }
+}
+
 use crate::approval::Unasked;
+use crate::audit::LiveShortGrant;
 use std::path::Path;

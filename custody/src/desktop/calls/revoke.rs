@@ -38,8 +38,8 @@ pub async fn grant_revoke(
     let core = state.core()?;
     let (e, dir) = (core.engine.clone(), core.data_dir.clone());
     let g = grant.clone();
-    blocking("reading the grant", move || {
-        e.with_audit(|a| revoke::check(a, &dir, &g).map(drop))
+    let principal = blocking("reading the grant", move || {
+        e.with_audit(|a| revoke::check(a, &dir, &g))
             .map_err(refused)
     })
     .await?;
@@ -52,23 +52,23 @@ pub async fn grant_revoke(
     let (e, dir) = (core.engine.clone(), core.data_dir.clone());
     let reason = reason.unwrap_or_default();
     let done = blocking("revoking the grant", move || {
-        e.with_audit(|a| {
-            revoke::revoke_confirmed(
-                e.keystore(),
-                a,
-                &dir,
-                revoke::Revoke {
-                    grant: &grant,
-                    reason: &reason,
-                    also: &[],
-                    now: unix_now(),
-                },
-                // Revoke clicked in the audit view.
-                Gesture::Click,
-                confirmed_by,
-            )
-        })
-        .map_err(refused)
+        // Signed first, the audit log not held while the key is read.
+        let signed = revoke::sign_confirmed(
+            e.keystore(),
+            &principal,
+            revoke::Revoke {
+                grant: &grant,
+                reason: &reason,
+                also: &[],
+                now: unix_now(),
+            },
+            // Revoke clicked in the audit view.
+            Gesture::Click,
+            confirmed_by,
+        )
+        .map_err(refused)?;
+        e.with_audit(|a| revoke::publish(a, &dir, signed))
+            .map_err(refused)
     })
     .await?;
     state.hub.send(UiEvent::StatusChanged);
