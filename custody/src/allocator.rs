@@ -6,11 +6,82 @@
 //! its notifications, the channel's buffers) left the service's resident
 //! memory ~0.1 MiB higher than before while its live heap stayed flat
 //! (heaptrack: 0.6–0.8 MB across twelve sessions; issue 28).
-//! The service keeps one arena ([`one_arena`]), and at its quiet moments
+//! The service keeps one arena and no per-thread caches ([`TUNABLES`],
+//! [`start_with_tunables`]; [`one_arena`] where those could not be set),
+//! and at its quiet moments
 //! (the UI process has exited), where it stalls nobody, `malloc_trim(0)`
 //! returns the free pages, the middle of the heap included.
 //! `scripts/bench-app.sh` measures the effect.
 #![allow(unsafe_code)]
+
+/// glibc's own settings for the service's allocator, as `GLIBC_TUNABLES`
+/// (read once, when the process starts): one arena (see [`one_arena`]) and
+/// no per-thread cache. The per-thread cache keeps up to seven freed
+/// blocks of each small size in every thread that lives on (the service's
+/// worker threads do), so the pages those blocks sit on can never be
+/// returned: with it the heap rose with each UI session (0.9 → 1.6 MiB over
+/// fourteen, app profile), without it it stayed at 0.6–0.7 MiB.
+pub const TUNABLES: &str = "glibc.malloc.tcache_count=0:glibc.malloc.arena_max=1";
+
+/// The environment variable glibc reads its settings from.
+pub const TUNABLES_VAR: &str = "GLIBC_TUNABLES";
+
+/// Whether this process already runs with [`TUNABLES`] (set by
+/// [`start_with_tunables`], or by whoever started it).
+pub fn has_tunables() -> bool {
+    std::env::var_os(TUNABLES_VAR).is_some_and(|v| v.to_string_lossy().contains(TUNABLES))
+}
+
+/// The long-lived service, started again by itself with [`TUNABLES`]
+/// added to the environment (glibc reads them only when a process
+/// starts): replaces this process with the same program and arguments.
+/// Returns only if that could not be done (the service then runs with
+/// glibc's defaults, which costs memory, nothing else). Only where glibc
+/// is the C library; elsewhere it returns at once.
+pub fn start_with_tunables() -> Option<std::io::Error> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        use std::os::unix::process::CommandExt;
+        if has_tunables() {
+            return None;
+        }
+        let value = match std::env::var_os(TUNABLES_VAR) {
+            Some(v) if !v.is_empty() => {
+                let mut v = v;
+                v.push(":");
+                v.push(TUNABLES);
+                v
+            }
+            _ => TUNABLES.into(),
+        };
+        let mut args = std::env::args_os();
+        let arg0 = args.next().unwrap_or_default();
+        // The running program's file by its path (not /proc/self/exe, which
+        // would make the process's name "exe" for ps, pgrep and the logs).
+        let exe = match std::env::current_exe() {
+            Ok(p) => p,
+            Err(e) => return Some(e),
+        };
+        Some(
+            std::process::Command::new(exe)
+                .arg0(arg0)
+                .args(args)
+                .env(TUNABLES_VAR, value)
+                .exec(),
+        )
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        None
+    }
+}
+
+/// The value of `GLIBC_TUNABLES` a child of the service should get: none if
+/// the service set it only for itself ([`TUNABLES`] alone), else what it
+/// was given. The UI and the web engine keep glibc's defaults.
+pub fn tunables_for_children() -> Option<std::ffi::OsString> {
+    std::env::var_os(TUNABLES_VAR).filter(|v| v.to_string_lossy() != TUNABLES)
+}
 
 /// Makes every thread allocate from one glibc arena. By default glibc gives
 /// threads that meet in malloc arenas of their own (up to eight per core),

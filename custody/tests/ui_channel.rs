@@ -553,3 +553,50 @@ fn a_review_window_approves_for_a_while_only_within_custodys_offer() {
         "{view}"
     );
 }
+
+/// The service runs with its allocator settings (it started itself again
+/// with them: glibc reads them only at a process's start), and the UI it
+/// starts does not inherit them.
+#[test]
+fn the_service_keeps_its_allocator_settings_to_itself() {
+    if !in_session(
+        "the_service_keeps_its_allocator_settings_to_itself",
+        Session::Keyring,
+    ) {
+        return;
+    }
+    let svc = start();
+    let _ui = svc.ui();
+    let var = format!("{}=", parley_custody::allocator::TUNABLES_VAR);
+    // What the process was started with (glibc parses the value where it
+    // lies, so /proc shows its settings split; the process itself reads
+    // the whole value).
+    let environ = |pid: u32| std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+    let started_with = |pid: u32| {
+        environ(pid)
+            .split(|b| *b == 0)
+            .any(|kv| kv.starts_with(var.as_bytes()))
+    };
+    let service = environ(svc.pid());
+    assert!(
+        started_with(svc.pid())
+            && service
+                .windows(b"glibc.malloc.tcache_count=0".len())
+                .any(|w| w == b"glibc.malloc.tcache_count=0"),
+        "the service runs with {}",
+        parley_custody::allocator::TUNABLES
+    );
+    let children: Vec<u32> = std::fs::read_dir(format!("/proc/{}/task", svc.pid()))
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("children")).ok())
+        .flat_map(|c| {
+            c.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect();
+    assert!(!children.is_empty(), "the UI runs as the service's child");
+    for c in children {
+        assert!(!started_with(c), "the UI (pid {c}) got the service's {var}");
+    }
+}

@@ -8,6 +8,7 @@
 
 use clap::Parser;
 use parley_custody::agent_access;
+use parley_custody::allocator;
 use parley_custody::audit::Audit;
 use parley_custody::engine::EngineConfig;
 use parley_custody::hardening::{self, Report};
@@ -312,9 +313,6 @@ fn passphrase() -> Result<Passphrase, String> {
 }
 
 fn main() -> ExitCode {
-    // Before any thread starts: one malloc arena for the long-lived service
-    // (allocator.rs; its idle memory stays flat across UI sessions).
-    parley_custody::allocator::one_arena();
     let mut args = Args::parse();
     if let Some(Command::AgentUser {
         user,
@@ -325,6 +323,14 @@ fn main() -> ExitCode {
     {
         return agent_user(user, group, socket_dir, yes);
     }
+    // The long-lived service, before any thread starts: glibc's allocator
+    // set so that its idle memory stays flat across UI sessions (one
+    // arena, no per-thread caches; read only at a process's start, so the
+    // service starts itself again with them once). allocator.rs.
+    if let Some(e) = allocator::start_with_tunables() {
+        eprintln!("parley-custodyd: could not restart with its allocator settings ({e}); running with glibc's defaults");
+    }
+    allocator::one_arena();
     // Before anything can load a key: no same-user ptrace or /proc/PID/mem,
     // no core dumps, the key's page kept out of swap (hardening.rs). Only the
     // dumpable flag is required; the rest is said in the log.

@@ -162,7 +162,14 @@ impl Opener {
     fn start(&self, target: &OpenTarget) -> std::io::Result<(u32, Option<UnixStream>)> {
         let bin = ui_binary()?;
         let (ours, theirs) = UnixStream::pair()?;
-        let mut child = Command::new(&bin)
+        let mut cmd = Command::new(&bin);
+        // The service's allocator settings are its own; the UI and its web
+        // engine keep glibc's defaults (or what the human set).
+        match crate::allocator::tunables_for_children() {
+            Some(v) => cmd.env(crate::allocator::TUNABLES_VAR, v),
+            None => cmd.env_remove(crate::allocator::TUNABLES_VAR),
+        };
+        let mut child = cmd
             .arg("--open")
             .arg(target.as_arg())
             .env(UI_FD_ENV, "0")
