@@ -328,9 +328,9 @@ fn main() -> ExitCode {
     // arena, no per-thread caches; read only at a process's start, so the
     // service starts itself again with them once). allocator.rs.
     if let Some(e) = allocator::start_with_tunables() {
-        eprintln!("parley-custodyd: could not restart with its allocator settings ({e}); running with glibc's defaults");
+        eprintln!("parley-custodyd: could not restart with its allocator settings ({e}); running with one malloc arena only");
+        allocator::one_arena();
     }
-    allocator::one_arena();
     // Before anything can load a key: no same-user ptrace or /proc/PID/mem,
     // no core dumps, the key's page kept out of swap (hardening.rs). Only the
     // dumpable flag is required; the rest is said in the log.

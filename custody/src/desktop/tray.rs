@@ -557,22 +557,31 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn the_tray_offers_stop_all_agents_and_says_when_custody_is_frozen() {
-        let rt = tokio::runtime::Builder::new_current_thread()
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
             .build()
-            .unwrap();
-        let mut m = Item {
+            .unwrap()
+    }
+
+    /// A tray item with `count` requests waiting, nothing else to say.
+    fn item(rt: &tokio::runtime::Runtime, count: usize) -> Item {
+        Item {
             desktop: Weak::new(),
             rt: rt.handle().clone(),
             icons: Vec::new(),
-            count: 0,
+            count,
             lines: Vec::new(),
             online: Arc::new(AtomicBool::new(true)),
             frozen: false,
             told: None,
             held: None,
-        };
+        }
+    }
+
+    #[test]
+    fn the_tray_offers_stop_all_agents_and_says_when_custody_is_frozen() {
+        let rt = runtime();
+        let mut m = item(&rt, 0);
         assert!(labels(&m).iter().any(|l| l.starts_with("Stop all agents")));
         assert_eq!(ksni::Tray::title(&m), "Parley Custody");
         // With no notifications, what custody tells shows here.
@@ -599,20 +608,8 @@ mod tests {
 
     #[test]
     fn the_tray_says_when_the_session_is_locked_or_going_to_sleep() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        let mut m = Item {
-            desktop: Weak::new(),
-            rt: rt.handle().clone(),
-            icons: Vec::new(),
-            count: 1,
-            lines: Vec::new(),
-            online: Arc::new(AtomicBool::new(true)),
-            frozen: false,
-            told: None,
-            held: None,
-        };
+        let rt = runtime();
+        let mut m = item(&rt, 1);
         let said = |m: &Item| {
             let mut l = labels(m);
             l.push(ksni::Tray::tool_tip(m).description);

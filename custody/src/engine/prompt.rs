@@ -165,14 +165,20 @@ mod tests {
         crate::review::test_support::consent_review()
     }
 
-    #[test]
-    fn a_consents_prompt_names_amount_service_agent_and_hash() {
+    /// A consent of 58.30 USD at shop.example by an unnamed agent.
+    fn meal_order() -> review::Review {
         let mut r = review();
         r.cost = "58.30 USD".into();
         r.service = "shop.example".into();
         r.capability = "order".into();
         r.agent.phrase = "cactus orbit lemon frost".into();
         r.hash = "1a2b3c4d5e6f7g8h".into();
+        r
+    }
+
+    #[test]
+    fn a_consents_prompt_names_amount_service_agent_and_hash() {
+        let r = meal_order();
         let d = consent(&r, None);
         assert_eq!(
             d.get("decision").unwrap(),
@@ -188,12 +194,7 @@ mod tests {
 
     #[test]
     fn the_agent_is_named_by_its_one_name_the_humans_else_its_words() {
-        let mut r = review();
-        r.cost = "58.30 USD".into();
-        r.service = "shop.example".into();
-        r.capability = "order".into();
-        r.agent.phrase = "cactus orbit lemon frost".into();
-        r.hash = "1a2b3c4d5e6f7g8h".into();
+        let r = meal_order();
         // Named: the human's name alone, as the review, notifications, tray
         // and home name it; the four words are not a second name here.
         let named = consent(&r, Some(" Alice's shopper "));
